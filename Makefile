@@ -1,0 +1,76 @@
+# kvsite: `make` builds the generator and the bundled site; `make test` runs every test.
+# Libraries come from Debian packages, found with pkg-config (see `make deps`).
+
+PKGS      := libcmark-gfm lua5.4 yaml-0.1
+B         ?= build
+CC        ?= cc
+OPT       ?= -O2 -g
+SAN       ?=
+comma     := ,
+SANFLAGS  := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+CFLAGS    := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+             $(SANFLAGS) $(shell pkg-config --cflags $(PKGS))
+LDFLAGS   := $(SANFLAGS)
+LDLIBS    := $(shell pkg-config --libs $(PKGS)) -lcmark-gfm-extensions -lm
+VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+CFLAGS    += -DKVSITE_VERSION='"$(VERSION)"'
+
+LIB_SRC   := $(filter-out gen/main.c,$(wildcard gen/*.c))
+LIB_OBJ   := $(LIB_SRC:gen/%.c=$(B)/obj/%.o)
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+KVSITE    := $(B)/kvsite
+
+DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
+               liblua5.4-dev libyaml-dev libcmocka-dev
+
+.PHONY: all site kvsite test check-unit check-e2e check-spec check-lua test-asan deps clean bench fuzz memcheck
+
+all: site
+
+kvsite: $(KVSITE)
+
+$(B)/obj/%.o: gen/%.c $(wildcard gen/*.h) | $(B)/obj
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/libkvsite.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(KVSITE): $(B)/obj/main.o $(B)/libkvsite.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/tests/%: tests/unit/%.c $(B)/libkvsite.a $(wildcard gen/*.h) | $(B)/tests
+	$(CC) $(CFLAGS) -Igen $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libkvsite.a \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs cmocka)
+
+$(B)/obj $(B)/tests:
+	mkdir -p $@
+
+site: $(KVSITE)
+	$(KVSITE) build
+
+# Every test: unit, Lua, end to end and spec, then all of it again under ASan and UBSan.
+test:
+	$(MAKE) check-all
+	$(MAKE) B=build/san SAN=1 OPT="-O1 -g" check-all
+
+check-all: check-unit check-lua check-e2e check-spec
+
+check-unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+check-lua: $(KVSITE)
+	@if ls tests/lua/test_*.lua >/dev/null 2>&1; then $(KVSITE) lua-test tests/lua/test_*.lua; fi
+
+check-e2e: $(KVSITE)
+	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/run.sh
+
+check-spec: $(KVSITE)
+	KVSITE=$(abspath $(KVSITE)) bash tests/spec/run.sh
+
+deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PKGS)
+
+clean:
+	rm -rf build site .site.staging* .site.old*

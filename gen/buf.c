@@ -1,0 +1,164 @@
+#include "buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void S_oom(size_t n)
+{
+    fprintf(stderr, "kvsite: out of memory (allocating %zu bytes)\n", n);
+    exit(70);
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        S_oom(n);
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        S_oom(n * size);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        S_oom(n);
+    return q;
+}
+
+char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    buf b = BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    return buf_detach(&b);
+}
+
+void buf_init(buf *b)
+{
+    b->ptr = NULL;
+    b->len = b->cap = 0;
+}
+
+void buf_free(buf *b)
+{
+    free(b->ptr);
+    buf_init(b);
+}
+
+void buf_clear(buf *b)
+{
+    b->len = 0;
+    if (b->ptr)
+        b->ptr[0] = '\0';
+}
+
+void buf_grow(buf *b, size_t extra)
+{
+    if (extra >= (size_t)-1 / 2 - b->len)
+        S_oom(extra);
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    b->ptr = xrealloc(b->ptr, cap);
+    b->cap = cap;
+}
+
+void buf_put(buf *b, const void *data, size_t len)
+{
+    buf_grow(b, len);
+    if (len)
+        memcpy(b->ptr + b->len, data, len);
+    b->len += len;
+    b->ptr[b->len] = '\0';
+}
+
+void buf_puts(buf *b, const char *s) { buf_put(b, s, strlen(s)); }
+
+void buf_putc(buf *b, int c)
+{
+    buf_grow(b, 1);
+    b->ptr[b->len++] = (char)c;
+    b->ptr[b->len] = '\0';
+}
+
+void buf_vprintf(buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return;
+    buf_grow(b, (size_t)n);
+    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void buf_printf(buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+void buf_truncate(buf *b, size_t len)
+{
+    if (len < b->len) {
+        b->len = len;
+        b->ptr[len] = '\0';
+    }
+}
+
+char *buf_detach(buf *b)
+{
+    char *p = b->ptr ? b->ptr : xstrdup("");
+    buf_init(b);
+    return p;
+}
+
+const char *buf_cstr(const buf *b) { return b->ptr ? b->ptr : ""; }
+
+void buf_put_html(buf *b, const char *s, size_t len)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        const char *rep = NULL;
+        switch (s[i]) {
+        case '&': rep = "&amp;"; break;
+        case '<': rep = "&lt;"; break;
+        case '>': rep = "&gt;"; break;
+        case '"': rep = "&quot;"; break;
+        case '\'': rep = "&#39;"; break;
+        default: continue;
+        }
+        buf_put(b, s + run, i - run);
+        buf_puts(b, rep);
+        run = i + 1;
+    }
+    buf_put(b, s + run, len - run);
+}

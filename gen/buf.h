@@ -1,0 +1,51 @@
+/* buf: the one growable byte buffer used everywhere in kvsite.
+ *
+ * A buf owns its storage. buf_init() makes an empty buffer without allocating;
+ * buf_free() releases the storage and leaves an empty buffer behind. The content
+ * is always NUL-terminated once anything was written, so b.ptr can be passed to
+ * C string functions when the data has no NUL of its own.
+ *
+ * Out-of-memory policy: allocation failure is not recoverable in a build tool;
+ * the xmalloc family prints one line and exits with status 70 (EX_SOFTWARE).
+ * Bounded inputs keep that path for genuine exhaustion. */
+#ifndef KV_BUF_H
+#define KV_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct {
+    char *ptr;  /* NULL until the first write */
+    size_t len; /* bytes used, not counting the terminating NUL */
+    size_t cap; /* bytes allocated */
+} buf;
+
+#define BUF_INIT {NULL, 0, 0}
+
+void buf_init(buf *b);
+void buf_free(buf *b);
+void buf_clear(buf *b);                 /* len = 0, keeps the storage */
+void buf_grow(buf *b, size_t extra);    /* room for extra more bytes + NUL */
+void buf_put(buf *b, const void *data, size_t len);
+void buf_puts(buf *b, const char *s);
+void buf_putc(buf *b, int c);
+void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(buf *b, const char *fmt, va_list ap);
+void buf_truncate(buf *b, size_t len);
+/* Returns the content as a malloc'ed NUL-terminated string owned by the caller
+ * (never NULL) and leaves b empty. */
+char *buf_detach(buf *b);
+/* The content as a C string; "" for an empty buffer. Owned by b. */
+const char *buf_cstr(const buf *b);
+
+/* HTML-escapes s (& < > " ') onto b. */
+void buf_put_html(buf *b, const char *s, size_t len);
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

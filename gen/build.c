@@ -1,0 +1,629 @@
+#include "build.h"
+
+#include <cmark-gfm-core-extensions.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "content.h"
+#include "diag.h"
+#include "fsutil.h"
+#include "pool.h"
+#include "record.h"
+#include "render.h"
+#include "sources.h"
+#include "strmap.h"
+
+typedef struct {
+    const build_opts *o;
+    config cfg;
+    content_index idx;
+    sources src;
+    diag_list dl;
+    char *root_real;
+    char *out_abs;     /* final output folder */
+    char *staging;     /* NULL in check mode */
+    page_record *records;
+    size_t njobs;
+    strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
+    size_t asset_bytes;
+    size_t pages_built;
+} build_state;
+
+static double S_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---------- output location ---------- */
+
+static char *S_absolute(const char *path)
+{
+    char real[PATH_MAX];
+    if (realpath(path, real))
+        return xstrdup(real);
+    /* not there yet: resolve the parent */
+    char *copy = xstrdup(path);
+    size_t n = strlen(copy);
+    while (n > 1 && copy[n - 1] == '/')
+        copy[--n] = '\0';
+    char *slash = strrchr(copy, '/');
+    const char *base = slash ? slash + 1 : copy;
+    const char *parent = slash ? (slash == copy ? "/" : copy) : ".";
+    if (slash && slash != copy)
+        *slash = '\0';
+    char *res = NULL;
+    if (realpath(parent, real) && strcmp(base, ".") && strcmp(base, ".."))
+        res = xasprintf("%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
+    free(copy);
+    return res;
+}
+
+static bool S_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static int S_setup_output(build_state *s)
+{
+    const build_opts *o = s->o;
+    char *want = o->out ? (o->out[0] == '/' ? xstrdup(o->out) : fs_join(o->root, o->out))
+                        : fs_join(o->root, "site");
+    s->out_abs = S_absolute(want);
+    if (!s->out_abs) {
+        diag_error(&s->dl, NULL, 0, 0, "output folder %s: its parent folder does not exist", want);
+        free(want);
+        return -1;
+    }
+    free(want);
+    const char *protect[] = {"content", "templates", "checks"};
+    bool bad = S_within(s->root_real, s->out_abs);
+    for (size_t i = 0; i < 3 && !bad; i++) {
+        char *d = fs_join(s->root_real, protect[i]);
+        bad = S_within(s->out_abs, d);
+        free(d);
+    }
+    if (bad) {
+        diag_error(&s->dl, NULL, 0, 0,
+                   "refusing to write the site to %s: it would replace the project or its sources",
+                   s->out_abs);
+        return -1;
+    }
+    struct stat st;
+    if (lstat(s->out_abs, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        diag_error(&s->dl, NULL, 0, 0, "output %s exists and is not a folder", s->out_abs);
+        return -1;
+    }
+    if (o->check_only)
+        return 0;
+    char *slash = strrchr(s->out_abs, '/');
+    char *parent = slash == s->out_abs ? xstrdup("/") : xstrndup(s->out_abs, (size_t)(slash - s->out_abs));
+    /* leftovers of builds that were killed: their process is gone */
+    DIR *d = opendir(parent);
+    if (d) {
+        char *prefix = xasprintf(".%s.staging-", slash + 1);
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+                continue;
+            long pid = strtol(e->d_name + strlen(prefix), NULL, 10);
+            if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+                char *stale = fs_join(parent, e->d_name);
+                fs_remove_tree(stale);
+                free(stale);
+            }
+        }
+        free(prefix);
+        closedir(d);
+    }
+    s->staging = xasprintf("%s/.%s.staging-%ld", parent, slash + 1, (long)getpid());
+    free(parent);
+    fs_remove_tree(s->staging);
+    if (mkdir(s->staging, 0777) != 0) {
+        diag_error(&s->dl, NULL, 0, 0, "cannot create the staging folder %s: %s", s->staging,
+                   strerror(errno));
+        free(s->staging);
+        s->staging = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Swaps the staging folder in: the old output is replaced in one rename. */
+static int S_publish(build_state *s)
+{
+    struct stat st;
+    if (lstat(s->out_abs, &st) != 0) {
+        if (rename(s->staging, s->out_abs) != 0)
+            goto fail;
+        return 0;
+    }
+    if (renameat2(AT_FDCWD, s->staging, AT_FDCWD, s->out_abs, RENAME_EXCHANGE) != 0) {
+        /* file systems without RENAME_EXCHANGE: two renames */
+        char *old = xasprintf("%s.old-%ld", s->staging, (long)getpid());
+        if (rename(s->out_abs, old) != 0) {
+            free(old);
+            goto fail;
+        }
+        if (rename(s->staging, s->out_abs) != 0) {
+            rename(old, s->out_abs);
+            free(old);
+            goto fail;
+        }
+        fs_remove_tree(old);
+        free(old);
+        return 0;
+    }
+    fs_remove_tree(s->staging); /* now the previous output */
+    return 0;
+fail:
+    diag_error(&s->dl, NULL, 0, 0, "cannot publish %s: %s", s->out_abs, strerror(errno));
+    return -1;
+}
+
+/* ---------- assets ---------- */
+
+static void S_note_file(build_state *s, const char *site_path)
+{
+    strmap_put(&s->files, site_path, (void *)1);
+}
+
+static int S_copy_one(build_state *s, const char *from, const char *to_rel, const char *shown)
+{
+    char *site = xasprintf("/%s", to_rel);
+    S_note_file(s, site);
+    free(site);
+    if (!s->staging)
+        return 0;
+    char *to = fs_join(s->staging, to_rel);
+    char *dir = xstrdup(to);
+    *strrchr(dir, '/') = '\0';
+    size_t copied = 0;
+    int rc = 0;
+    if (fs_mkdir_p(dir) != 0 || fs_copy_file(from, to, &copied) != 0) {
+        diag_error(&s->dl, shown, 0, 0, "cannot copy to %s: %s", to_rel, strerror(errno));
+        rc = -1;
+    }
+    s->asset_bytes += copied;
+    free(dir);
+    free(to);
+    return rc;
+}
+
+/* templates/assets -> assets/, without following symbolic links out. */
+static void S_copy_template_assets(build_state *s)
+{
+    char *top = fs_join(s->o->root, "templates/assets");
+    if (!fs_is_dir(top)) {
+        free(top);
+        return;
+    }
+    size_t cap = 16, n = 0;
+    char **stack = xmalloc(cap * sizeof *stack);
+    stack[n++] = xstrdup("");
+    size_t count = 0;
+    while (n > 0) {
+        char *rel = stack[--n];
+        char *dirpath = rel[0] ? fs_join(top, rel) : xstrdup(top);
+        DIR *d = opendir(dirpath);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                    continue;
+                char *child = rel[0] ? xasprintf("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
+                char *path = fs_join(top, child);
+                char *shown = xasprintf("templates/assets/%s", child);
+                struct stat st;
+                if (lstat(path, &st) != 0 || S_ISLNK(st.st_mode)) {
+                    diag_error(&s->dl, shown, 0, 0, "symbolic links are not copied: refused");
+                } else if (S_ISDIR(st.st_mode)) {
+                    if (strchr(child, '/') && (size_t)s->cfg.limits.depth < 2 * n + 2) {
+                        diag_error(&s->dl, shown, 0, 0, "folders nested too deep");
+                    } else {
+                        if (n == cap) {
+                            cap *= 2;
+                            stack = xrealloc(stack, cap * sizeof *stack);
+                        }
+                        stack[n++] = child;
+                        child = NULL;
+                    }
+                } else if (S_ISREG(st.st_mode) && ++count <= s->cfg.limits.files) {
+                    char *to = xasprintf("assets/%s", child);
+                    S_copy_one(s, path, to, shown);
+                    free(to);
+                }
+                free(child);
+                free(path);
+                free(shown);
+            }
+            closedir(d);
+        }
+        free(dirpath);
+        free(rel);
+    }
+    free(stack);
+    free(top);
+}
+
+static void S_copy_assets(build_state *s)
+{
+    for (size_t i = 0; i < s->idx.nassets; i++) {
+        const asset *a = &s->idx.assets[i];
+        char *from = fs_join(s->o->root, a->src);
+        S_copy_one(s, from, a->out, a->src);
+        free(from);
+    }
+    S_copy_template_assets(s);
+}
+
+/* ---------- feed, sitemap, checks.json ---------- */
+
+static void S_xml(buf *b, const char *s) { buf_put_html(b, s ? s : "", s ? strlen(s) : 0); }
+
+static void S_rfc3339(buf *b, const char *date)
+{
+    if (!date || strlen(date) < 10) {
+        buf_puts(b, "1970-01-01T00:00:00Z");
+        return;
+    }
+    if (strlen(date) == 10)
+        buf_printf(b, "%sT00:00:00Z", date);
+    else if (strlen(date) == 16)
+        buf_printf(b, "%.10sT%s:00Z", date, date + 11);
+    else {
+        buf_put(b, date, 10);
+        buf_putc(b, 'T');
+        buf_puts(b, date + 11);
+        if (!strchr(date + 11, 'Z') && !strchr(date + 11, '+') && !strchr(date + 13, '-'))
+            buf_putc(b, 'Z');
+    }
+}
+
+static int S_write_output(build_state *s, const char *rel, const buf *b)
+{
+    char *site = xasprintf("/%s", rel);
+    S_note_file(s, site);
+    free(site);
+    s->asset_bytes += b->len;
+    if (!s->staging)
+        return 0;
+    char *path = fs_join(s->staging, rel);
+    int rc = fs_write_file(path, buf_cstr(b), b->len);
+    if (rc != 0)
+        diag_error(&s->dl, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
+    free(path);
+    return rc;
+}
+
+static void S_feed(build_state *s)
+{
+    const config *c = &s->cfg;
+    size_t n;
+    size_t *order = content_by_date(&s->idx, &n);
+    buf b = BUF_INIT;
+    const char *newest = n ? s->idx.pages[order[0]]->date : NULL;
+    buf_puts(&b, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
+    buf_printf(&b, "<feed xmlns=\"http://www.w3.org/2005/Atom\" xml:lang=\"");
+    S_xml(&b, c->language);
+    buf_puts(&b, "\">\n  <title>");
+    S_xml(&b, c->title);
+    buf_puts(&b, "</title>\n  <link href=\"");
+    S_xml(&b, c->base_url);
+    buf_puts(&b, "\"/>\n  <link rel=\"self\" href=\"");
+    S_xml(&b, c->base_url);
+    buf_puts(&b, "feed.xml\"/>\n  <id>");
+    S_xml(&b, c->base_url);
+    buf_puts(&b, "</id>\n  <updated>");
+    S_rfc3339(&b, newest);
+    buf_puts(&b, "</updated>\n");
+    if (c->author[0]) {
+        buf_puts(&b, "  <author><name>");
+        S_xml(&b, c->author);
+        buf_puts(&b, "</name></author>\n");
+    }
+    for (size_t k = 0; k < n && k < (size_t)c->feed_entries; k++) {
+        const page *p = s->idx.pages[order[k]];
+        const page_record *r = &s->records[order[k]];
+        char *link = xasprintf("%s%s", c->base_url, p->url + 1);
+        buf_puts(&b, "  <entry>\n    <title>");
+        S_xml(&b, p->title);
+        buf_puts(&b, "</title>\n    <link href=\"");
+        S_xml(&b, link);
+        buf_puts(&b, "\"/>\n    <id>");
+        S_xml(&b, link);
+        buf_puts(&b, "</id>\n    <updated>");
+        S_rfc3339(&b, p->updated ? p->updated : p->date);
+        buf_puts(&b, "</updated>\n");
+        const char *summary = p->summary ? p->summary : r->summary;
+        if (summary && summary[0]) {
+            buf_puts(&b, "    <summary>");
+            S_xml(&b, summary);
+            buf_puts(&b, "</summary>\n");
+        }
+        buf_puts(&b, "  </entry>\n");
+        free(link);
+    }
+    buf_puts(&b, "</feed>\n");
+    S_write_output(s, "feed.xml", &b);
+    buf_free(&b);
+    free(order);
+}
+
+static void S_sitemap(build_state *s)
+{
+    buf b = BUF_INIT;
+    buf_puts(&b, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+                 "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+    for (size_t j = 0; j < s->njobs; j++) {
+        const page_record *r = &s->records[j];
+        if (!r->done || !r->url || !r->url[0] || strcmp(r->url, "/404.html") == 0 ||
+            r->out_bytes == 0)
+            continue;
+        buf_puts(&b, "  <url><loc>");
+        S_xml(&b, s->cfg.base_url);
+        S_xml(&b, r->url + 1);
+        buf_puts(&b, "</loc>");
+        if (j < s->idx.npages) {
+            const page *p = s->idx.pages[j];
+            const char *d = p->updated ? p->updated : p->date;
+            if (d) {
+                buf_puts(&b, "<lastmod>");
+                buf_put(&b, d, 10);
+                buf_puts(&b, "</lastmod>");
+            }
+        }
+        buf_puts(&b, "</url>\n");
+    }
+    buf_puts(&b, "</urlset>\n");
+    S_write_output(s, "sitemap.xml", &b);
+    buf_free(&b);
+}
+
+static void S_json_str(buf *b, const char *s)
+{
+    buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            buf_printf(b, "\\%c", *p);
+        else if (*p == '\n')
+            buf_puts(b, "\\n");
+        else if (*p == '\t')
+            buf_puts(b, "\\t");
+        else if (*p < 0x20)
+            buf_printf(b, "\\u%04x", *p);
+        else
+            buf_putc(b, *p);
+    }
+    buf_putc(b, '"');
+}
+
+static void S_checks_json(build_state *s)
+{
+    buf b = BUF_INIT;
+    size_t tiers[3] = {0, 0, 0}, failed = 0, total = 0;
+    buf_puts(&b, "{\n  \"figures\": [");
+    for (size_t j = 0; j < s->njobs; j++) {
+        const page_record *r = &s->records[j];
+        for (size_t k = 0; k < r->nfigs; k++) {
+            const figure *f = &r->figs[k];
+            buf_puts(&b, total ? ",\n    {" : "\n    {");
+            buf_puts(&b, "\"page\": ");
+            char *url = xasprintf("%s%s", s->cfg.base_path, r->url);
+            S_json_str(&b, url);
+            free(url);
+            buf_puts(&b, ", \"file\": ");
+            S_json_str(&b, r->src);
+            buf_printf(&b, ", \"line\": %d, \"col\": %d, \"quote\": ", f->line, f->col);
+            S_json_str(&b, f->quote);
+            buf_puts(&b, ", \"expr\": ");
+            S_json_str(&b, f->expr);
+            buf_puts(&b, ", \"mode\": ");
+            S_json_str(&b, f->mode);
+            if (f->tier == FIG_CITED || !isfinite(f->value))
+                buf_puts(&b, ", \"value\": null");
+            else
+                buf_printf(&b, ", \"value\": %.17g", f->value);
+            buf_printf(&b, ", \"tier\": \"%s\", \"status\": \"%s\", \"detail\": ",
+                       fig_tier_name(f->tier), f->ok ? "pass" : "fail");
+            S_json_str(&b, f->detail);
+            buf_puts(&b, ", \"provenance\": ");
+            S_json_str(&b, f->provenance);
+            buf_puts(&b, ", \"anchor\": ");
+            S_json_str(&b, f->anchor);
+            buf_putc(&b, '}');
+            tiers[f->tier]++;
+            failed += !f->ok;
+            total++;
+        }
+    }
+    buf_printf(&b, "\n  ],\n  \"totals\": {\"figures\": %zu, \"computed\": %zu, \"measured\": %zu, "
+                   "\"cited\": %zu, \"passed\": %zu, \"failed\": %zu}\n}\n",
+               total, tiers[FIG_COMPUTED], tiers[FIG_MEASURED], tiers[FIG_CITED], total - failed,
+               failed);
+    S_write_output(s, "checks.json", &b);
+    buf_free(&b);
+}
+
+/* ---------- link check ---------- */
+
+static void S_check_links(build_state *s)
+{
+    strmap pages;
+    strmap_init(&pages);
+    for (size_t j = 0; j < s->njobs; j++) {
+        const page_record *r = &s->records[j];
+        if (r->done && r->url && r->url[0] && r->out_bytes > 0)
+            strmap_put(&pages, r->url, (void *)r);
+    }
+    for (size_t j = 0; j < s->njobs; j++) {
+        const page_record *r = &s->records[j];
+        for (size_t k = 0; k < r->nlinks; k++) {
+            const md_link *l = &r->links[k];
+            const char *hash = strchr(l->target, '#');
+            char *path = hash ? xstrndup(l->target, (size_t)(hash - l->target)) : xstrdup(l->target);
+            const char *frag = hash ? hash + 1 : NULL;
+            /* "/a/b/index.html" and "/a/b" name the page "/a/b/" */
+            size_t n = strlen(path);
+            if (n >= 10 && strcmp(path + n - 10, "index.html") == 0)
+                path[n - 10] = '\0';
+            const page_record *target = strmap_get(&pages, path);
+            if (!target && path[0] && path[strlen(path) - 1] != '/') {
+                char *slashed = xasprintf("%s/", path);
+                target = strmap_get(&pages, slashed);
+                free(slashed);
+            }
+            const char *file = r->src && r->src[0] ? r->src : NULL;
+            if (!target && !strmap_get(&s->files, path)) {
+                diag_error(&s->dl, file, l->line, l->col,
+                           "broken link to %s: no page or file there", l->target);
+            } else if (target && frag && frag[0]) {
+                bool found = false;
+                for (size_t i = 0; i < target->nids && !found; i++)
+                    found = strcmp(target->ids[i], frag) == 0;
+                if (!found)
+                    diag_error(&s->dl, file, l->line, l->col,
+                               "broken link to %s: %s has no heading or anchor with id \"%s\"",
+                               l->target, target->url, frag);
+            }
+            free(path);
+        }
+    }
+    strmap_free(&pages);
+}
+
+/* ---------- the build ---------- */
+
+static int S_phase(build_state *s, const render_env *env, const pool_opts *po, int phase)
+{
+    size_t *jobs = xmalloc((s->njobs + 1) * sizeof *jobs), n = 0;
+    for (size_t j = 0; j < s->njobs; j++)
+        if (render_job_phase(env, j) == phase)
+            jobs[n++] = j;
+    pool_opts o = *po;
+    if (phase == 3)
+        o.workers = 1; /* home before the report, in one worker */
+    int rc = pool_run(env, &o, jobs, n, s->records);
+    free(jobs);
+    return rc;
+}
+
+static int S_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+int build_run(const build_opts *o)
+{
+    double t0 = S_now();
+    build_state s;
+    memset(&s, 0, sizeof s);
+    s.o = o;
+    diag_list_init(&s.dl);
+    strmap_init(&s.files);
+    config_defaults(&s.cfg);
+    bool github = getenv("GITHUB_ACTIONS") && strcmp(getenv("GITHUB_ACTIONS"), "true") == 0;
+    int status = 0;
+
+    char real[PATH_MAX];
+    if (!realpath(o->root, real) || !fs_is_dir(real)) {
+        fprintf(stderr, "kvsite: error: project folder %s: %s\n", o->root,
+                strerror(errno ? errno : ENOTDIR));
+        config_free(&s.cfg);
+        return 2;
+    }
+    s.root_real = xstrdup(real);
+    if (config_load(&s.cfg, o->root, &s.dl) != 0 || S_setup_output(&s) != 0) {
+        diag_sort(&s.dl);
+        diag_print(&s.dl, stderr, github);
+        fprintf(stderr, "kvsite: configuration error: nothing was built\n");
+        status = 2;
+        goto out;
+    }
+    cmark_gfm_core_extensions_ensure_registered();
+    content_opts copts = {o->drafts};
+    content_load(&s.idx, o->root, &s.cfg, &copts, &s.dl);
+    sources_load(&s.src, o->root, s.cfg.limits.data_bytes, &s.dl);
+
+    render_env env = {o->root, s.staging, &s.cfg, &s.idx, &s.src, o->strict, NULL, 0};
+    s.njobs = render_job_count(&env);
+    s.records = xcalloc(s.njobs, sizeof *s.records);
+    for (size_t j = 0; j < s.njobs; j++)
+        record_init(&s.records[j]);
+    env.records = s.records;
+    env.nrecords = s.njobs;
+    int jobs = o->jobs > 0 ? o->jobs : s.cfg.jobs > 0 ? s.cfg.jobs : S_cores();
+    pool_opts po = {jobs, s.cfg.limits.page_timeout, s.cfg.limits.worker_memory};
+    for (int phase = 1; phase <= 3; phase++)
+        S_phase(&s, &env, &po, phase);
+
+    S_copy_assets(&s);
+    uint64_t out_bytes = s.asset_bytes;
+    for (size_t j = 0; j < s.njobs; j++) {
+        page_record *r = &s.records[j];
+        out_bytes += r->out_bytes;
+        if (r->url && r->url[0] && r->out_bytes > 0) {
+            S_note_file(&s, r->url);
+            if (j < s.idx.npages)
+                s.pages_built++;
+        }
+        diag_move(&s.dl, &r->diags);
+    }
+    S_feed(&s);
+    S_sitemap(&s);
+    S_checks_json(&s);
+    S_check_links(&s);
+    if (out_bytes > s.cfg.limits.output_bytes)
+        diag_error(&s.dl, NULL, 0, 0,
+                   "the site is larger than limits.output_bytes (%llu > %zu bytes)",
+                   (unsigned long long)out_bytes, s.cfg.limits.output_bytes);
+    if (o->strict)
+        diag_promote_warnings(&s.dl);
+    size_t tiers[3] = {0, 0, 0};
+    for (size_t j = 0; j < s.njobs; j++)
+        for (size_t k = 0; k < s.records[j].nfigs; k++)
+            tiers[s.records[j].figs[k].tier]++;
+    diag_sort(&s.dl);
+    diag_print(&s.dl, stderr, github);
+    if (s.dl.errors == 0 && s.staging && S_publish(&s) != 0)
+        diag_print(&s.dl, stderr, github);
+    status = s.dl.errors ? 1 : 0;
+    fprintf(stderr,
+            "kvsite: %s %zu pages, %zu figures (%zu computed, %zu measured, %zu cited), "
+            "%zu warning%s, %zu error%s in %.2f s%s\n",
+            o->check_only ? "checked" : status ? "failed to build" : "built", s.pages_built,
+            tiers[0] + tiers[1] + tiers[2], tiers[FIG_COMPUTED], tiers[FIG_MEASURED],
+            tiers[FIG_CITED], s.dl.warnings, s.dl.warnings == 1 ? "" : "s", s.dl.errors,
+            s.dl.errors == 1 ? "" : "s", S_now() - t0,
+            status && !o->check_only ? "; the previous output is unchanged" : "");
+out:
+    if (s.staging && status != 0)
+        fs_remove_tree(s.staging);
+    for (size_t j = 0; j < s.njobs; j++)
+        record_free(&s.records[j]);
+    free(s.records);
+    content_index_free(&s.idx);
+    sources_free(&s.src);
+    config_free(&s.cfg);
+    strmap_free(&s.files);
+    diag_list_free(&s.dl);
+    free(s.root_real);
+    free(s.out_abs);
+    free(s.staging);
+    return status;
+}

@@ -1,0 +1,25 @@
+/* build: one whole build (or check) of a project, from site.yaml to the
+ * published output: load, render in three phases over the worker pool, write
+ * the listings that need every page (feed, sitemap, checks.json), copy assets,
+ * check every internal link, report, and publish atomically.
+ *
+ * Exit statuses: 0 success, 1 errors in the content, 2 usage or configuration
+ * errors. The previous output is replaced only when the build succeeded; on
+ * failure it is left byte for byte as it was. */
+#ifndef KV_BUILD_H
+#define KV_BUILD_H
+
+#include <stdbool.h>
+
+typedef struct {
+    const char *root;  /* project folder (-C) */
+    const char *out;   /* output folder; NULL for <root>/site */
+    bool strict;
+    bool drafts;
+    bool check_only;   /* kvsite check: everything but writing */
+    int jobs;          /* -j; 0 for the configured or the number of cores */
+} build_opts;
+
+int build_run(const build_opts *o);
+
+#endif

@@ -1,0 +1,52 @@
+/* config: site.yaml, every key optional, with the defaults documented in README.md.
+ *
+ * config_load() fills a config from <root>/site.yaml (a missing file is fine) and
+ * reports unknown keys and wrong types as errors at their line; the caller treats
+ * any such error as a configuration error (exit status 2). Strings in a config are
+ * owned by it and released by config_free(). */
+#ifndef KV_CONFIG_H
+#define KV_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "diag.h"
+#include "yv.h"
+
+typedef struct {
+    size_t page_bytes;         /* one Markdown file */
+    size_t front_matter_bytes; /* its YAML header */
+    size_t data_bytes;         /* one file read by data() or require() */
+    size_t template_bytes;     /* one template */
+    size_t output_bytes;       /* everything a build writes */
+    size_t files;              /* files under content/ */
+    int depth;                 /* directory, YAML and Markdown nesting */
+    long long lua_instructions; /* per page */
+    size_t lua_memory;         /* bytes of Lua heap per page */
+    double page_timeout;       /* seconds of wall clock per page */
+    size_t worker_memory;      /* address-space limit of a worker, bytes; 0 = none */
+} config_limits;
+
+typedef struct {
+    char *title;
+    char *base_url;    /* as configured, always ending in '/' */
+    char *base_path;   /* path part of base_url without the final '/': "" or "/docs" */
+    char *language;
+    char *description;
+    char *author;
+    bool unsafe_html;        /* markdown.unsafe */
+    bool unverified_error;   /* figures.unverified: error */
+    double tolerance;        /* figures.tolerance, relative, for approximate quotes */
+    int jobs;                /* build.jobs; 0 = number of cores */
+    int feed_entries;        /* feed.entries */
+    config_limits limits;
+    yv *doc;                 /* the parsed file (owned), NULL when there is none */
+    const yv *params;        /* params: passed to templates as site.params; into doc */
+} config;
+
+void config_defaults(config *c);
+/* Returns 0, or -1 after adding errors to dl. */
+int config_load(config *c, const char *root, diag_list *dl);
+void config_free(config *c);
+
+#endif

@@ -1,0 +1,820 @@
+#include "content.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "fsutil.h"
+#include "utf8.h"
+
+#define CONTENT_DIR "content"
+
+/* ---------- small helpers ---------- */
+
+static int S_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+bool content_safe_segment(const char *s)
+{
+    if (!s[0] || s[0] == '.' || strlen(s) > 200)
+        return false;
+    if (!utf8_valid(s, strlen(s), NULL))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p >= 0x80)
+            continue;
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+            return false;
+    }
+    return true;
+}
+
+char *content_slugify(const char *text)
+{
+    buf b = BUF_INIT;
+    bool dash = false;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        unsigned char c = *p;
+        if (c >= 0x80) {
+            /* keep non-ASCII as is, but map the ideographic space and the
+             * full-width punctuation that separates words to '-' */
+            size_t n = utf8_char_len(p);
+            uint32_t cp = utf8_decode(p, n);
+            if (cp == 0x3000 || cp == 0xFF0C || cp == 0x3001 || cp == 0x3002 ||
+                cp == 0xFF1A || cp == 0xFF08 || cp == 0xFF09 || cp == 0xFF1F ||
+                cp == 0xFF01 || cp == 0x300A || cp == 0x300B || cp == 0x201C ||
+                cp == 0x201D || cp == 0xFF1B || cp == 0x00D7 || cp == 0x2248) {
+                dash = b.len > 0;
+            } else {
+                if (dash)
+                    buf_putc(&b, '-');
+                dash = false;
+                buf_put(&b, p, n);
+            }
+            p += n - 1;
+        } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-') {
+            if (dash)
+                buf_putc(&b, '-');
+            dash = false;
+            buf_putc(&b, c);
+        } else if (c >= 'A' && c <= 'Z') {
+            if (dash)
+                buf_putc(&b, '-');
+            dash = false;
+            buf_putc(&b, c - 'A' + 'a');
+        } else if (c == ' ' || c == '\t' || c == '.' || c == '/' || c == ':') {
+            dash = b.len > 0;
+        }
+        /* other ASCII punctuation is dropped */
+    }
+    return buf_detach(&b);
+}
+
+static bool S_valid_date(const char *s)
+{
+    /* YYYY-MM-DD, optionally [T ]HH:MM[:SS][Z|+HH:MM|-HH:MM] */
+    int y, mo, d, n = 0;
+    if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
+        return false;
+    for (int i = 0; i < 10; i++)
+        if ((i == 4 || i == 7) ? s[i] != '-' : (s[i] < '0' || s[i] > '9'))
+            return false;
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1])
+        return false;
+    if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+        return false;
+    const char *t = s + 10;
+    if (!*t)
+        return true;
+    if (*t != 'T' && *t != ' ')
+        return false;
+    t++;
+    int h, mi, sec = 0, m = 0;
+    if (sscanf(t, "%2d:%2d%n", &h, &mi, &m) != 2 || m != 5 || h > 23 || mi > 59)
+        return false;
+    t += 5;
+    if (*t == ':') {
+        if (sscanf(t + 1, "%2d%n", &sec, &m) != 1 || m != 2 || sec > 60)
+            return false;
+        t += 3;
+    }
+    if (*t == 'Z')
+        t++;
+    else if (*t == '+' || *t == '-') {
+        if (sscanf(t + 1, "%2d:%2d%n", &h, &mi, &m) != 2 || m != 5)
+            return false;
+        t += 6;
+    }
+    return *t == '\0';
+}
+
+/* ---------- front matter ---------- */
+
+/* Finds the end of a line starting at i; returns the index after '\n' (or len). */
+static size_t S_line_end(const char *t, size_t len, size_t i)
+{
+    const char *nl = memchr(t + i, '\n', len - i);
+    return nl ? (size_t)(nl - t) + 1 : len;
+}
+
+static bool S_is_fence(const char *t, size_t a, size_t b, const char *fence)
+{
+    size_t n = b - a;
+    while (n > 0 && (t[a + n - 1] == '\n' || t[a + n - 1] == '\r' || t[a + n - 1] == ' ' ||
+                     t[a + n - 1] == '\t'))
+        n--;
+    return n == 3 && memcmp(t + a, fence, 3) == 0;
+}
+
+static char *S_string_field(const yv *v, const char *key, const char *file, diag_list *dl,
+                            bool *bad)
+{
+    if (v->type == YV_STRING || v->type == YV_INT || v->type == YV_FLOAT)
+        return xstrdup(v->str);
+    diag_error(dl, file, v->line, v->col, "front matter \"%s\" must be a string, not a %s", key,
+               yv_type_name(v->type));
+    *bad = true;
+    return NULL;
+}
+
+int content_parse_page(page *p, const char *text, size_t len, const config *cfg, diag_list *dl)
+{
+    const char *file = p->src;
+    size_t errors = dl->errors;
+    size_t first_end = S_line_end(text, len, 0);
+    if (!S_is_fence(text, 0, first_end, "---")) {
+        diag_error(dl, file, 1, 1,
+                   "missing front matter: a page starts with a line \"---\", then YAML "
+                   "(title: ...), then a closing \"---\"");
+        return -1;
+    }
+    size_t i = first_end, yaml_start = first_end, yaml_end = 0;
+    int line = 2;
+    bool closed = false;
+    while (i < len) {
+        size_t e = S_line_end(text, len, i);
+        if (S_is_fence(text, i, e, "---") || S_is_fence(text, i, e, "...")) {
+            yaml_end = i;
+            i = e;
+            closed = true;
+            break;
+        }
+        i = e;
+        line++;
+    }
+    if (!closed) {
+        diag_error(dl, file, 1, 1,
+                   "front matter is not terminated: no closing \"---\" line after the opening one");
+        return -1;
+    }
+    if (yaml_end - yaml_start > cfg->limits.front_matter_bytes) {
+        diag_error(dl, file, 2, 1, "front matter too large (%zu bytes, limit %zu: limits.front_matter_bytes)",
+                   yaml_end - yaml_start, cfg->limits.front_matter_bytes);
+        return -1;
+    }
+    p->body_off = i;
+    p->body_line = line + 1;
+    yv_limits lim = yv_default_limits;
+    lim.max_bytes = cfg->limits.front_matter_bytes;
+    lim.max_depth = cfg->limits.depth;
+    yv *fm = yv_parse_yaml(text + yaml_start, yaml_end - yaml_start, &lim, file, 1, dl);
+    if (!fm)
+        return -1;
+    if (fm->type == YV_NULL) {
+        /* an empty header: treated as an empty map */
+    } else if (fm->type != YV_MAP) {
+        diag_error(dl, file, fm->line, fm->col, "front matter must be a map of keys (title: ...), not a %s",
+                   yv_type_name(fm->type));
+        yv_free(fm);
+        return -1;
+    }
+    p->front = fm;
+    bool bad = false;
+    for (size_t k = 0; k < (fm->type == YV_MAP ? fm->n : 0); k++) {
+        const char *key = fm->keys[k];
+        const yv *v = fm->items[k];
+        if (strcmp(key, "title") == 0) {
+            p->title = S_string_field(v, key, file, dl, &bad);
+        } else if (strcmp(key, "summary") == 0) {
+            p->summary = S_string_field(v, key, file, dl, &bad);
+        } else if (strcmp(key, "date") == 0 || strcmp(key, "updated") == 0) {
+            char *d = S_string_field(v, key, file, dl, &bad);
+            if (d && !S_valid_date(d)) {
+                diag_error(dl, file, v->line, v->col,
+                           "front matter \"%s\": \"%s\" is not a date (YYYY-MM-DD, optionally with a time)",
+                           key, d);
+                free(d);
+                d = NULL;
+            }
+            if (key[0] == 'd')
+                p->date = d;
+            else
+                p->updated = d;
+        } else if (strcmp(key, "slug") == 0) {
+            p->slug = S_string_field(v, key, file, dl, &bad);
+            if (p->slug && !content_safe_segment(p->slug)) {
+                diag_error(dl, file, v->line, v->col,
+                           "slug \"%s\" is not a safe path segment (letters, digits, '-', '_', '.'; not starting with '.'; no '/')",
+                           p->slug);
+                free(p->slug);
+                p->slug = NULL;
+            }
+        } else if (strcmp(key, "template") == 0) {
+            p->template_name = S_string_field(v, key, file, dl, &bad);
+            const char *t = p->template_name;
+            if (t && (t[0] == '/' || strstr(t, "..") || !content_safe_segment(strrchr(t, '/') ? strrchr(t, '/') + 1 : t))) {
+                diag_error(dl, file, v->line, v->col,
+                           "template \"%s\" must be a file name under templates/ without \"..\"", t);
+                free(p->template_name);
+                p->template_name = NULL;
+            }
+        } else if (strcmp(key, "draft") == 0) {
+            if (v->type != YV_BOOL)
+                diag_error(dl, file, v->line, v->col, "front matter \"draft\" must be true or false, not a %s",
+                           yv_type_name(v->type));
+            else
+                p->draft = v->b;
+        } else if (strcmp(key, "weight") == 0) {
+            if (v->type != YV_INT)
+                diag_error(dl, file, v->line, v->col, "front matter \"weight\" must be an integer, not a %s",
+                           yv_type_name(v->type));
+            else
+                p->weight = v->i;
+        } else if (strcmp(key, "tags") == 0) {
+            if (v->type != YV_SEQ) {
+                diag_error(dl, file, v->line, v->col,
+                           "front matter \"tags\" must be a list of strings (tags: [a, b]), not a %s",
+                           yv_type_name(v->type));
+                continue;
+            }
+            p->tags = xcalloc(v->n ? v->n : 1, sizeof *p->tags);
+            for (size_t t = 0; t < v->n; t++) {
+                const yv *tv = v->items[t];
+                if (tv->type != YV_STRING && tv->type != YV_INT) {
+                    diag_error(dl, file, tv->line, tv->col, "a tag must be a string, not a %s",
+                               yv_type_name(tv->type));
+                    continue;
+                }
+                char *slug = content_slugify(tv->str);
+                if (!slug[0]) {
+                    diag_error(dl, file, tv->line, tv->col,
+                               "tag \"%s\" has no letters or digits to make a URL from", tv->str);
+                    free(slug);
+                    continue;
+                }
+                free(slug);
+                p->tags[p->ntags++] = xstrdup(tv->str);
+            }
+        }
+    }
+    (void)bad;
+    if (!p->title && dl->errors == errors)
+        diag_error(dl, file, 2, 1, "front matter has no \"title\"");
+    return dl->errors == errors ? 0 : -1;
+}
+
+/* ---------- the walk ---------- */
+
+typedef struct {
+    char *rel; /* folder relative to content/, "" for the root */
+    int depth;
+} dir_item;
+
+typedef struct {
+    content_index *idx;
+    const config *cfg;
+    const content_opts *opts;
+    diag_list *dl;
+    const char *root;
+    char *content_real; /* realpath of content/ */
+    size_t files;
+    size_t page_cap, asset_cap;
+    dev_t *seen_dev;
+    ino_t *seen_ino;
+    size_t nseen, seen_cap;
+} walker;
+
+static void S_add_page(walker *w, page *p)
+{
+    content_index *idx = w->idx;
+    if (idx->npages == w->page_cap) {
+        w->page_cap = w->page_cap ? w->page_cap * 2 : 64;
+        idx->pages = xrealloc(idx->pages, w->page_cap * sizeof *idx->pages);
+    }
+    idx->pages[idx->npages++] = p;
+}
+
+static void S_page_free(page *p)
+{
+    if (!p)
+        return;
+    free(p->src);
+    free(p->rel);
+    free(p->section);
+    free(p->url);
+    free(p->out);
+    free(p->title);
+    free(p->date);
+    free(p->updated);
+    free(p->summary);
+    free(p->slug);
+    free(p->template_name);
+    for (size_t i = 0; i < p->ntags; i++)
+        free(p->tags[i]);
+    free(p->tags);
+    yv_free(p->front);
+    free(p);
+}
+
+static bool S_seen_dir(walker *w, const struct stat *st)
+{
+    for (size_t i = 0; i < w->nseen; i++)
+        if (w->seen_dev[i] == st->st_dev && w->seen_ino[i] == st->st_ino)
+            return true;
+    if (w->nseen == w->seen_cap) {
+        w->seen_cap = w->seen_cap ? w->seen_cap * 2 : 32;
+        w->seen_dev = xrealloc(w->seen_dev, w->seen_cap * sizeof *w->seen_dev);
+        w->seen_ino = xrealloc(w->seen_ino, w->seen_cap * sizeof *w->seen_ino);
+    }
+    w->seen_dev[w->nseen] = st->st_dev;
+    w->seen_ino[w->nseen] = st->st_ino;
+    w->nseen++;
+    return false;
+}
+
+static void S_load_markdown(walker *w, const char *rel, const char *path)
+{
+    page *p = xcalloc(1, sizeof *p);
+    p->src = fs_join(CONTENT_DIR, rel);
+    p->rel = xstrdup(rel);
+    const char *slash = strrchr(rel, '/');
+    p->section = slash ? xstrndup(rel, (size_t)(slash - rel)) : xstrdup("");
+    const char *base = slash ? slash + 1 : rel;
+    p->kind = strcmp(base, "_index.md") == 0 ? (p->section[0] ? PAGE_SECTION : PAGE_HOME)
+                                            : PAGE_REGULAR;
+    buf text = BUF_INIT;
+    int rc = fs_read_file(path, w->cfg->limits.page_bytes, &text);
+    if (rc != FS_OK) {
+        if (rc == FS_ETOOBIG)
+            diag_error(w->dl, p->src, 0, 0,
+                       "page too large (limit %zu bytes: limits.page_bytes in site.yaml)",
+                       w->cfg->limits.page_bytes);
+        else
+            diag_error(w->dl, p->src, 0, 0, "cannot read: %s", fs_strerror(rc, 0));
+        buf_free(&text);
+        S_page_free(p);
+        return;
+    }
+    size_t bad_at;
+    const char *nul = memchr(text.ptr, '\0', text.len);
+    if (nul) {
+        int line = 1, col = 1;
+        utf8_position(text.ptr, (size_t)(nul - text.ptr), &line, &col);
+        diag_error(w->dl, p->src, line, col, "the file contains a NUL byte");
+    } else if (!utf8_valid(text.ptr, text.len, &bad_at)) {
+        int line = 1, col = 1;
+        utf8_position(text.ptr, bad_at, &line, &col);
+        diag_error(w->dl, p->src, line, col, "invalid UTF-8 (byte 0x%02x)",
+                   (unsigned char)text.ptr[bad_at]);
+    } else if (content_parse_page(p, text.ptr, text.len, w->cfg, w->dl) == 0) {
+        if (p->draft && !w->opts->drafts) {
+            S_page_free(p);
+        } else {
+            S_add_page(w, p);
+            p = NULL;
+        }
+    }
+    S_page_free(p);
+    buf_free(&text);
+}
+
+static void S_add_asset(walker *w, const char *rel)
+{
+    content_index *idx = w->idx;
+    if (idx->nassets == w->asset_cap) {
+        w->asset_cap = w->asset_cap ? w->asset_cap * 2 : 32;
+        idx->assets = xrealloc(idx->assets, w->asset_cap * sizeof *idx->assets);
+    }
+    idx->assets[idx->nassets].src = fs_join(CONTENT_DIR, rel);
+    idx->assets[idx->nassets].out = xstrdup(rel);
+    idx->nassets++;
+}
+
+/* Classifies one directory entry; pushes folders onto the stack. */
+static void S_visit(walker *w, dir_item **stack, size_t *nstack, size_t *capstack,
+                    const dir_item *dir, const char *name)
+{
+    char *rel = dir->rel[0] ? xasprintf("%s/%s", dir->rel, name) : xstrdup(name);
+    char *shown = fs_join(CONTENT_DIR, rel);
+    char *path = fs_join(w->root, shown);
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        diag_error(w->dl, shown, 0, 0, "cannot stat: %s", strerror(errno));
+        goto out;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        char real[PATH_MAX];
+        if (!realpath(path, real)) {
+            diag_error(w->dl, shown, 0, 0, "symbolic link cannot be followed: %s%s", strerror(errno),
+                       errno == ELOOP ? " (a symlink loop)" : "");
+            goto out;
+        }
+        size_t n = strlen(w->content_real);
+        if (strncmp(real, w->content_real, n) != 0 || (real[n] != '/' && real[n] != '\0')) {
+            diag_error(w->dl, shown, 0, 0,
+                       "symbolic link leaves content/ (points to %s): refused", real);
+            goto out;
+        }
+        if (stat(path, &st) != 0) {
+            diag_error(w->dl, shown, 0, 0, "cannot stat: %s", strerror(errno));
+            goto out;
+        }
+    }
+    if (S_ISDIR(st.st_mode)) {
+        if (dir->depth + 1 > w->cfg->limits.depth) {
+            diag_error(w->dl, shown, 0, 0, "folders nested deeper than %d levels (limits.depth)",
+                       w->cfg->limits.depth);
+            goto out;
+        }
+        if (S_seen_dir(w, &st)) {
+            diag_error(w->dl, shown, 0, 0, "folder reached twice (a symlink cycle): refused");
+            goto out;
+        }
+        if (*nstack == *capstack) {
+            *capstack = *capstack ? *capstack * 2 : 16;
+            *stack = xrealloc(*stack, *capstack * sizeof **stack);
+        }
+        (*stack)[(*nstack)++] = (dir_item){rel, dir->depth + 1};
+        rel = NULL;
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        diag_error(w->dl, shown, 0, 0, "not a regular file or folder: refused");
+        goto out;
+    }
+    if (++w->files > w->cfg->limits.files) {
+        if (w->files == w->cfg->limits.files + 1)
+            diag_error(w->dl, shown, 0, 0, "more than %zu files under content/ (limits.files)",
+                       w->cfg->limits.files);
+        goto out;
+    }
+    size_t n = strlen(name);
+    if (n > 3 && strcmp(name + n - 3, ".md") == 0)
+        S_load_markdown(w, rel, path);
+    else
+        S_add_asset(w, rel);
+out:
+    free(rel);
+    free(shown);
+    free(path);
+}
+
+static int S_walk(walker *w)
+{
+    size_t cap = 16, n = 0;
+    dir_item *stack = xmalloc(cap * sizeof *stack);
+    stack[n++] = (dir_item){xstrdup(""), 0};
+    while (n > 0) {
+        dir_item dir = stack[--n];
+        char *shown = dir.rel[0] ? fs_join(CONTENT_DIR, dir.rel) : xstrdup(CONTENT_DIR);
+        char *path = fs_join(w->root, shown);
+        DIR *d = opendir(path);
+        if (!d) {
+            diag_error(w->dl, shown, 0, 0, "cannot open folder: %s", strerror(errno));
+        } else {
+            char **names = NULL;
+            size_t nn = 0, nc = 0;
+            struct dirent *e;
+            while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                    continue; /* dotfiles and . .. */
+                if (nn == nc) {
+                    nc = nc ? nc * 2 : 32;
+                    names = xrealloc(names, nc * sizeof *names);
+                }
+                names[nn++] = xstrdup(e->d_name);
+                if (nn > w->cfg->limits.files + 1)
+                    break;
+            }
+            closedir(d);
+            qsort(names, nn, sizeof *names, S_cmp_str);
+            /* visit in reverse so the stack pops folders in name order */
+            size_t first_dir = n;
+            for (size_t i = 0; i < nn; i++) {
+                S_visit(w, &stack, &n, &cap, &dir, names[i]);
+                free(names[i]);
+            }
+            for (size_t a = first_dir, b = n; a + 1 < b; a++, b--) {
+                dir_item t = stack[a];
+                stack[a] = stack[b - 1];
+                stack[b - 1] = t;
+            }
+            free(names);
+        }
+        free(shown);
+        free(path);
+        free(dir.rel);
+    }
+    free(stack);
+    return 0;
+}
+
+/* ---------- URLs, sections, tags ---------- */
+
+static void S_assign_url(page *p)
+{
+    if (p->kind == PAGE_HOME) {
+        p->url = xstrdup("/");
+        p->out = xstrdup("index.html");
+        return;
+    }
+    buf u = BUF_INIT;
+    buf_putc(&u, '/');
+    if (p->kind == PAGE_SECTION) {
+        const char *sec = p->section;
+        if (p->slug) {
+            const char *slash = strrchr(sec, '/');
+            if (slash)
+                buf_put(&u, sec, (size_t)(slash - sec) + 1);
+            buf_puts(&u, p->slug);
+        } else {
+            buf_puts(&u, sec);
+        }
+    } else {
+        if (p->section[0])
+            buf_printf(&u, "%s/", p->section);
+        if (p->slug) {
+            buf_puts(&u, p->slug);
+        } else {
+            const char *base = strrchr(p->rel, '/');
+            base = base ? base + 1 : p->rel;
+            buf_put(&u, base, strlen(base) - 3);
+        }
+    }
+    buf_putc(&u, '/');
+    p->url = buf_detach(&u);
+    p->out = xasprintf("%sindex.html", p->url + 1);
+}
+
+static char *S_title_from_folder(const char *section)
+{
+    const char *base = strrchr(section, '/');
+    base = base ? base + 1 : section;
+    char *t = xstrdup(base);
+    if (t[0] >= 'a' && t[0] <= 'z')
+        t[0] = (char)(t[0] - 'a' + 'A');
+    return t;
+}
+
+static page *S_virtual_section(walker *w, const char *section)
+{
+    page *p = xcalloc(1, sizeof *p);
+    p->kind = section[0] ? PAGE_SECTION : PAGE_HOME;
+    p->section = xstrdup(section);
+    p->title = section[0] ? S_title_from_folder(section) : xstrdup(w->cfg->title);
+    S_add_page(w, p);
+    return p;
+}
+
+static int S_cmp_page_src(const void *a, const void *b)
+{
+    const page *x = *(page *const *)a, *y = *(page *const *)b;
+    return strcmp(x->url, y->url);
+}
+
+static void S_index_sections(walker *w)
+{
+    content_index *idx = w->idx;
+    /* section pages from _index.md files first */
+    for (size_t i = 0; i < idx->npages; i++) {
+        page *p = idx->pages[i];
+        if (p->kind != PAGE_REGULAR)
+            strmap_put(&idx->by_section, p->section, p);
+    }
+    if (!strmap_get(&idx->by_section, ""))
+        strmap_put(&idx->by_section, "", S_virtual_section(w, ""));
+    /* every folder on the way to a page has a section page */
+    size_t n = idx->npages;
+    for (size_t i = 0; i < n; i++) {
+        char *sec = xstrdup(idx->pages[i]->section);
+        for (;;) {
+            if (!strmap_get(&idx->by_section, sec))
+                strmap_put(&idx->by_section, sec, S_virtual_section(w, sec));
+            char *slash = strrchr(sec, '/');
+            if (!slash)
+                break;
+            *slash = '\0';
+        }
+        free(sec);
+    }
+    for (size_t i = 0; i < idx->npages; i++) {
+        page *p = idx->pages[i];
+        if (p->kind == PAGE_HOME)
+            continue;
+        char *sec = xstrdup(p->section);
+        if (p->kind == PAGE_SECTION) {
+            char *slash = strrchr(sec, '/');
+            if (slash)
+                *slash = '\0';
+            else
+                sec[0] = '\0';
+        }
+        p->parent = strmap_get(&idx->by_section, sec);
+        free(sec);
+    }
+}
+
+static int S_cmp_tag(const void *a, const void *b)
+{
+    return strcmp(((const tag *)a)->slug, ((const tag *)b)->slug);
+}
+
+static void S_index_tags(content_index *idx)
+{
+    strmap by_slug;
+    strmap_init(&by_slug);
+    size_t cap = 0;
+    size_t n;
+    size_t *order = content_by_date(idx, &n);
+    for (size_t k = 0; k < n; k++) {
+        page *p = idx->pages[order[k]];
+        for (size_t t = 0; t < p->ntags; t++) {
+            char *slug = content_slugify(p->tags[t]);
+            tag *tg = NULL;
+            size_t pos = (size_t)(uintptr_t)strmap_get(&by_slug, slug);
+            if (pos) {
+                tg = &idx->tags[pos - 1];
+            } else {
+                if (idx->ntags == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    idx->tags = xrealloc(idx->tags, cap * sizeof *idx->tags);
+                }
+                tg = &idx->tags[idx->ntags++];
+                memset(tg, 0, sizeof *tg);
+                tg->name = xstrdup(p->tags[t]);
+                tg->slug = xstrdup(slug);
+                tg->url = xasprintf("/tags/%s/", slug);
+                strmap_put(&by_slug, slug, (void *)(uintptr_t)idx->ntags);
+            }
+            /* a page lists each tag once */
+            if (tg->npages == 0 || tg->pages[tg->npages - 1] != order[k]) {
+                tg->pages = xrealloc(tg->pages, (tg->npages + 1) * sizeof *tg->pages);
+                tg->pages[tg->npages++] = order[k];
+            }
+            free(slug);
+        }
+    }
+    free(order);
+    strmap_free(&by_slug);
+    if (idx->ntags)
+        qsort(idx->tags, idx->ntags, sizeof *idx->tags, S_cmp_tag);
+}
+
+int content_load(content_index *idx, const char *root, const config *cfg,
+                 const content_opts *opts, diag_list *dl)
+{
+    memset(idx, 0, sizeof *idx);
+    strmap_init(&idx->by_url);
+    strmap_init(&idx->by_rel);
+    strmap_init(&idx->by_section);
+    strmap_init(&idx->assets_by_out);
+    size_t errors = dl->errors;
+    walker w = {.idx = idx, .cfg = cfg, .opts = opts, .dl = dl, .root = root};
+    char *cdir = fs_join(root, CONTENT_DIR);
+    char real[PATH_MAX];
+    if (!realpath(cdir, real) || !fs_is_dir(real)) {
+        diag_error(dl, CONTENT_DIR, 0, 0, "no content folder (%s): nothing to build",
+                   strerror(errno ? errno : ENOTDIR));
+        free(cdir);
+        return -1;
+    }
+    free(cdir);
+    w.content_real = xstrdup(real);
+    S_walk(&w);
+    S_index_sections(&w);
+    for (size_t i = 0; i < idx->npages; i++)
+        S_assign_url(idx->pages[i]);
+    qsort(idx->pages, idx->npages, sizeof *idx->pages, S_cmp_page_src);
+
+    /* two pages on one URL; names that collide on a case-insensitive file system */
+    strmap folded;
+    strmap_init(&folded);
+    for (size_t i = 0; i < idx->npages; i++) {
+        page *p = idx->pages[i];
+        page *prev = strmap_get(&idx->by_url, p->url);
+        const char *where = p->src ? p->src : CONTENT_DIR;
+        if (prev) {
+            diag_error(dl, where, p->src ? 1 : 0, p->src ? 1 : 0,
+                       "two pages on one URL %s: this page and %s", p->url,
+                       prev->src ? prev->src : "a generated section page");
+            continue;
+        }
+        strmap_put(&idx->by_url, p->url, p);
+        char *low = xstrdup(p->out);
+        for (char *c = low; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+        page *fprev = strmap_get(&folded, low);
+        if (fprev)
+            diag_error(dl, where, p->src ? 1 : 0, p->src ? 1 : 0,
+                       "URL %s differs from %s only in letter case: they collide on "
+                       "case-insensitive file systems",
+                       p->url, fprev->url);
+        else
+            strmap_put(&folded, low, p);
+        free(low);
+        if (p->rel)
+            strmap_put(&idx->by_rel, p->rel, p);
+    }
+    strmap_free(&folded);
+    for (size_t i = 0; i < idx->nassets; i++) {
+        asset *a = &idx->assets[i];
+        strmap_put(&idx->assets_by_out, a->out, a);
+    }
+    S_index_tags(idx);
+    free(w.content_real);
+    free(w.seen_dev);
+    free(w.seen_ino);
+    return dl->errors == errors ? 0 : -1;
+}
+
+void content_index_free(content_index *idx)
+{
+    for (size_t i = 0; i < idx->npages; i++)
+        S_page_free(idx->pages[i]);
+    free(idx->pages);
+    for (size_t i = 0; i < idx->nassets; i++) {
+        free(idx->assets[i].src);
+        free(idx->assets[i].out);
+    }
+    free(idx->assets);
+    for (size_t i = 0; i < idx->ntags; i++) {
+        free(idx->tags[i].name);
+        free(idx->tags[i].slug);
+        free(idx->tags[i].url);
+        free(idx->tags[i].pages);
+    }
+    free(idx->tags);
+    strmap_free(&idx->by_url);
+    strmap_free(&idx->by_rel);
+    strmap_free(&idx->by_section);
+    strmap_free(&idx->assets_by_out);
+    memset(idx, 0, sizeof *idx);
+}
+
+/* ---------- listing order ---------- */
+
+static int S_cmp_listing(const void *a, const void *b, void *ctx)
+{
+    const content_index *idx = ctx;
+    const page *x = idx->pages[*(const size_t *)a];
+    const page *y = idx->pages[*(const size_t *)b];
+    if (x->weight != y->weight)
+        return x->weight < y->weight ? -1 : 1;
+    const char *dx = x->date ? x->date : "", *dy = y->date ? y->date : "";
+    int c = strcmp(dy, dx); /* newest first */
+    if (c)
+        return c;
+    c = strcmp(x->title ? x->title : "", y->title ? y->title : "");
+    return c ? c : strcmp(x->url, y->url);
+}
+
+static int S_cmp_date(const void *a, const void *b, void *ctx)
+{
+    const content_index *idx = ctx;
+    const page *x = idx->pages[*(const size_t *)a];
+    const page *y = idx->pages[*(const size_t *)b];
+    const char *dx = x->date ? x->date : "", *dy = y->date ? y->date : "";
+    int c = strcmp(dy, dx);
+    return c ? c : strcmp(x->url, y->url);
+}
+
+size_t *content_children(const content_index *idx, const page *section, size_t *n)
+{
+    size_t *v = xmalloc((idx->npages + 1) * sizeof *v);
+    *n = 0;
+    for (size_t i = 0; i < idx->npages; i++)
+        if (idx->pages[i]->parent == section)
+            v[(*n)++] = i;
+    qsort_r(v, *n, sizeof *v, S_cmp_listing, (void *)idx);
+    return v;
+}
+
+size_t *content_by_date(const content_index *idx, size_t *n)
+{
+    size_t *v = xmalloc((idx->npages + 1) * sizeof *v);
+    *n = 0;
+    for (size_t i = 0; i < idx->npages; i++)
+        if (idx->pages[i]->kind == PAGE_REGULAR)
+            v[(*n)++] = i;
+    qsort_r(v, *n, sizeof *v, S_cmp_date, (void *)idx);
+    return v;
+}

@@ -1,0 +1,99 @@
+/* content: the page index. Walks content/, reads every page's front matter and
+ * decides each page's URL and output file, before any page is rendered.
+ *
+ * The index owns its pages and everything in them; content_index_free() releases
+ * it all. Workers are forked after content_load(), so they share the index
+ * copy-on-write and refer to pages by their position in idx->pages. */
+#ifndef KV_CONTENT_H
+#define KV_CONTENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "diag.h"
+#include "strmap.h"
+#include "yv.h"
+
+typedef enum {
+    PAGE_REGULAR, /* content/a/b.md */
+    PAGE_SECTION, /* content/a/_index.md, or a folder of pages without one */
+    PAGE_HOME     /* content/_index.md, or the site root without one */
+} page_kind;
+
+typedef struct page {
+    page_kind kind;
+    char *src;      /* "content/a/b.md"; NULL for a section or home with no file */
+    char *rel;      /* "a/b.md" relative to content/ ("a/_index.md"); NULL like src */
+    char *section;  /* folder relative to content/: "a", "" at the root */
+    char *url;      /* site path: "/a/b/", without the base path */
+    char *out;      /* output file relative to the output root: "a/b/index.html" */
+    char *title;    /* front matter, or derived for virtual sections */
+    char *date;     /* "YYYY-MM-DD" or with time; NULL if not set */
+    char *updated;
+    char *summary;
+    char *slug;
+    char *template_name; /* front-matter template:, NULL if not set */
+    char **tags;
+    size_t ntags;
+    bool draft;
+    long long weight;
+    int body_line;   /* 1-based line of the file where the Markdown body starts */
+    size_t body_off; /* byte offset of the body in the file */
+    yv *front;       /* the whole front matter (owned); NULL for virtual pages */
+    struct page *parent; /* the section page this page is listed in; NULL for home */
+} page;
+
+typedef struct {
+    char *src; /* "content/a/img.png" */
+    char *out; /* "a/img.png" */
+} asset;
+
+typedef struct {
+    char *name; /* as written in front matter */
+    char *slug; /* URL segment */
+    char *url;  /* "/tags/<slug>/" */
+    size_t *pages; /* indices into idx->pages, in listing order */
+    size_t npages;
+} tag;
+
+typedef struct {
+    page **pages;   /* sorted by src path; virtual pages by section */
+    size_t npages;
+    asset *assets;
+    size_t nassets;
+    tag *tags;      /* sorted by slug */
+    size_t ntags;
+    strmap by_url;  /* url -> page */
+    strmap by_rel;  /* "a/b.md" -> page */
+    strmap by_section; /* "a" -> section page */
+    strmap assets_by_out; /* "a/img.png" -> asset */
+} content_index;
+
+typedef struct {
+    bool drafts; /* include pages with draft: true */
+} content_opts;
+
+/* Loads <root>/content. Errors (with file:line:col) go to dl; the index is still
+ * usable for reporting more errors. Returns 0 when no error was added. */
+int content_load(content_index *idx, const char *root, const config *cfg,
+                 const content_opts *opts, diag_list *dl);
+void content_index_free(content_index *idx);
+
+/* Splits a page's text into front matter and body; exported for tests and for
+ * the render command. On success sets *front (owned by caller) and body offsets. */
+int content_parse_page(page *p, const char *text, size_t len, const config *cfg,
+                       diag_list *dl);
+
+/* Pages listed under a section or home, in listing order (weight, then date
+ * newest first, then title). Returns a malloc'ed array of indices; caller frees. */
+size_t *content_children(const content_index *idx, const page *section, size_t *n);
+/* Every regular page, newest first. Caller frees. */
+size_t *content_by_date(const content_index *idx, size_t *n);
+
+/* Slug of a tag or heading text: lower-case ASCII letters, digits, '-' and '_';
+ * other ASCII dropped, spaces to '-', non-ASCII (CJK) kept as is. Caller frees. */
+char *content_slugify(const char *text);
+bool content_safe_segment(const char *s);
+
+#endif

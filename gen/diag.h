@@ -1,0 +1,58 @@
+/* diag: kvsite's one error type and the one place that prints diagnostics.
+ *
+ * A diagnostic is a located message: file:line:col, a level and a text. Code
+ * that can fail returns an int status (0 ok, -1 failed) and appends what went
+ * wrong to a diag_list that its caller owns; nothing else prints.
+ *
+ * file is a path relative to the project root (as the user typed it in the
+ * tree); line and col are 1-based, 0 when unknown (then omitted in output).
+ * col counts bytes, as compilers and editors that jump to errors expect. */
+#ifndef KV_DIAG_H
+#define KV_DIAG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } diag_level;
+
+typedef struct {
+    char *file; /* owned; NULL for diagnostics with no file */
+    int line, col;
+    diag_level level;
+    char *msg; /* owned */
+} diag;
+
+typedef struct {
+    diag *v;
+    size_t n, cap;
+    size_t errors, warnings;
+} diag_list;
+
+void diag_list_init(diag_list *dl);
+void diag_list_free(diag_list *dl);
+
+/* Appends a diagnostic; file may be NULL. The list copies file and message. */
+void diag_add(diag_list *dl, diag_level level, const char *file, int line, int col,
+              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void diag_error(diag_list *dl, const char *file, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void diag_warning(diag_list *dl, const char *file, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Moves every diagnostic of src to the end of dst; src is left empty. */
+void diag_move(diag_list *dst, diag_list *src);
+
+/* Turns every warning into an error (--strict). */
+void diag_promote_warnings(diag_list *dl);
+
+/* Sorts by file, line, col, then keeps insertion order (stable), so the
+ * report reads like a compiler's and two builds print the same. */
+void diag_sort(diag_list *dl);
+
+/* Prints every diagnostic as `file:line:col: level: message`. With github,
+ * errors and warnings are also printed as GitHub Actions workflow commands. */
+void diag_print(const diag_list *dl, FILE *out, bool github);
+
+const char *diag_level_name(diag_level level);
+
+#endif

@@ -1,0 +1,81 @@
+/* figure: verified figures inside Markdown code spans, Lua blocks, and the lint
+ * that finds figures nobody verified.
+ *
+ *   `224 MiB {= EXPR}`        exact quote: EXPR, in the quote's unit, must round
+ *                             to the quote at the quote's precision
+ *   `40 GB {≈ EXPR}` `{~ E}`  approximate: within figures.tolerance (or {≈10% E})
+ *   `224 MiB {= E1, E2}`      several values; each must agree
+ *   `7.03× {cite key}`        cited: key must be in checks/sources.yaml
+ *   `{lua} EXPR`              the value of EXPR, shown as text
+ *   `40 GB \{= E}`            shown as code, without the backslash
+ *
+ * A fig_ctx belongs to one page render; it collects every figure of the page
+ * (owned by the ctx, released by fig_ctx_free) and adds diagnostics to dl. */
+#ifndef KV_FIGURE_H
+#define KV_FIGURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "diag.h"
+#include "sandbox.h"
+#include "sources.h"
+
+typedef enum { FIG_COMPUTED, FIG_MEASURED, FIG_CITED } fig_tier;
+
+typedef struct {
+    int line, col;
+    char *quote;      /* as written: "224 MiB" */
+    char *expr;       /* the Lua expression, or the cited key */
+    char *mode;       /* "=", "≈5%", "cite" */
+    fig_tier tier;
+    bool ok;
+    double value;     /* first value in base units; 0 for cited figures */
+    char *detail;     /* passing: "234,881,024 B = 224.0 MiB"; failing: the message */
+    char *provenance; /* measured figures: where the value came from; else "" */
+    char *anchor;     /* id of the figure's row in the checks report */
+} figure;
+
+typedef enum { SPAN_CODE, SPAN_INLINE_LUA, SPAN_FIGURE, SPAN_ESCAPED } span_kind;
+
+typedef struct {
+    sandbox *sb;
+    const sources *src;
+    double tolerance;          /* default relative tolerance of approximate quotes */
+    const char *file;          /* the page's path, for diagnostics */
+    const char *anchor_prefix; /* unique per page: "articles-kv-check" */
+    const char *base_path;     /* "" or "/docs": prefix of links to the report */
+    diag_level unverified;     /* DIAG_WARNING, or DIAG_ERROR under --strict */
+    diag_list *dl;
+    figure *figs;
+    size_t nfigs, cap;
+    bool limit_reported;       /* report a spent budget once per page */
+} fig_ctx;
+
+void fig_ctx_init(fig_ctx *c);
+void fig_ctx_free(fig_ctx *c);
+
+/* Looks at a code span's literal. For SPAN_CODE nothing is to be done. */
+span_kind fig_classify(const char *lit, size_t len);
+
+/* Handles a code span of kind SPAN_INLINE_LUA, SPAN_FIGURE or SPAN_ESCAPED found
+ * at line:col of c->file. Fills the HTML that replaces it: *enter and *exit
+ * surround the text (to be escaped by the caller) in *text; for inline Lua and
+ * escaped spans enter/exit stay empty (escaped spans: shown as code, *code set).
+ * in_link: the span sits inside a link, so the figure must not add its own. */
+void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool in_link,
+              buf *enter, buf *text, buf *exit, bool *code);
+
+/* Runs a ```{lua} block whose first code line is line first_line. Handles the
+ * leading `--| key: value` options (echo, eval). Sets *echo when the code is to
+ * be shown. */
+void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col, bool *echo);
+
+/* Reports numbers with byte, percent or ratio units in prose (text outside any
+ * figure span) as unverified figures, at their line:col. */
+void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col);
+
+const char *fig_tier_name(fig_tier t);
+
+#endif

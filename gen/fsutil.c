@@ -1,0 +1,208 @@
+#include "fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *fs_join(const char *a, const char *b)
+{
+    size_t n = strlen(a);
+    if (n == 0 || (n == 1 && a[0] == '.'))
+        return xstrdup(b);
+    return xasprintf("%s%s%s", a, a[n - 1] == '/' ? "" : "/", b);
+}
+
+int fs_read_file(const char *path, size_t max, buf *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? FS_ENOENT : FS_EOTHER;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return FS_EOTHER;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        errno = EISDIR;
+        return FS_EOTHER;
+    }
+    if (S_ISREG(st.st_mode) && (size_t)st.st_size > max) {
+        close(fd);
+        return FS_ETOOBIG;
+    }
+    size_t total = 0;
+    for (;;) {
+        buf_grow(out, 65536);
+        ssize_t r = read(fd, out->ptr + out->len, out->cap - out->len - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            errno = e;
+            return FS_EOTHER;
+        }
+        if (r == 0)
+            break;
+        out->len += (size_t)r;
+        out->ptr[out->len] = '\0';
+        total += (size_t)r;
+        if (total > max) {
+            close(fd);
+            return FS_ETOOBIG;
+        }
+    }
+    close(fd);
+    if (!out->ptr)
+        buf_puts(out, "");
+    return FS_OK;
+}
+
+const char *fs_strerror(int status, size_t max)
+{
+    static __thread char msg[96];
+    switch (status) {
+    case FS_OK: return "ok";
+    case FS_ENOENT: return "no such file";
+    case FS_ETOOBIG:
+        snprintf(msg, sizeof msg, "file too large (limit %zu bytes)", max);
+        return msg;
+    default: return strerror(errno);
+    }
+}
+
+int fs_mkdir_p(const char *path)
+{
+    char *p = xstrdup(path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            int e = errno;
+            free(p);
+            errno = e;
+            return -1;
+        }
+        *s = '/';
+    }
+    int rc = mkdir(p, 0777);
+    int e = errno;
+    free(p);
+    if (rc != 0 && e != EEXIST) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static int S_write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int fs_write_file(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+        return -1;
+    if (S_write_all(fd, data, len) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (close(fd) != 0)
+        return -1;
+    return 0;
+}
+
+int fs_copy_file(const char *from, const char *to, size_t *copied)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return -1;
+    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (out < 0) {
+        int e = errno;
+        close(in);
+        errno = e;
+        return -1;
+    }
+    char chunk[65536];
+    size_t total = 0;
+    int rc = 0;
+    for (;;) {
+        ssize_t r = read(in, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            rc = r < 0 ? -1 : 0;
+            break;
+        }
+        if (S_write_all(out, chunk, (size_t)r) != 0) {
+            rc = -1;
+            break;
+        }
+        total += (size_t)r;
+    }
+    int e = errno;
+    close(in);
+    if (close(out) != 0 && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (copied)
+        *copied = total;
+    errno = e;
+    return rc;
+}
+
+static int S_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    int rc = (flag == FTW_DP) ? rmdir(path) : unlink(path);
+    return rc != 0 && errno != ENOENT ? -1 : 0;
+}
+
+int fs_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path);
+    return nftw(path, S_rm_one, 32, FTW_DEPTH | FTW_PHYS);
+}
+
+bool fs_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool fs_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}

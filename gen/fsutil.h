@@ -1,0 +1,31 @@
+/* fsutil: the file-system calls kvsite needs, with sizes bounded and errors as
+ * values. Paths are plain C strings; results that allocate say so. */
+#ifndef KV_FSUTIL_H
+#define KV_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+
+enum { FS_OK = 0, FS_ENOENT = -1, FS_ETOOBIG = -2, FS_EOTHER = -3 };
+
+/* Returns "a/b" (malloc'ed; caller frees). */
+char *fs_join(const char *a, const char *b);
+/* Appends the file's bytes to out. Returns FS_OK, FS_ENOENT, FS_ETOOBIG (more than
+ * max bytes) or FS_EOTHER with errno set. */
+int fs_read_file(const char *path, size_t max, buf *out);
+/* Human text for a status of fs_read_file (errno-based for FS_EOTHER). */
+const char *fs_strerror(int status, size_t max);
+/* mkdir -p; returns 0 or -1 with errno set. */
+int fs_mkdir_p(const char *path);
+/* Creates or truncates path and writes len bytes; 0 or -1 with errno. */
+int fs_write_file(const char *path, const void *data, size_t len);
+/* Copies a regular file; 0 or -1 with errno. */
+int fs_copy_file(const char *from, const char *to, size_t *copied);
+/* rm -rf without following symbolic links; 0 or -1 with errno. A missing path is 0. */
+int fs_remove_tree(const char *path);
+bool fs_is_dir(const char *path);
+bool fs_exists(const char *path);
+
+#endif

@@ -1,0 +1,135 @@
+/* kvsite: the command line. Everything else lives in the library (gen/). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "build.h"
+#include "diag.h"
+#include "fsutil.h"
+#include "luatest.h"
+#include "render.h"
+
+static const char *S_usage =
+    "usage: kvsite build [-C DIR] [-o OUT] [--strict] [-j N] [--drafts]\n"
+    "       kvsite check [-C DIR] [--strict] [-j N] [--drafts]\n"
+    "       kvsite render [--unsafe]       Markdown on stdin -> HTML on stdout\n"
+    "       kvsite lua-test [-C DIR] FILE...  run Lua tests in the sandbox\n"
+    "       kvsite --help | --version\n"
+    "\n"
+    "build   renders DIR (default .) into OUT (default DIR/site), verifying every\n"
+    "        figure and internal link; the output is replaced only on success\n"
+    "check   does everything build does and writes nothing\n"
+    "  -C DIR      the project folder (site.yaml, content/, templates/, checks/)\n"
+    "  -o OUT      the output folder, relative to DIR unless absolute\n"
+    "  --strict    warnings (unverified figures, raw HTML) are errors\n"
+    "  -j N        worker processes (default: build.jobs, or the number of cores)\n"
+    "  --drafts    include pages with draft: true\n"
+    "Exit status: 0 ok, 1 errors in the content, 2 usage or configuration errors.\n";
+
+static int S_usage_error(const char *msg)
+{
+    fprintf(stderr, "kvsite: %s\n%s", msg, S_usage);
+    return 2;
+}
+
+static int S_build(int argc, char **argv, bool check)
+{
+    build_opts o = {".", NULL, false, false, check, 0};
+    static const struct option longs[] = {{"strict", no_argument, 0, 's'},
+                                          {"drafts", no_argument, 0, 'd'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, check ? "C:j:" : "C:o:j:", longs, NULL)) != -1) {
+        switch (c) {
+        case 'C': o.root = optarg; break;
+        case 'o': o.out = optarg; break;
+        case 's': o.strict = true; break;
+        case 'd': o.drafts = true; break;
+        case 'j': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end || n < 1 || n > 256)
+                return S_usage_error("-j needs a number of workers from 1 to 256");
+            o.jobs = (int)n;
+            break;
+        }
+        case 'h': fputs(S_usage, stdout); return 0;
+        default: {
+            char msg[80];
+            snprintf(msg, sizeof msg, "unknown or incomplete option \"%s\"", argv[optind - 1]);
+            return S_usage_error(msg);
+        }
+        }
+    }
+    if (optind < argc) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "unexpected argument \"%s\"", argv[optind]);
+        return S_usage_error(msg);
+    }
+    return build_run(&o);
+}
+
+static int S_render(int argc, char **argv)
+{
+    bool unsafe = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--unsafe") == 0)
+            unsafe = true;
+        else
+            return S_usage_error("render takes only --unsafe");
+    }
+    buf in = BUF_INIT;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) {
+        buf_put(&in, chunk, n);
+        if (in.len > (64u << 20)) {
+            fprintf(stderr, "kvsite: render: input larger than 64 MiB\n");
+            buf_free(&in);
+            return 1;
+        }
+    }
+    buf out = BUF_INIT;
+    diag_list dl;
+    diag_list_init(&dl);
+    render_fragment(buf_cstr(&in), in.len, unsafe, &out, &dl);
+    fwrite(buf_cstr(&out), 1, out.len, stdout);
+    diag_print(&dl, stderr, false);
+    int status = dl.errors ? 1 : 0;
+    diag_list_free(&dl);
+    buf_free(&in);
+    buf_free(&out);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return S_usage_error("no command");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(S_usage, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("kvsite %s\n", KVSITE_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "build") == 0)
+        return S_build(argc - 1, argv + 1, false);
+    if (strcmp(cmd, "check") == 0)
+        return S_build(argc - 1, argv + 1, true);
+    if (strcmp(cmd, "render") == 0)
+        return S_render(argc - 1, argv + 1);
+    if (strcmp(cmd, "lua-test") == 0)
+        return luatest_main(argc - 1, argv + 1);
+    char msg[200];
+    snprintf(msg, sizeof msg, "unknown command \"%s\"", cmd);
+    return S_usage_error(msg);
+}

@@ -1,0 +1,497 @@
+#include "markdown.h"
+
+#include <cmark-gfm-core-extensions.h>
+#include <cmark-gfm.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strmap.h"
+#include "utf8.h"
+
+#define SUMMARY_MAX 300
+
+static const char *const S_ext_names[] = {"table", "strikethrough", "autolink", "tagfilter",
+                                          "tasklist"};
+#define NEXT (sizeof S_ext_names / sizeof S_ext_names[0])
+
+struct md_ctx {
+    md_opts o;
+    cmark_syntax_extension *ext[NEXT];
+};
+
+md_ctx *md_new(const md_opts *o)
+{
+    /* registering is idempotent; main() also does it before forking workers */
+    cmark_gfm_core_extensions_ensure_registered();
+    md_ctx *m = xcalloc(1, sizeof *m);
+    m->o = *o;
+    for (size_t i = 0; i < NEXT; i++)
+        m->ext[i] = cmark_find_syntax_extension(S_ext_names[i]);
+    return m;
+}
+
+void md_free(md_ctx *m) { free(m); }
+
+void md_result_init(md_result *r)
+{
+    memset(r, 0, sizeof *r);
+    fig_ctx_init(&r->figs);
+}
+
+void md_result_free(md_result *r)
+{
+    buf_free(&r->html);
+    for (size_t i = 0; i < r->ntoc; i++) {
+        free(r->toc[i].id);
+        free(r->toc[i].text);
+    }
+    free(r->toc);
+    for (size_t i = 0; i < r->nlinks; i++)
+        free(r->links[i].target);
+    free(r->links);
+    free(r->summary);
+    fig_ctx_free(&r->figs);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---------- links ---------- */
+
+static bool S_has_scheme(const char *u)
+{
+    if (!((u[0] >= 'a' && u[0] <= 'z') || (u[0] >= 'A' && u[0] <= 'Z')))
+        return false;
+    for (const char *p = u + 1; *p; p++) {
+        if (*p == ':')
+            return true;
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '+' || *p == '-' || *p == '.'))
+            return false;
+    }
+    return false;
+}
+
+static int S_hex(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static char *S_percent_decode(const char *s, size_t n)
+{
+    buf b = BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' && i + 2 < n && S_hex(s[i + 1]) >= 0 && S_hex(s[i + 2]) >= 0) {
+            buf_putc(&b, S_hex(s[i + 1]) * 16 + S_hex(s[i + 2]));
+            i += 2;
+        } else {
+            buf_putc(&b, s[i]);
+        }
+    }
+    return buf_detach(&b);
+}
+
+/* Joins dir ("a/b", no slashes at the ends, "" for the root) and a relative
+ * path, resolving "." and "..". Returns NULL when the path leaves the root. */
+static char *S_resolve(const char *dir, const char *rel)
+{
+    buf b = BUF_INIT;
+    buf_puts(&b, dir);
+    const char *p = rel;
+    while (*p) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 0 || (n == 1 && p[0] == '.')) {
+            /* nothing */
+        } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+            if (b.len == 0) {
+                buf_free(&b);
+                return NULL;
+            }
+            char *slash = strrchr(b.ptr, '/');
+            buf_truncate(&b, slash ? (size_t)(slash - b.ptr) : 0);
+        } else {
+            if (b.len)
+                buf_putc(&b, '/');
+            buf_put(&b, p, n);
+        }
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    bool dir_slash = rel[0] && rel[strlen(rel) - 1] == '/';
+    if (dir_slash && b.len)
+        buf_putc(&b, '/');
+    return buf_detach(&b);
+}
+
+typedef struct {
+    md_ctx *m;
+    const page *p;
+    const char *file;
+    diag_list *dl;
+    md_result *out;
+    size_t link_cap;
+} walk_state;
+
+static void S_add_link(walk_state *w, const char *target, int line, int col)
+{
+    md_result *r = w->out;
+    if (r->nlinks == w->link_cap) {
+        w->link_cap = w->link_cap ? w->link_cap * 2 : 16;
+        r->links = xrealloc(r->links, w->link_cap * sizeof *r->links);
+    }
+    r->links[r->nlinks++] = (md_link){xstrdup(target), line, col};
+}
+
+/* Rewrites an internal link to its final URL and records it for checking. */
+static void S_link(walk_state *w, cmark_node *n, int line, int col)
+{
+    const char *url = cmark_node_get_url(n);
+    if (!url || !url[0] || !w->m->o.idx || S_has_scheme(url) || (url[0] == '/' && url[1] == '/'))
+        return;
+    const char *base = w->m->o.cfg ? w->m->o.cfg->base_path : "";
+    size_t pathlen = strcspn(url, "?#");
+    const char *rest = url + pathlen; /* "?q#frag" or "#frag" or "" */
+    const char *frag = strchr(rest, '#');
+    if (!frag)
+        frag = "";
+    char *target = NULL;
+    char *final = NULL;
+    if (pathlen == 0) {
+        /* "#frag" on this page */
+        target = xasprintf("%s%s", w->p ? w->p->url : "/", frag);
+        final = NULL; /* keep as written */
+    } else {
+        char *path = S_percent_decode(url, pathlen);
+        char *site = NULL;
+        if (path[0] == '/') {
+            site = xstrdup(path);
+        } else {
+            const char *dir = w->p && w->p->section ? w->p->section : "";
+            char *res = S_resolve(dir, path);
+            if (!res) {
+                diag_error(w->dl, w->file, line, col, "link \"%s\" leaves the site", url);
+                free(path);
+                return;
+            }
+            size_t rn = strlen(res);
+            if (rn > 3 && strcmp(res + rn - 3, ".md") == 0) {
+                const page *tp = strmap_get(&w->m->o.idx->by_rel, res);
+                if (!tp) {
+                    diag_error(w->dl, w->file, line, col,
+                               "broken link \"%s\": there is no page content/%s", url, res);
+                    free(res);
+                    free(path);
+                    return;
+                }
+                site = xstrdup(tp->url);
+            } else {
+                site = xasprintf("/%s", res);
+            }
+            free(res);
+        }
+        target = xasprintf("%s%s", site, frag);
+        final = xasprintf("%s%s%s", base, site, rest);
+        free(site);
+        free(path);
+    }
+    S_add_link(w, target, line, col);
+    if (final)
+        cmark_node_set_url(n, final);
+    free(target);
+    free(final);
+}
+
+/* ---------- the walk ---------- */
+
+typedef struct {
+    cmark_node *node;
+    char *enter, *text, *exit;
+    bool code;    /* replace by a code span */
+    bool remove;  /* a {lua} block that shows nothing */
+    bool text_only; /* inline {lua}: plain text */
+} edit;
+
+static bool S_is_lua_cell(const char *info)
+{
+    if (!info)
+        return false;
+    while (*info == ' ')
+        info++;
+    if (strncmp(info, "{lua}", 5) != 0)
+        return false;
+    for (const char *p = info + 5; *p; p++)
+        if (*p != ' ')
+            return false;
+    return true;
+}
+
+static void S_plain_text(cmark_node *n, buf *b)
+{
+    cmark_iter *it = cmark_iter_new(n);
+    cmark_event_type ev;
+    while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+        cmark_node *c = cmark_iter_get_node(it);
+        if (ev != CMARK_EVENT_ENTER)
+            continue;
+        switch (cmark_node_get_type(c)) {
+        case CMARK_NODE_TEXT:
+        case CMARK_NODE_CODE:
+            buf_puts(b, cmark_node_get_literal(c) ? cmark_node_get_literal(c) : "");
+            break;
+        case CMARK_NODE_SOFTBREAK:
+        case CMARK_NODE_LINEBREAK: buf_putc(b, ' '); break;
+        default: break;
+        }
+    }
+    cmark_iter_free(it);
+}
+
+static void S_add_heading(walk_state *w, strmap *ids, int level, const char *text,
+                          size_t *cap)
+{
+    md_result *r = w->out;
+    char *slug = content_slugify(text);
+    if (!slug[0]) {
+        free(slug);
+        slug = xstrdup("section");
+    }
+    char *id = xstrdup(slug);
+    for (int k = 1; strmap_get(ids, id); k++) {
+        free(id);
+        id = xasprintf("%s-%d", slug, k);
+    }
+    free(slug);
+    strmap_put(ids, id, (void *)1);
+    if (r->ntoc == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        r->toc = xrealloc(r->toc, *cap * sizeof *r->toc);
+    }
+    r->toc[r->ntoc++] = (md_heading){level, id, xstrdup(text)};
+}
+
+static void S_summary(md_result *r, cmark_node *para)
+{
+    buf b = BUF_INIT;
+    S_plain_text(para, &b);
+    if (b.len > SUMMARY_MAX) {
+        size_t cut = SUMMARY_MAX;
+        while (cut > 0 && ((unsigned char)b.ptr[cut] & 0xC0) == 0x80)
+            cut--;
+        buf_truncate(&b, cut);
+        buf_puts(&b, "\xE2\x80\xA6");
+    }
+    r->summary = buf_detach(&b);
+}
+
+int md_render(md_ctx *m, const page *p, const char *file, const char *text, size_t len,
+              int first_line, int first_col, bool inline_mode, md_result *out, diag_list *dl)
+{
+    size_t errors = dl->errors;
+    int options = CMARK_OPT_DEFAULT | (m->o.unsafe ? CMARK_OPT_UNSAFE : 0);
+    cmark_parser *parser = cmark_parser_new(options);
+    for (size_t i = 0; i < NEXT; i++)
+        if (m->ext[i])
+            cmark_parser_attach_syntax_extension(parser, m->ext[i]);
+    cmark_parser_feed(parser, text, len);
+    cmark_node *doc = cmark_parser_finish(parser);
+
+    fig_ctx *fc = &out->figs;
+    fc->sb = m->o.sb;
+    fc->src = m->o.src;
+    fc->file = file;
+    fc->dl = dl;
+    fc->unverified = m->o.unverified;
+    if (m->o.cfg) {
+        fc->tolerance = m->o.cfg->tolerance;
+        fc->base_path = m->o.cfg->base_path;
+    }
+
+    walk_state w = {m, p, file, dl, out, 0};
+    edit *edits = NULL;
+    size_t nedits = 0, cap_edits = 0;
+    int in_link = 0;
+    bool summary_done = out->summary != NULL;
+    cmark_node *first_para = NULL; /* summarised after the edits: figures read as quotes */
+    cmark_node **headings = NULL;
+    size_t nheadings = 0;
+
+    cmark_iter *it = cmark_iter_new(doc);
+    cmark_event_type ev;
+    while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+        cmark_node *n = cmark_iter_get_node(it);
+        cmark_node_type t = cmark_node_get_type(n);
+        int nl = cmark_node_get_start_line(n);
+        int line = nl + first_line - 1;
+        int col = cmark_node_get_start_column(n) + (nl == 1 ? first_col - 1 : 0);
+        if (ev == CMARK_EVENT_EXIT) {
+            if (t == CMARK_NODE_LINK)
+                in_link--;
+            if (t == CMARK_NODE_HEADING) {
+                headings = xrealloc(headings, (nheadings + 1) * sizeof *headings);
+                headings[nheadings++] = n;
+            }
+            if (t == CMARK_NODE_PARAGRAPH && !summary_done && !first_para &&
+                cmark_node_get_type(cmark_node_parent(n)) == CMARK_NODE_DOCUMENT)
+                first_para = n;
+            continue;
+        }
+        if (ev != CMARK_EVENT_ENTER)
+            continue;
+        edit e = {0};
+        switch (t) {
+        case CMARK_NODE_CODE_BLOCK:
+            if (m->o.sb && S_is_lua_cell(cmark_node_get_fence_info(n))) {
+                const char *code = cmark_node_get_literal(n);
+                bool echo = false;
+                fig_block(fc, code ? code : "", code ? strlen(code) : 0, line + 1, col, &echo);
+                e.node = n;
+                e.remove = !echo;
+                if (echo)
+                    cmark_node_set_fence_info(n, "lua");
+                if (!e.remove)
+                    e.node = NULL;
+            }
+            break;
+        case CMARK_NODE_CODE: {
+            const char *lit = cmark_node_get_literal(n);
+            size_t ln = lit ? strlen(lit) : 0;
+            span_kind k = m->o.sb ? fig_classify(lit, ln) : SPAN_CODE;
+            if (k == SPAN_CODE)
+                break;
+            buf en = BUF_INIT, tx = BUF_INIT, ex = BUF_INIT;
+            bool as_code = false;
+            fig_span(fc, lit, ln, line, col, in_link > 0, &en, &tx, &ex, &as_code);
+            e.node = n;
+            e.enter = buf_detach(&en);
+            e.text = buf_detach(&tx);
+            e.exit = buf_detach(&ex);
+            e.code = as_code;
+            e.text_only = k == SPAN_INLINE_LUA;
+            break;
+        }
+        case CMARK_NODE_LINK:
+            in_link++;
+            S_link(&w, n, line, col);
+            break;
+        case CMARK_NODE_IMAGE:
+            S_link(&w, n, line, col);
+            break;
+        case CMARK_NODE_TEXT: {
+            const char *lit = cmark_node_get_literal(n);
+            if (!lit)
+                break;
+            if (m->o.sb)
+                fig_lint_text(fc, lit, strlen(lit), line, col);
+            break;
+        }
+        case CMARK_NODE_HTML_BLOCK:
+        case CMARK_NODE_HTML_INLINE:
+            if (!m->o.unsafe && m->o.idx)
+                diag_warning(dl, file, line, col,
+                             "raw HTML is not emitted (set markdown.unsafe: true in site.yaml "
+                             "to allow it)");
+            break;
+        default: break;
+        }
+        if (e.node) {
+            if (nedits == cap_edits) {
+                cap_edits = cap_edits ? cap_edits * 2 : 16;
+                edits = xrealloc(edits, cap_edits * sizeof *edits);
+            }
+            edits[nedits++] = e;
+        }
+    }
+    cmark_iter_free(it);
+
+    /* tree edits: figures, inline values, {lua} blocks */
+    for (size_t i = 0; i < nedits; i++) {
+        edit *e = &edits[i];
+        if (e->remove) {
+            cmark_node_unlink(e->node);
+            cmark_node_free(e->node);
+            continue;
+        }
+        cmark_node *rep;
+        if (e->code) {
+            rep = cmark_node_new(CMARK_NODE_CODE);
+            cmark_node_set_literal(rep, e->text);
+        } else if (e->text_only) {
+            rep = cmark_node_new(CMARK_NODE_TEXT);
+            cmark_node_set_literal(rep, e->text);
+        } else {
+            rep = cmark_node_new(CMARK_NODE_CUSTOM_INLINE);
+            cmark_node_set_on_enter(rep, e->enter);
+            cmark_node_set_on_exit(rep, e->exit);
+            cmark_node *tx = cmark_node_new(CMARK_NODE_TEXT);
+            cmark_node_set_literal(tx, e->text);
+            cmark_node_append_child(rep, tx);
+        }
+        cmark_node_insert_before(e->node, rep);
+        cmark_node_unlink(e->node);
+        cmark_node_free(e->node);
+        free(e->enter);
+        free(e->text);
+        free(e->exit);
+    }
+    free(edits);
+    if (first_para)
+        S_summary(out, first_para);
+
+    /* heading ids, in document order, after the edits, so figures read as their quote */
+    strmap ids;
+    strmap_init(&ids);
+    size_t toc_cap = 0;
+    for (size_t i = 0; i < nheadings; i++) {
+        buf t = BUF_INIT;
+        S_plain_text(headings[i], &t);
+        S_add_heading(&w, &ids, cmark_node_get_heading_level(headings[i]), buf_cstr(&t), &toc_cap);
+        buf_free(&t);
+    }
+
+    /* headings with ids: rendered by cmark, then wrapped in a custom block */
+    cmark_llist *exts = cmark_parser_get_syntax_extensions(parser);
+    if (m->o.heading_ids) {
+        for (size_t i = 0; i < nheadings; i++) {
+            cmark_node *h = headings[i];
+            char *html = cmark_render_html(h, options, exts);
+            buf b = BUF_INIT;
+            /* "<h2>..." -> "<h2 id=\"...\">..." */
+            buf_put(&b, html, 3);
+            buf_puts(&b, " id=\"");
+            const char *id = out->toc[i].id;
+            buf_put_html(&b, id, strlen(id));
+            buf_putc(&b, '"');
+            buf_puts(&b, html + 3);
+            free(html);
+            cmark_node *blk = cmark_node_new(CMARK_NODE_CUSTOM_BLOCK);
+            cmark_node_set_on_enter(blk, buf_cstr(&b));
+            cmark_node_set_on_exit(blk, "");
+            buf_free(&b);
+            cmark_node_insert_before(h, blk);
+            cmark_node_unlink(h);
+            cmark_node_free(h);
+        }
+    }
+    free(headings);
+    strmap_free(&ids);
+
+    char *html = cmark_render_html(doc, options, exts);
+    size_t hn = strlen(html);
+    const char *h = html;
+    if (inline_mode && hn >= 8 && strncmp(h, "<p>", 3) == 0 &&
+        strcmp(h + hn - 5, "</p>\n") == 0 && !strstr(h + 3, "<p>")) {
+        h += 3;
+        hn -= 8;
+    }
+    buf_put(&out->html, h, hn);
+    free(html);
+    cmark_node_free(doc);
+    cmark_parser_free(parser);
+    return dl->errors == errors ? 0 : -1;
+}

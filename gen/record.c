@@ -1,0 +1,215 @@
+#include "record.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void record_init(page_record *r)
+{
+    memset(r, 0, sizeof *r);
+    diag_list_init(&r->diags);
+}
+
+void record_free(page_record *r)
+{
+    free(r->url);
+    free(r->src);
+    free(r->summary);
+    for (size_t i = 0; i < r->nids; i++)
+        free(r->ids[i]);
+    free(r->ids);
+    for (size_t i = 0; i < r->nlinks; i++)
+        free(r->links[i].target);
+    free(r->links);
+    fig_ctx tmp;
+    fig_ctx_init(&tmp);
+    tmp.figs = r->figs;
+    tmp.nfigs = r->nfigs;
+    fig_ctx_free(&tmp);
+    diag_list_free(&r->diags);
+    free(r->inputs);
+    record_init(r);
+}
+
+/* ---------- encoding ---------- */
+
+static void S_u32(buf *b, uint32_t v) { buf_put(b, &v, sizeof v); }
+static void S_u64(buf *b, uint64_t v) { buf_put(b, &v, sizeof v); }
+static void S_f64(buf *b, double v) { buf_put(b, &v, sizeof v); }
+static void S_bytes(buf *b, const char *s, size_t n)
+{
+    S_u32(b, (uint32_t)n);
+    buf_put(b, s, n);
+}
+static void S_str(buf *b, const char *s) { S_bytes(b, s ? s : "", s ? strlen(s) : 0); }
+
+void record_encode(const page_record *r, buf *out)
+{
+    S_u32(out, r->job);
+    S_u32(out, r->done);
+    S_str(out, r->url);
+    S_str(out, r->src);
+    S_str(out, r->summary);
+    S_u32(out, (uint32_t)r->nids);
+    for (size_t i = 0; i < r->nids; i++)
+        S_str(out, r->ids[i]);
+    S_u32(out, (uint32_t)r->nlinks);
+    for (size_t i = 0; i < r->nlinks; i++) {
+        S_str(out, r->links[i].target);
+        S_u32(out, (uint32_t)r->links[i].line);
+        S_u32(out, (uint32_t)r->links[i].col);
+    }
+    S_u32(out, (uint32_t)r->nfigs);
+    for (size_t i = 0; i < r->nfigs; i++) {
+        const figure *f = &r->figs[i];
+        S_u32(out, (uint32_t)f->line);
+        S_u32(out, (uint32_t)f->col);
+        S_str(out, f->quote);
+        S_str(out, f->expr);
+        S_str(out, f->mode);
+        S_u32(out, (uint32_t)f->tier);
+        S_u32(out, f->ok);
+        S_f64(out, f->value);
+        S_str(out, f->detail);
+        S_str(out, f->provenance);
+        S_str(out, f->anchor);
+    }
+    S_u32(out, (uint32_t)r->diags.n);
+    for (size_t i = 0; i < r->diags.n; i++) {
+        const diag *d = &r->diags.v[i];
+        S_str(out, d->file);
+        S_u32(out, (uint32_t)d->line);
+        S_u32(out, (uint32_t)d->col);
+        S_u32(out, (uint32_t)d->level);
+        S_str(out, d->msg);
+    }
+    S_u64(out, r->out_bytes);
+    S_bytes(out, r->inputs ? r->inputs : "", r->inputs ? r->inputs_len : 0);
+}
+
+/* ---------- decoding ---------- */
+
+typedef struct {
+    const char *p, *end;
+    bool bad;
+} reader;
+
+static uint32_t S_get_u32(reader *rd)
+{
+    uint32_t v = 0;
+    if ((size_t)(rd->end - rd->p) < sizeof v) {
+        rd->bad = true;
+        return 0;
+    }
+    memcpy(&v, rd->p, sizeof v);
+    rd->p += sizeof v;
+    return v;
+}
+
+static uint64_t S_get_u64(reader *rd)
+{
+    uint64_t v = 0;
+    if ((size_t)(rd->end - rd->p) < sizeof v) {
+        rd->bad = true;
+        return 0;
+    }
+    memcpy(&v, rd->p, sizeof v);
+    rd->p += sizeof v;
+    return v;
+}
+
+static double S_get_f64(reader *rd)
+{
+    double v = 0;
+    if ((size_t)(rd->end - rd->p) < sizeof v) {
+        rd->bad = true;
+        return 0;
+    }
+    memcpy(&v, rd->p, sizeof v);
+    rd->p += sizeof v;
+    return v;
+}
+
+static char *S_get_bytes(reader *rd, size_t *len)
+{
+    uint32_t n = S_get_u32(rd);
+    if (rd->bad || (size_t)(rd->end - rd->p) < n) {
+        rd->bad = true;
+        if (len)
+            *len = 0;
+        return xstrdup("");
+    }
+    char *s = xstrndup(rd->p, n);
+    rd->p += n;
+    if (len)
+        *len = n;
+    return s;
+}
+
+static char *S_get_str(reader *rd) { return S_get_bytes(rd, NULL); }
+
+/* Counts are bounded by what is left, so a corrupt count cannot allocate much. */
+static size_t S_get_count(reader *rd, size_t min_item)
+{
+    uint32_t n = S_get_u32(rd);
+    if ((size_t)n > (size_t)(rd->end - rd->p) / min_item) {
+        rd->bad = true;
+        return 0;
+    }
+    return n;
+}
+
+int record_decode(const char *data, size_t len, page_record *r)
+{
+    reader rd = {data, data + len, false};
+    record_init(r);
+    r->job = S_get_u32(&rd);
+    r->done = S_get_u32(&rd);
+    r->url = S_get_str(&rd);
+    r->src = S_get_str(&rd);
+    r->summary = S_get_str(&rd);
+    r->nids = S_get_count(&rd, 4);
+    r->ids = xcalloc(r->nids + 1, sizeof *r->ids);
+    for (size_t i = 0; i < r->nids; i++)
+        r->ids[i] = S_get_str(&rd);
+    r->nlinks = S_get_count(&rd, 12);
+    r->links = xcalloc(r->nlinks + 1, sizeof *r->links);
+    for (size_t i = 0; i < r->nlinks; i++) {
+        r->links[i].target = S_get_str(&rd);
+        r->links[i].line = (int)S_get_u32(&rd);
+        r->links[i].col = (int)S_get_u32(&rd);
+    }
+    r->nfigs = S_get_count(&rd, 40);
+    r->figs = xcalloc(r->nfigs + 1, sizeof *r->figs);
+    for (size_t i = 0; i < r->nfigs; i++) {
+        figure *f = &r->figs[i];
+        f->line = (int)S_get_u32(&rd);
+        f->col = (int)S_get_u32(&rd);
+        f->quote = S_get_str(&rd);
+        f->expr = S_get_str(&rd);
+        f->mode = S_get_str(&rd);
+        f->tier = (fig_tier)(S_get_u32(&rd) % 3);
+        f->ok = S_get_u32(&rd) != 0;
+        f->value = S_get_f64(&rd);
+        f->detail = S_get_str(&rd);
+        f->provenance = S_get_str(&rd);
+        f->anchor = S_get_str(&rd);
+    }
+    size_t nd = S_get_count(&rd, 20);
+    for (size_t i = 0; i < nd && !rd.bad; i++) {
+        char *file = S_get_str(&rd);
+        int line = (int)S_get_u32(&rd);
+        int col = (int)S_get_u32(&rd);
+        diag_level lv = (diag_level)(S_get_u32(&rd) % 3);
+        char *msg = S_get_str(&rd);
+        diag_add(&r->diags, lv, file[0] ? file : NULL, line, col, "%s", msg);
+        free(file);
+        free(msg);
+    }
+    r->out_bytes = S_get_u64(&rd);
+    r->inputs = S_get_bytes(&rd, &r->inputs_len);
+    if (rd.bad || rd.p != rd.end) {
+        record_free(r);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,949 @@
+#include "render.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsutil.h"
+#include "luadata.h"
+#include "markdown.h"
+#include "quote.h"
+#include "sandbox.h"
+#include "template.h"
+
+struct renderer {
+    render_env e;
+    sandbox *sb;
+    templates *tpl;
+    md_ctx *md;
+    /* the page being rendered, for markdown_inline */
+    const page *cur_page;
+    const char *cur_file;
+    page_record *cur_rec;
+    fig_ctx *cur_figs;
+    /* phase 3 renders home before the report in the same worker: the report
+     * also lists home's figures */
+    page_record home;
+    bool have_home;
+};
+
+/* ---------- jobs ---------- */
+
+size_t render_job_count(const render_env *e)
+{
+    return e->idx->npages + 1 + e->idx->ntags + 3;
+}
+
+job_kind render_job_kind(const render_env *e, size_t job, size_t *index)
+{
+    size_t n = e->idx->npages;
+    *index = 0;
+    if (job < n) {
+        *index = job;
+        return JOB_PAGE;
+    }
+    job -= n;
+    if (job == 0)
+        return JOB_TAGS;
+    job -= 1;
+    if (job < e->idx->ntags) {
+        *index = job;
+        return JOB_TAG;
+    }
+    job -= e->idx->ntags;
+    return job == 0 ? JOB_SOURCES : job == 1 ? JOB_CHECKS : JOB_404;
+}
+
+int render_job_phase(const render_env *e, size_t job)
+{
+    size_t i;
+    switch (render_job_kind(e, job, &i)) {
+    case JOB_PAGE:
+        switch (e->idx->pages[i]->kind) {
+        case PAGE_REGULAR: return 1;
+        case PAGE_SECTION: return 2;
+        default: return 3;
+        }
+    case JOB_CHECKS: return 3;
+    default: return 2;
+    }
+}
+
+static const char *S_job_template(const render_env *e, size_t job);
+
+const char *render_job_file(const render_env *e, size_t job)
+{
+    size_t i;
+    if (render_job_kind(e, job, &i) == JOB_PAGE && e->idx->pages[i]->src)
+        return e->idx->pages[i]->src;
+    return S_job_template(e, job);
+}
+
+/* ---------- Lua objects ---------- */
+
+static void S_setstr(lua_State *L, const char *k, const char *v)
+{
+    if (!v)
+        return;
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static char *S_full_url(const renderer *r, const char *site_path)
+{
+    return xasprintf("%s%s", r->e.cfg->base_path, site_path);
+}
+
+static const page_record *S_record(const renderer *r, size_t job)
+{
+    if (!r->e.records || job >= r->e.nrecords || !r->e.records[job].done)
+        return NULL;
+    return &r->e.records[job];
+}
+
+static const char *S_kind_name(page_kind k)
+{
+    return k == PAGE_HOME ? "home" : k == PAGE_SECTION ? "section" : "page";
+}
+
+/* A page as listings see it. */
+static void S_push_page_brief(renderer *r, size_t i)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const page *p = r->e.idx->pages[i];
+    lua_createtable(L, 0, 16);
+    S_setstr(L, "title", p->title);
+    S_setstr(L, "date", p->date);
+    S_setstr(L, "updated", p->updated);
+    S_setstr(L, "section", p->section);
+    S_setstr(L, "src", p->src);
+    S_setstr(L, "kind", S_kind_name(p->kind));
+    char *u = S_full_url(r, p->url);
+    S_setstr(L, "url", u);
+    free(u);
+    u = xasprintf("%s%s", r->e.cfg->base_url, p->url + 1);
+    S_setstr(L, "permalink", u);
+    free(u);
+    S_setstr(L, "path", p->url);
+    lua_pushinteger(L, p->weight);
+    lua_setfield(L, -2, "weight");
+    lua_pushboolean(L, p->draft);
+    lua_setfield(L, -2, "draft");
+    const page_record *rec = S_record(r, i);
+    const char *summary = p->summary ? p->summary : rec && rec->summary[0] ? rec->summary : NULL;
+    S_setstr(L, "summary", summary);
+    if (rec) {
+        lua_pushinteger(L, (lua_Integer)rec->nfigs);
+        lua_setfield(L, -2, "nfigures");
+    }
+    lua_createtable(L, (int)p->ntags, 0);
+    for (size_t t = 0; t < p->ntags; t++) {
+        lua_createtable(L, 0, 2);
+        S_setstr(L, "name", p->tags[t]);
+        char *slug = content_slugify(p->tags[t]);
+        char *tu = xasprintf("%s/tags/%s/", r->e.cfg->base_path, slug);
+        S_setstr(L, "url", tu);
+        free(tu);
+        free(slug);
+        lua_rawseti(L, -2, (lua_Integer)t + 1);
+    }
+    lua_setfield(L, -2, "tags");
+    if (p->front) {
+        if (luadata_push(L, p->front) != 0)
+            lua_error(L);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_newtable(L);
+        }
+    } else {
+        lua_newtable(L);
+    }
+    lua_setfield(L, -2, "params");
+}
+
+static void S_push_page_list(renderer *r, const size_t *v, size_t n)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        S_push_page_brief(r, v[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
+static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url)
+{
+    lua_createtable(L, 0, 14);
+    S_setstr(L, "quote", f->quote);
+    S_setstr(L, "expr", f->expr);
+    S_setstr(L, "mode", f->mode);
+    S_setstr(L, "tier", fig_tier_name(f->tier));
+    S_setstr(L, "status", f->ok ? "pass" : "fail");
+    lua_pushboolean(L, f->ok);
+    lua_setfield(L, -2, "ok");
+    lua_pushnumber(L, f->value);
+    lua_setfield(L, -2, "value");
+    S_setstr(L, "detail", f->detail);
+    S_setstr(L, "provenance", f->provenance);
+    S_setstr(L, "anchor", f->anchor);
+    S_setstr(L, "src", src);
+    S_setstr(L, "page_url", page_url);
+    lua_pushinteger(L, f->line);
+    lua_setfield(L, -2, "line");
+    lua_pushinteger(L, f->col);
+    lua_setfield(L, -2, "col");
+}
+
+/* site.figures: every figure of the records so far, with totals per tier. */
+static void S_push_site_figures(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, 0, 8);
+    lua_newtable(L);
+    lua_Integer n = 0, tiers[3] = {0, 0, 0}, failed = 0;
+    for (size_t j = 0; j <= r->e.nrecords; j++) {
+        const page_record *rec = j < r->e.nrecords ? S_record(r, j) : NULL;
+        if (j == r->e.nrecords && r->have_home)
+            rec = &r->home;
+        if (!rec)
+            continue;
+        char *purl = S_full_url(r, rec->url);
+        for (size_t k = 0; k < rec->nfigs; k++) {
+            S_push_figure(L, &rec->figs[k], rec->src, purl);
+            lua_rawseti(L, -2, ++n);
+            tiers[rec->figs[k].tier]++;
+            failed += !rec->figs[k].ok;
+        }
+        free(purl);
+    }
+    lua_setfield(L, -2, "list");
+    lua_pushinteger(L, n);
+    lua_setfield(L, -2, "total");
+    lua_pushinteger(L, tiers[FIG_COMPUTED]);
+    lua_setfield(L, -2, "computed");
+    lua_pushinteger(L, tiers[FIG_MEASURED]);
+    lua_setfield(L, -2, "measured");
+    lua_pushinteger(L, tiers[FIG_CITED]);
+    lua_setfield(L, -2, "cited");
+    lua_pushinteger(L, failed);
+    lua_setfield(L, -2, "failed");
+}
+
+static void S_push_sections(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_newtable(L);
+    lua_Integer n = 0;
+    const content_index *idx = r->e.idx;
+    for (size_t i = 0; i < idx->npages; i++) {
+        const page *p = idx->pages[i];
+        if (p->kind != PAGE_SECTION)
+            continue;
+        S_push_page_brief(r, i);
+        size_t nc;
+        size_t *kids = content_children(idx, p, &nc);
+        S_push_page_list(r, kids, nc);
+        free(kids);
+        lua_setfield(L, -2, "pages");
+        lua_rawseti(L, -2, ++n);
+    }
+}
+
+static void S_push_tags(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const content_index *idx = r->e.idx;
+    lua_createtable(L, (int)idx->ntags, 0);
+    for (size_t t = 0; t < idx->ntags; t++) {
+        lua_createtable(L, 0, 4);
+        S_setstr(L, "name", idx->tags[t].name);
+        S_setstr(L, "slug", idx->tags[t].slug);
+        char *u = S_full_url(r, idx->tags[t].url);
+        S_setstr(L, "url", u);
+        free(u);
+        lua_pushinteger(L, (lua_Integer)idx->tags[t].npages);
+        lua_setfield(L, -2, "count");
+        S_push_page_list(r, idx->tags[t].pages, idx->tags[t].npages);
+        lua_setfield(L, -2, "pages");
+        lua_rawseti(L, -2, (lua_Integer)t + 1);
+    }
+}
+
+static void S_push_sources(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_newtable(L);
+    const yv *doc = r->e.src->doc;
+    if (!doc || doc->type != YV_MAP)
+        return;
+    /* sorted by key for a stable page */
+    size_t n = doc->n;
+    size_t *order = xmalloc((n + 1) * sizeof *order);
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(doc->keys[order[j - 1]], doc->keys[order[j]]) > 0; j--) {
+            size_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        const yv *e = doc->items[order[i]];
+        if (luadata_push(L, e) != 0)
+            lua_error(L);
+        if (!lua_istable(L, -1)) {
+            lua_pop(L, 1);
+            continue;
+        }
+        S_setstr(L, "key", doc->keys[order[i]]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    free(order);
+}
+
+/* __index of `site`: the big lists are built on first use only. */
+static int S_site_index(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *k = lua_tostring(L, 2);
+    if (!k)
+        return 0;
+    if (strcmp(k, "pages") == 0) {
+        size_t n;
+        size_t *v = content_by_date(r->e.idx, &n);
+        S_push_page_list(r, v, n);
+        free(v);
+    } else if (strcmp(k, "sections") == 0) {
+        S_push_sections(r);
+    } else if (strcmp(k, "tags") == 0) {
+        S_push_tags(r);
+    } else if (strcmp(k, "figures") == 0) {
+        S_push_site_figures(r);
+    } else if (strcmp(k, "sources") == 0) {
+        S_push_sources(r);
+    } else {
+        return 0;
+    }
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 1);
+    return 1;
+}
+
+static void S_push_site(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const config *c = r->e.cfg;
+    lua_createtable(L, 0, 12);
+    S_setstr(L, "title", c->title);
+    S_setstr(L, "base_url", c->base_url);
+    S_setstr(L, "base_path", c->base_path);
+    S_setstr(L, "language", c->language);
+    S_setstr(L, "description", c->description);
+    S_setstr(L, "author", c->author);
+    S_setstr(L, "version", KVSITE_VERSION);
+    if (c->params) {
+        if (luadata_push(L, c->params) != 0)
+            lua_error(L);
+    } else {
+        lua_newtable(L);
+    }
+    lua_setfield(L, -2, "params");
+    lua_createtable(L, 0, 1);
+    lua_pushlightuserdata(L, r);
+    lua_pushcclosure(L, S_site_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
+}
+
+/* ---------- helpers for templates ---------- */
+
+/* Finds where a front-matter string is written, so figures inside it are
+ * reported at the right line. */
+static bool S_find_scalar(const yv *v, const char *s, int *line, int *col)
+{
+    if (!v)
+        return false;
+    const yv *stack[64];
+    int n = 0;
+    stack[n++] = v;
+    while (n > 0) {
+        const yv *x = stack[--n];
+        if (x->type == YV_STRING && strcmp(x->str, s) == 0) {
+            *line = x->line;
+            *col = x->col;
+            return true;
+        }
+        if (x->type == YV_SEQ || x->type == YV_MAP)
+            for (size_t i = 0; i < x->n && n < 64; i++)
+                stack[n++] = x->items[i];
+    }
+    return false;
+}
+
+static int S_markdown_inline(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    if (len > 65536)
+        return luaL_error(L, "markdown_inline: text longer than 64 KiB");
+    int line = 0, col = 0;
+    const char *file = r->cur_file ? r->cur_file : "(template)";
+    if (r->cur_page && !S_find_scalar(r->cur_page->front, s, &line, &col))
+        line = 0;
+    md_result res;
+    md_result_init(&res);
+    res.summary = xstrdup(""); /* no summary wanted */
+    diag_list *dl = r->cur_rec ? &r->cur_rec->diags : NULL;
+    diag_list tmp;
+    diag_list_init(&tmp);
+    md_render(r->md, r->cur_page, file, s, len, line > 0 ? line : 1, col > 0 ? col : 1, true, &res,
+              dl ? dl : &tmp);
+    diag_list_free(&tmp);
+    /* the figures belong to the page */
+    if (r->cur_figs) {
+        for (size_t i = 0; i < res.figs.nfigs; i++) {
+            fig_ctx *fc = r->cur_figs;
+            if (fc->nfigs == fc->cap) {
+                fc->cap = fc->cap ? fc->cap * 2 : 16;
+                fc->figs = xrealloc(fc->figs, fc->cap * sizeof *fc->figs);
+            }
+            figure f = res.figs.figs[i];
+            free(f.anchor);
+            f.anchor = xasprintf("%s-%zu", fc->anchor_prefix, fc->nfigs + 1);
+            fc->figs[fc->nfigs++] = f;
+        }
+        free(res.figs.figs);
+        res.figs.figs = NULL;
+        res.figs.nfigs = 0;
+    }
+    lua_pushlstring(L, buf_cstr(&res.html), res.html.len);
+    md_result_free(&res);
+    return 1;
+}
+
+static int S_url_for(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *path = luaL_checkstring(L, 1);
+    const char *rel = path;
+    if (strncmp(rel, "content/", 8) == 0)
+        rel += 8;
+    size_t n = strlen(rel);
+    if (n > 3 && strcmp(rel + n - 3, ".md") == 0) {
+        const page *p = strmap_get(&r->e.idx->by_rel, rel);
+        if (!p)
+            return luaL_error(L, "url_for \"%s\": no such page", path);
+        lua_pushfstring(L, "%s%s", r->e.cfg->base_path, p->url);
+        return 1;
+    }
+    if (path[0] == '/')
+        lua_pushfstring(L, "%s%s", r->e.cfg->base_path, path);
+    else
+        lua_pushfstring(L, "%s/%s", r->e.cfg->base_path, path);
+    return 1;
+}
+
+static int S_format_number(lua_State *L)
+{
+    double v = luaL_checknumber(L, 1);
+    lua_Integer d = luaL_optinteger(L, 2, 0);
+    buf b = BUF_INIT;
+    quote_format_number(v, (int)(d < 0 ? 0 : d > 20 ? 20 : d), &b);
+    lua_pushlstring(L, buf_cstr(&b), b.len);
+    buf_free(&b);
+    return 1;
+}
+
+/* date(d, fmt): fmt with %Y %m %d %H %M %S (and %%), from "YYYY-MM-DD[ HH:MM[:SS]]". */
+static int S_date(lua_State *L)
+{
+    const char *d = luaL_optstring(L, 1, "");
+    const char *fmt = luaL_optstring(L, 2, "%Y-%m-%d");
+    if (!d[0]) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    char part[6][5] = {"", "", "", "00", "00", "00"};
+    int lens[6] = {4, 2, 2, 2, 2, 2};
+    const char *p = d;
+    for (int k = 0; k < 6 && *p; k++) {
+        if (k > 0) {
+            if (!*p || !strchr("-T: ", *p))
+                break;
+            p++;
+        }
+        for (int c = 0; c < lens[k]; c++, p++) {
+            if (*p < '0' || *p > '9')
+                return luaL_error(L, "date \"%s\": not a date (YYYY-MM-DD)", d);
+            part[k][c] = *p;
+        }
+        part[k][lens[k]] = '\0';
+    }
+    buf b = BUF_INIT;
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%' || !f[1]) {
+            buf_putc(&b, *f);
+            continue;
+        }
+        f++;
+        const char *keys = "YmdHMS";
+        const char *k = strchr(keys, *f);
+        if (*f == '%')
+            buf_putc(&b, '%');
+        else if (k)
+            buf_puts(&b, part[k - keys]);
+        else {
+            buf_putc(&b, '%');
+            buf_putc(&b, *f);
+        }
+    }
+    lua_pushlstring(L, buf_cstr(&b), b.len);
+    buf_free(&b);
+    return 1;
+}
+
+static int S_escape(lua_State *L)
+{
+    buf b = BUF_INIT, e = BUF_INIT;
+    sandbox_tostring(L, 1, &b);
+    buf_put_html(&e, buf_cstr(&b), b.len);
+    lua_pushlstring(L, buf_cstr(&e), e.len);
+    buf_free(&b);
+    buf_free(&e);
+    return 1;
+}
+
+static void S_set_helpers(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    sandbox_push_env(r->sb);
+    lua_pushlightuserdata(L, r);
+    lua_pushcclosure(L, S_markdown_inline, 1);
+    lua_setfield(L, -2, "markdown_inline");
+    lua_pushlightuserdata(L, r);
+    lua_pushcclosure(L, S_url_for, 1);
+    lua_setfield(L, -2, "url_for");
+    lua_pushcfunction(L, S_format_number);
+    lua_setfield(L, -2, "format_number");
+    lua_pushcfunction(L, S_date);
+    lua_setfield(L, -2, "date");
+    lua_pushcfunction(L, S_escape);
+    lua_setfield(L, -2, "escape");
+    lua_getfield(L, -1, "string");
+    lua_getfield(L, -1, "format");
+    lua_setfield(L, -3, "fmt");
+    lua_pop(L, 1);
+    S_push_site(r);
+    lua_setfield(L, -2, "site");
+    lua_pop(L, 1);
+}
+
+/* ---------- renderer ---------- */
+
+renderer *render_new(const render_env *e)
+{
+    renderer *r = xcalloc(1, sizeof *r);
+    r->e = *e;
+    const config *c = e->cfg;
+    sandbox_opts so = {e->root, c->limits.lua_instructions, c->limits.lua_memory,
+                       c->limits.data_bytes, c->limits.depth};
+    r->sb = sandbox_new(&so);
+    if (!r->sb) {
+        free(r);
+        return NULL;
+    }
+    r->tpl = tpl_new(r->sb, e->root, c->limits.template_bytes, c->limits.output_bytes);
+    md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true,
+                  (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
+    r->md = md_new(&mo);
+    record_init(&r->home);
+    return r;
+}
+
+void render_free(renderer *r)
+{
+    if (!r)
+        return;
+    md_free(r->md);
+    tpl_free(r->tpl);
+    sandbox_free(r->sb);
+    record_free(&r->home);
+    free(r);
+}
+
+static const char *S_job_template(const render_env *e, size_t job)
+{
+    size_t i;
+    switch (render_job_kind(e, job, &i)) {
+    case JOB_TAGS: return "templates/tags.html";
+    case JOB_TAG: return "templates/tag.html";
+    case JOB_SOURCES: return "templates/sources.html";
+    case JOB_CHECKS: return "templates/checks.html";
+    case JOB_404: return "templates/404.html";
+    default: return "templates/page.html";
+    }
+}
+
+/* Template lookup: front matter template:, then the section's (page_template:
+ * in its _index.md, or templates/<section>/page.html), then page.html. */
+static char *S_pick_template(renderer *r, const page *p, diag_list *dl)
+{
+    if (p->template_name) {
+        if (!tpl_exists(r->tpl, p->template_name)) {
+            diag_error(dl, p->src, 0, 0, "template \"%s\" not found in templates/",
+                       p->template_name);
+            return NULL;
+        }
+        return xstrdup(p->template_name);
+    }
+    if (p->kind == PAGE_HOME)
+        return xstrdup("home.html");
+    char *top = xstrdup(p->section);
+    char *slash = strchr(top, '/');
+    if (slash)
+        *slash = '\0';
+    char *name = NULL;
+    if (p->kind == PAGE_SECTION) {
+        name = xasprintf("%s/section.html", top);
+        if (!top[0] || !tpl_exists(r->tpl, name)) {
+            free(name);
+            name = xstrdup("section.html");
+        }
+    } else {
+        const yv *pt = p->parent && p->parent->front ? yv_get(p->parent->front, "page_template")
+                                                      : NULL;
+        if (yv_string(pt) && tpl_exists(r->tpl, yv_string(pt))) {
+            name = xstrdup(yv_string(pt));
+        } else {
+            name = xasprintf("%s/page.html", top);
+            if (!top[0] || !tpl_exists(r->tpl, name)) {
+                free(name);
+                name = xstrdup("page.html");
+            }
+        }
+    }
+    free(top);
+    return name;
+}
+
+static void S_push_toc(lua_State *L, const md_result *res)
+{
+    lua_createtable(L, (int)res->ntoc, 0);
+    for (size_t i = 0; i < res->ntoc; i++) {
+        lua_createtable(L, 0, 3);
+        lua_pushinteger(L, res->toc[i].level);
+        lua_setfield(L, -2, "level");
+        S_setstr(L, "id", res->toc[i].id);
+        S_setstr(L, "text", res->toc[i].text);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
+static int S_write(renderer *r, const char *out_rel, const buf *html, page_record *rec,
+                   const char *file)
+{
+    if (!r->e.out_dir) { /* kvsite check writes nothing */
+        rec->out_bytes += html->len ? html->len : 1;
+        return 0;
+    }
+    char *path = fs_join(r->e.out_dir, out_rel);
+    char *dir = xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    int rc = 0;
+    if (fs_mkdir_p(dir) != 0 || fs_write_file(path, html->ptr ? html->ptr : "", html->len) != 0) {
+        diag_error(&rec->diags, file, 0, 0, "cannot write %s: %s", out_rel, strerror(errno));
+        rc = -1;
+    } else {
+        rec->out_bytes += html->len;
+    }
+    free(dir);
+    free(path);
+    return rc;
+}
+
+static void S_add_id(page_record *rec, const char *id)
+{
+    rec->ids = xrealloc(rec->ids, (rec->nids + 1) * sizeof *rec->ids);
+    rec->ids[rec->nids++] = xstrdup(id);
+}
+
+static char *S_anchor_prefix(const char *url)
+{
+    /* "/articles/kv-check/" -> "articles-kv-check"; "/" -> "home" */
+    buf b = BUF_INIT;
+    for (const char *p = url; *p; p++) {
+        if (*p == '/') {
+            if (b.len && p[1])
+                buf_putc(&b, '-');
+        } else {
+            buf_putc(&b, *p);
+        }
+    }
+    if (!b.len)
+        buf_puts(&b, "home");
+    return buf_detach(&b);
+}
+
+/* Renders the template `tname` for the current environment into out_rel. */
+static void S_finish(renderer *r, const char *tname, const char *out_rel, page_record *rec,
+                     const char *file)
+{
+    if (!tpl_exists(r->tpl, tname)) {
+        diag_error(&rec->diags, file, 0, 0, "template templates/%s not found", tname);
+        return;
+    }
+    buf html = BUF_INIT;
+    if (tpl_render(r->tpl, tname, &html, &rec->diags) == 0)
+        S_write(r, out_rel, &html, rec, file);
+    buf_free(&html);
+}
+
+static void S_collect_inputs(renderer *r, page_record *rec)
+{
+    buf b = BUF_INIT;
+    const buf *a = sandbox_page_inputs(r->sb), *t = tpl_inputs(r->tpl);
+    buf_put(&b, buf_cstr(a), a->len);
+    buf_put(&b, buf_cstr(t), t->len);
+    rec->inputs_len = b.len;
+    rec->inputs = buf_detach(&b);
+}
+
+static void S_render_page(renderer *r, size_t job, const page *p, page_record *rec)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const char *file = p->src ? p->src : "content";
+    rec->url = xstrdup(p->url);
+    rec->src = xstrdup(p->src ? p->src : "");
+    md_result res;
+    md_result_init(&res);
+    char *prefix = S_anchor_prefix(p->url);
+    res.figs.anchor_prefix = prefix;
+    sandbox_page_begin(r->sb, file, &rec->diags);
+    r->cur_page = p;
+    r->cur_file = file;
+    r->cur_rec = rec;
+    r->cur_figs = &res.figs;
+    if (p->src) {
+        char *path = fs_join(r->e.root, p->src);
+        buf text = BUF_INIT;
+        int rc = fs_read_file(path, r->e.cfg->limits.page_bytes, &text);
+        free(path);
+        if (rc != FS_OK) {
+            diag_error(&rec->diags, file, 0, 0, "cannot read: %s",
+                       fs_strerror(rc, r->e.cfg->limits.page_bytes));
+        } else if (p->body_off <= text.len) {
+            md_render(r->md, p, file, text.ptr + p->body_off, text.len - p->body_off,
+                      p->body_line, 1, false, &res, &rec->diags);
+        }
+        buf_free(&text);
+    }
+    char *tname = S_pick_template(r, p, &rec->diags);
+    if (tname) {
+        S_set_helpers(r);
+        sandbox_push_env(r->sb);
+        S_push_page_brief(r, job);
+        lua_pushlstring(L, buf_cstr(&res.html), res.html.len);
+        lua_setfield(L, -2, "content");
+        S_push_toc(L, &res);
+        lua_setfield(L, -2, "toc");
+        lua_newtable(L);
+        for (size_t i = 0; i < res.figs.nfigs; i++) {
+            S_push_figure(L, &res.figs.figs[i], p->src, NULL);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "figures");
+        if (p->kind != PAGE_REGULAR) {
+            size_t nc;
+            size_t *kids = content_children(r->e.idx, p, &nc);
+            S_push_page_list(r, kids, nc);
+            free(kids);
+            lua_setfield(L, -2, "pages");
+        }
+        lua_setfield(L, -2, "page");
+        lua_pop(L, 1);
+        S_finish(r, tname, p->out, rec, file);
+        free(tname);
+    }
+    for (size_t i = 0; i < res.ntoc; i++)
+        S_add_id(rec, res.toc[i].id);
+    rec->summary = res.summary ? xstrdup(res.summary) : xstrdup("");
+    rec->links = res.links;
+    rec->nlinks = res.nlinks;
+    res.links = NULL;
+    res.nlinks = 0;
+    rec->figs = res.figs.figs;
+    rec->nfigs = res.figs.nfigs;
+    res.figs.figs = NULL;
+    res.figs.nfigs = 0;
+    S_collect_inputs(r, rec);
+    r->cur_page = NULL;
+    r->cur_file = NULL;
+    r->cur_rec = NULL;
+    r->cur_figs = NULL;
+    sandbox_page_end(r->sb);
+    md_result_free(&res);
+    free(prefix);
+}
+
+static void S_render_generated(renderer *r, job_kind kind, size_t index, page_record *rec)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const char *tfile = S_job_template(&r->e, render_job_count(&r->e) - 1);
+    const char *tname = NULL, *title = NULL, *url = NULL;
+    char *tag_url = NULL;
+    switch (kind) {
+    case JOB_TAGS:
+        if (r->e.idx->ntags == 0)
+            return;
+        tname = "tags.html";
+        title = "Tags";
+        url = "/tags/";
+        break;
+    case JOB_TAG:
+        tname = "tag.html";
+        title = r->e.idx->tags[index].name;
+        url = r->e.idx->tags[index].url;
+        break;
+    case JOB_SOURCES:
+        if (!sources_present(r->e.src))
+            return;
+        tname = "sources.html";
+        title = "Sources";
+        url = "/sources/";
+        break;
+    case JOB_CHECKS:
+        tname = "checks.html";
+        title = "Checks";
+        url = "/checks/";
+        break;
+    case JOB_404:
+        if (!tpl_exists(r->tpl, "404.html"))
+            return;
+        tname = "404.html";
+        title = "Page not found";
+        url = "/404.html";
+        break;
+    default: return;
+    }
+    (void)tfile;
+    char *tpath = xasprintf("templates/%s", tname);
+    rec->url = xstrdup(url);
+    rec->src = xstrdup("");
+    rec->summary = xstrdup("");
+    sandbox_page_begin(r->sb, tpath, &rec->diags);
+    r->cur_file = tpath;
+    r->cur_rec = rec;
+    S_set_helpers(r);
+    sandbox_push_env(r->sb);
+    lua_createtable(L, 0, 8);
+    S_setstr(L, "title", title);
+    S_setstr(L, "kind", kind == JOB_TAGS ? "tags" : kind == JOB_TAG ? "tag"
+                         : kind == JOB_SOURCES ? "sources" : kind == JOB_CHECKS ? "checks" : "404");
+    char *u = S_full_url(r, url);
+    S_setstr(L, "url", u);
+    free(u);
+    S_setstr(L, "path", url);
+    lua_pushliteral(L, "");
+    lua_setfield(L, -2, "content");
+    lua_newtable(L);
+    lua_setfield(L, -2, "toc");
+    lua_newtable(L);
+    lua_setfield(L, -2, "params");
+    if (kind == JOB_TAG) {
+        const tag *t = &r->e.idx->tags[index];
+        S_push_page_list(r, t->pages, t->npages);
+        lua_setfield(L, -2, "pages");
+        S_setstr(L, "tag", t->name);
+    }
+    lua_setfield(L, -2, "page");
+    lua_pop(L, 1);
+    char *out = kind == JOB_404 ? xstrdup("404.html") : xasprintf("%sindex.html", url + 1);
+    S_finish(r, tname, out, rec, tpath);
+    free(out);
+    free(tag_url);
+    /* fragments a link may name on generated pages */
+    if (kind == JOB_CHECKS) {
+        for (size_t j = 0; j < r->e.nrecords; j++) {
+            const page_record *pr = S_record(r, j);
+            for (size_t k = 0; pr && k < pr->nfigs; k++)
+                S_add_id(rec, pr->figs[k].anchor);
+        }
+        for (size_t k = 0; r->have_home && k < r->home.nfigs; k++)
+            S_add_id(rec, r->home.figs[k].anchor);
+    } else if (kind == JOB_SOURCES) {
+        const yv *doc = r->e.src->doc;
+        for (size_t k = 0; doc && doc->type == YV_MAP && k < doc->n; k++)
+            S_add_id(rec, doc->keys[k]);
+    }
+    S_collect_inputs(r, rec);
+    r->cur_file = NULL;
+    r->cur_rec = NULL;
+    sandbox_page_end(r->sb);
+    free(tpath);
+}
+
+static void S_copy_figures(page_record *dst, const page_record *src)
+{
+    dst->figs = xcalloc(src->nfigs + 1, sizeof *dst->figs);
+    for (size_t i = 0; i < src->nfigs; i++) {
+        figure f = src->figs[i];
+        f.quote = xstrdup(f.quote);
+        f.expr = xstrdup(f.expr);
+        f.mode = xstrdup(f.mode);
+        f.detail = xstrdup(f.detail);
+        f.provenance = xstrdup(f.provenance);
+        f.anchor = xstrdup(f.anchor);
+        dst->figs[i] = f;
+    }
+    dst->nfigs = src->nfigs;
+    dst->url = xstrdup(src->url);
+    dst->src = xstrdup(src->src);
+    dst->done = 1;
+}
+
+void render_job(renderer *r, size_t job, page_record *rec)
+{
+    size_t index;
+    job_kind kind = render_job_kind(&r->e, job, &index);
+    rec->job = (uint32_t)job;
+    if (kind == JOB_PAGE) {
+        const page *p = r->e.idx->pages[index];
+        S_render_page(r, job, p, rec);
+        if (p->kind == PAGE_HOME) {
+            record_free(&r->home);
+            S_copy_figures(&r->home, rec);
+            r->have_home = true;
+        }
+    } else {
+        S_render_generated(r, kind, index, rec);
+    }
+    if (!rec->url)
+        rec->url = xstrdup("");
+    if (!rec->src)
+        rec->src = xstrdup("");
+    if (!rec->summary)
+        rec->summary = xstrdup("");
+    rec->done = 1;
+}
+
+int render_fragment(const char *text, size_t len, bool unsafe, buf *out, diag_list *dl)
+{
+    sources none;
+    memset(&none, 0, sizeof none);
+    md_opts mo = {NULL, NULL, &none, NULL, unsafe, true, DIAG_WARNING};
+    md_ctx *m = md_new(&mo);
+    md_result res;
+    md_result_init(&res);
+    int rc = md_render(m, NULL, "<stdin>", text, len, 1, 1, false, &res, dl);
+    buf_put(out, buf_cstr(&res.html), res.html.len);
+    md_result_free(&res);
+    md_free(m);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* render: a worker's side of the build. A renderer owns the worker's sandbox,
+ * its compiled templates and its Markdown setup, and turns jobs into files in
+ * the staging directory plus one page_record each.
+ *
+ * Jobs are numbered: 0..npages-1 are the pages of the content index, then the
+ * generated pages (tag index, one per tag, sources, the checks report, 404).
+ * They run in three phases, each after the previous one is complete, because
+ * later pages list what earlier ones produced: regular pages; sections, tags,
+ * sources and 404; home and the checks report (which count every figure). */
+#ifndef KV_RENDER_H
+#define KV_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "content.h"
+#include "record.h"
+#include "sources.h"
+
+typedef struct {
+    const char *root;         /* project root */
+    const char *out_dir;      /* staging directory */
+    const config *cfg;
+    const content_index *idx;
+    const sources *src;
+    bool strict;              /* unverified figures are errors */
+    const page_record *records; /* results of earlier phases, by job; NULL in phase 1 */
+    size_t nrecords;
+} render_env;
+
+typedef enum { JOB_PAGE, JOB_TAGS, JOB_TAG, JOB_SOURCES, JOB_CHECKS, JOB_404 } job_kind;
+
+typedef struct renderer renderer;
+
+renderer *render_new(const render_env *e);
+void render_free(renderer *r);
+
+size_t render_job_count(const render_env *e);
+job_kind render_job_kind(const render_env *e, size_t job, size_t *index);
+int render_job_phase(const render_env *e, size_t job);
+/* File a job's problems are reported at when it fails as a whole (timeout). */
+const char *render_job_file(const render_env *e, size_t job);
+
+/* Renders one job; every problem goes into rec->diags. */
+void render_job(renderer *r, size_t job, page_record *rec);
+
+/* Renders Markdown from stdin-like text to an HTML fragment (kvsite render). */
+int render_fragment(const char *text, size_t len, bool unsafe, buf *out, diag_list *dl);
+
+#endif

@@ -1,0 +1,883 @@
+#include "sandbox.h"
+
+#include <errno.h>
+#include <lauxlib.h>
+#include <limits.h>
+#include <lualib.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsutil.h"
+#include "luadata.h"
+#include "strmap.h"
+#include "yv.h"
+
+#define HOOK_STEP 1000          /* instructions between two budget checks */
+#define MSG_MAX 600             /* bytes of an error message kept */
+#define GC_SLACK (8u << 20)     /* garbage tolerated between full collections */
+#define CHECKS_DIR "checks"
+
+typedef struct {
+    yv *tree;   /* parsed data file, or NULL for text */
+    char *text; /* text files */
+    size_t len;
+} data_entry;
+
+struct sandbox {
+    lua_State *L;
+    sandbox_opts o;
+    char *root;
+    char *checks_real; /* realpath of root/checks; NULL when there is none */
+
+    size_t used, limit; /* Lua heap accounting */
+    bool mem_hit, in_handler;
+    long long budget_left;
+    bool budget_hit;
+    size_t gc_baseline;
+
+    int proto_ref, env_ref, loaded_ref, modules_ref;
+    const char *page_file;
+    diag_list *dl;
+    quote_unitset *units;
+    bool measured;
+    buf provenance;
+    buf inputs;
+    strmap data_cache;
+
+    char *err_file; /* set by the message handler */
+    int err_line;
+};
+
+static sandbox *S_sb(lua_State *L)
+{
+    void *ud;
+    lua_getallocf(L, &ud);
+    return ud;
+}
+
+/* ---------- memory and instruction limits ---------- */
+
+static void *S_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    sandbox *sb = ud;
+    if (!ptr)
+        osize = 0; /* osize is a type tag then */
+    if (nsize == 0) {
+        free(ptr);
+        sb->used -= osize;
+        return NULL;
+    }
+    if (nsize > osize && !sb->in_handler && sb->used - osize + nsize > sb->limit) {
+        sb->mem_hit = true;
+        return NULL;
+    }
+    void *p = realloc(ptr, nsize);
+    if (!p)
+        return NULL;
+    sb->used = sb->used - osize + nsize;
+    return p;
+}
+
+static void S_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    sandbox *sb = S_sb(L);
+    sb->budget_left -= HOOK_STEP;
+    if (sb->budget_left < 0 || sb->budget_hit) {
+        sb->budget_hit = true;
+        /* from now on every instruction fails, so pcall cannot swallow it */
+        lua_sethook(L, S_hook, LUA_MASKCOUNT, 1);
+        luaL_error(L, "instruction budget exceeded (limits.lua_instructions = %lld)",
+                   sb->o.instructions);
+    }
+}
+
+static int S_panic(lua_State *L)
+{
+    const char *m = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "?";
+    fprintf(stderr, "kvsite: Lua panic: %s\n", m);
+    abort();
+}
+
+static void S_warn(void *ud, const char *msg, int tocont)
+{
+    (void)ud;
+    (void)msg;
+    (void)tocont; /* warnings are off: nothing a page does should print here */
+}
+
+/* ---------- text of values ---------- */
+
+bool sandbox_tostring(lua_State *L, int idx, buf *out)
+{
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL: return true;
+    case LUA_TBOOLEAN: buf_puts(out, lua_toboolean(L, idx) ? "true" : "false"); return true;
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx)) {
+            buf_printf(out, "%lld", (long long)lua_tointeger(L, idx));
+        } else {
+            double d = lua_tonumber(L, idx);
+            if (d == floor(d) && fabs(d) < 1e15)
+                buf_printf(out, "%.0f", d);
+            else
+                buf_printf(out, "%.14g", d);
+        }
+        return true;
+    case LUA_TSTRING: {
+        size_t n;
+        const char *s = lua_tolstring(L, idx, &n);
+        buf_put(out, s, n);
+        return true;
+    }
+    default:
+        buf_printf(out, "(a %s value)", luaL_typename(L, idx));
+        return false;
+    }
+}
+
+/* ---------- error handling ---------- */
+
+static int S_msgh(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    sb->in_handler = true;
+    buf m = BUF_INIT;
+    int t = lua_type(L, 1);
+    if (t == LUA_TSTRING || t == LUA_TNUMBER) {
+        size_t n;
+        const char *s = lua_tolstring(L, 1, &n);
+        buf_put(&m, s, n > MSG_MAX ? MSG_MAX : n);
+        if (n > MSG_MAX)
+            buf_puts(&m, "...");
+    } else {
+        /* never call __tostring on an error object: it could loop or fail */
+        buf_printf(&m, "error object is a %s value", luaL_typename(L, 1));
+    }
+    free(sb->err_file);
+    sb->err_file = NULL;
+    sb->err_line = 0;
+    lua_Debug ar;
+    for (int level = 0; lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar))
+            continue;
+        if (ar.source && ar.source[0] == '=' && strcmp(ar.what, "C") != 0 &&
+            ar.currentline > 0) {
+            sb->err_file = xstrdup(ar.source + 1);
+            sb->err_line = ar.currentline;
+            break;
+        }
+    }
+    lua_pushlstring(L, buf_cstr(&m), m.len);
+    buf_free(&m);
+    sb->in_handler = false;
+    return 1;
+}
+
+/* Removes a "file:123: " prefix that names a page or template chunk. */
+static char *S_strip_position(const char *msg, const char *file, int *line)
+{
+    if (file) {
+        size_t n = strlen(file);
+        if (strncmp(msg, file, n) == 0 && msg[n] == ':') {
+            const char *p = msg + n + 1;
+            int l = 0;
+            while (*p >= '0' && *p <= '9')
+                l = l * 10 + (*p++ - '0');
+            if (p > msg + n + 1 && p[0] == ':' && p[1] == ' ') {
+                if (line && *line == 0)
+                    *line = l;
+                return xstrdup(p + 2);
+            }
+        }
+    }
+    return xstrdup(msg);
+}
+
+static void S_fill_error(sandbox *sb, const char *msg, sandbox_error *err)
+{
+    err->file = sb->err_file ? xstrdup(sb->err_file) : NULL;
+    err->line = sb->err_line;
+    err->msg = S_strip_position(msg, err->file, &err->line);
+    err->limit = sb->budget_hit || sb->mem_hit;
+    if (sb->mem_hit && !sb->budget_hit) {
+        free(err->msg);
+        err->msg = xasprintf("memory cap exceeded (limits.lua_memory = %zu bytes)", sb->o.memory);
+    }
+}
+
+void sandbox_error_free(sandbox_error *err)
+{
+    free(err->file);
+    free(err->msg);
+    memset(err, 0, sizeof *err);
+}
+
+/* ---------- host functions ---------- */
+
+static void S_push_env(sandbox *sb) { lua_rawgeti(sb->L, LUA_REGISTRYINDEX, sb->env_ref); }
+
+static int S_current_line(lua_State *L, const char **file)
+{
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.source[0] == '=' && strcmp(ar.what, "C") != 0) {
+            if (file)
+                *file = ar.source + 1;
+            return ar.currentline;
+        }
+    }
+    return 0;
+}
+
+static int S_print(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    int n = lua_gettop(L);
+    buf b = BUF_INIT;
+    for (int i = 1; i <= n; i++) {
+        if (i > 1)
+            buf_putc(&b, '\t');
+        sandbox_tostring(L, i, &b);
+        if (b.len > 4096) {
+            buf_truncate(&b, 4096);
+            buf_puts(&b, "...");
+            break;
+        }
+    }
+    if (sb->dl)
+        diag_add(sb->dl, DIAG_NOTE, sb->page_file, S_current_line(L, NULL), 0, "print: %s",
+                 buf_cstr(&b));
+    buf_free(&b);
+    return 0;
+}
+
+static int S_setmetatable(lua_State *L)
+{
+    if (lua_type(L, 2) == LUA_TTABLE) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "setmetatable: __gc metamethods are not allowed here");
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* load(chunk [, chunkname [, mode [, env]]]): text only, env defaults to the page's. */
+static int S_load(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    size_t len;
+    const char *s = lua_tolstring(L, 1, &len);
+    if (!s || lua_type(L, 1) != LUA_TSTRING)
+        return luaL_error(L, "load: only a string chunk is accepted here");
+    const char *name = luaL_optstring(L, 2, "=(load)");
+    const char *mode = luaL_optstring(L, 3, "t");
+    if (strchr(mode, 'b'))
+        return luaL_error(L, "load: binary chunks are not allowed");
+    bool has_env = lua_gettop(L) >= 4;
+    /* "@" keeps loaded chunks apart from page and template chunks ("="), so a
+     * page cannot forge the location of its errors */
+    (void)name;
+    int status = luaL_loadbufferx(L, s, len, "@(load)", "t");
+    if (status != LUA_OK) {
+        luaL_pushfail(L);
+        lua_insert(L, -2);
+        return 2;
+    }
+    if (has_env)
+        lua_pushvalue(L, 4);
+    else
+        S_push_env(sb);
+    if (!lua_setupvalue(L, -2, 1))
+        lua_pop(L, 1);
+    return 1;
+}
+
+static bool S_safe_relpath(const char *p)
+{
+    size_t n = strlen(p);
+    if (n == 0 || n > 200 || p[0] == '/')
+        return false;
+    const char *seg = p;
+    for (const char *c = p;; c++) {
+        if (*c == '/' || *c == '\0') {
+            if (c == seg || seg[0] == '.')
+                return false; /* empty segment, ".", "..", dotfiles */
+            if (*c == '\0')
+                break;
+            seg = c + 1;
+            continue;
+        }
+        unsigned char u = (unsigned char)*c;
+        if (!((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+              u == '-' || u == '_' || u == '.'))
+            return false;
+    }
+    return true;
+}
+
+/* Resolves rel under checks/ and refuses anything that leaves it (symlinks too).
+ * Returns a malloc'ed path or NULL with a reason in why. */
+static char *S_checks_path(sandbox *sb, const char *rel, const char **why)
+{
+    if (!S_safe_relpath(rel)) {
+        *why = "not a plain relative path under checks/ (no \"..\", no absolute paths, no dotfiles)";
+        return NULL;
+    }
+    if (!sb->checks_real) {
+        *why = "there is no checks/ folder";
+        return NULL;
+    }
+    char *full = fs_join(sb->checks_real, rel);
+    char real[PATH_MAX];
+    if (!realpath(full, real)) {
+        *why = errno == ENOENT ? "no such file under checks/" : "cannot be resolved";
+        free(full);
+        return NULL;
+    }
+    free(full);
+    size_t n = strlen(sb->checks_real);
+    if (strncmp(real, sb->checks_real, n) != 0 || real[n] != '/') {
+        *why = "resolves outside checks/ (through a symbolic link): refused";
+        return NULL;
+    }
+    return xstrdup(real);
+}
+
+static void S_note_input(sandbox *sb, const char *rel)
+{
+    /* a short list: avoid duplicates with a linear scan */
+    const char *p = buf_cstr(&sb->inputs), *end = p + sb->inputs.len;
+    while (p < end) {
+        if (strcmp(p, rel) == 0)
+            return;
+        p += strlen(p) + 1;
+    }
+    buf_puts(&sb->inputs, rel);
+    buf_putc(&sb->inputs, '\0');
+}
+
+static int S_require(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    const char *name = luaL_checkstring(L, 1);
+    size_t n = strlen(name);
+    bool ok = n > 0 && n <= 64 && name[0] >= 'a' && name[0] <= 'z';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+             name[i] == '_';
+    if (!ok)
+        return luaL_error(L, "require \"%s\": module names are lower-case letters, digits and _ "
+                             "(a file checks/NAME.lua)", name);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->loaded_ref);
+    int loaded = lua_gettop(L);
+    int t = lua_getfield(L, loaded, name);
+    if (t == LUA_TLIGHTUSERDATA)
+        return luaL_error(L, "require \"%s\": circular require", name);
+    if (t != LUA_TNIL)
+        return 1;
+    lua_pop(L, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->modules_ref);
+    int modules = lua_gettop(L);
+    if (lua_getfield(L, modules, name) != LUA_TFUNCTION) {
+        lua_pop(L, 1);
+        char *rel = xasprintf("%s.lua", name);
+        const char *why = NULL;
+        char *path = S_checks_path(sb, rel, &why);
+        free(rel);
+        if (!path)
+            return luaL_error(L, "require \"%s\": checks/%s.lua %s", name, name, why);
+        buf text = BUF_INIT;
+        int rc = fs_read_file(path, sb->o.data_bytes, &text);
+        free(path);
+        if (rc != FS_OK) {
+            const char *e = fs_strerror(rc, sb->o.data_bytes);
+            buf_free(&text);
+            return luaL_error(L, "require \"%s\": cannot read checks/%s.lua: %s", name, name, e);
+        }
+        char chunk[96];
+        snprintf(chunk, sizeof chunk, "@checks/%s.lua", name);
+        int status = luaL_loadbufferx(L, buf_cstr(&text), text.len, chunk, "t");
+        buf_free(&text);
+        if (status != LUA_OK)
+            return lua_error(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, modules, name);
+    }
+    char *rel = xasprintf("checks/%s.lua", name);
+    S_note_input(sb, rel);
+    free(rel);
+    /* a fresh instance for this page: the chunk runs with the page's environment */
+    S_push_env(sb);
+    lua_setupvalue(L, -2, 1);
+    lua_pushlightuserdata(L, sb); /* marks "loading" to catch cycles */
+    lua_setfield(L, loaded, name);
+    lua_pushstring(L, name);
+    lua_call(L, 1, 1);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushboolean(L, 1);
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, loaded, name);
+    return 1;
+}
+
+static const char *S_ext(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    return dot && (!slash || dot > slash) ? dot + 1 : "";
+}
+
+static int S_data(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    const char *rel = luaL_checkstring(L, 1);
+    const char *ext = S_ext(rel);
+    enum { D_YAML, D_JSON, D_CSV, D_TEXT } kind;
+    if (!strcmp(ext, "yaml") || !strcmp(ext, "yml"))
+        kind = D_YAML;
+    else if (!strcmp(ext, "json"))
+        kind = D_JSON;
+    else if (!strcmp(ext, "csv"))
+        kind = D_CSV;
+    else if (!strcmp(ext, "txt") || !strcmp(ext, "log") || !strcmp(ext, "md"))
+        kind = D_TEXT;
+    else
+        return luaL_error(L, "data \"%s\": unknown kind of file (.yaml, .yml, .json, .csv, .txt, "
+                             ".log or .md)", rel);
+    data_entry *e = strmap_get(&sb->data_cache, rel);
+    if (!e) {
+        const char *why = NULL;
+        char *path = S_checks_path(sb, rel, &why);
+        if (!path)
+            return luaL_error(L, "data \"%s\": %s", rel, why);
+        buf text = BUF_INIT;
+        int rc = fs_read_file(path, sb->o.data_bytes, &text);
+        free(path);
+        if (rc != FS_OK) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "data \"%s\": cannot read: %s", rel,
+                     fs_strerror(rc, sb->o.data_bytes));
+            buf_free(&text);
+            return luaL_error(L, "%s", msg);
+        }
+        char *shown = xasprintf("checks/%s", rel);
+        diag_list dl;
+        diag_list_init(&dl);
+        yv_limits lim = yv_default_limits;
+        lim.max_bytes = sb->o.data_bytes;
+        lim.max_depth = sb->o.depth;
+        data_entry ent = {0};
+        if (kind == D_TEXT) {
+            ent.len = text.len;
+            ent.text = buf_detach(&text);
+        } else {
+            ent.tree = kind == D_YAML  ? yv_parse_yaml(buf_cstr(&text), text.len, &lim, shown, 0, &dl)
+                       : kind == D_JSON ? yv_parse_json(buf_cstr(&text), text.len, &lim, shown, &dl)
+                                        : yv_parse_csv(buf_cstr(&text), text.len, &lim, shown, &dl);
+        }
+        buf_free(&text);
+        if (kind != D_TEXT && !ent.tree) {
+            char msg[400];
+            const diag *d = dl.n ? &dl.v[0] : NULL;
+            snprintf(msg, sizeof msg, "data \"%s\": %s:%d:%d: %s", rel, shown, d ? d->line : 0,
+                     d ? d->col : 0, d ? d->msg : "cannot parse");
+            diag_list_free(&dl);
+            free(shown);
+            return luaL_error(L, "%s", msg);
+        }
+        diag_list_free(&dl);
+        free(shown);
+        e = xmalloc(sizeof *e);
+        *e = ent;
+        strmap_put(&sb->data_cache, rel, e);
+    }
+    char *input = xasprintf("checks/%s", rel);
+    S_note_input(sb, input);
+    free(input);
+    if (e->text) {
+        lua_pushlstring(L, e->text, e->len);
+        return 1;
+    }
+    if (luadata_push(L, e->tree) != 0)
+        return lua_error(L); /* the message luadata pushed */
+    return 1;
+}
+
+static void S_provenance_field(lua_State *L, buf *b, const char *key)
+{
+    if (lua_getfield(L, 1, key) != LUA_TNIL) {
+        if (b->len)
+            buf_puts(b, "; ");
+        buf_printf(b, "%s: ", key);
+        sandbox_tostring(L, -1, b);
+    }
+    lua_pop(L, 1);
+}
+
+/* kvsite.measured(provenance): the figure being evaluated read a measurement. */
+static int S_measured(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    buf b = BUF_INIT;
+    if (lua_type(L, 1) == LUA_TTABLE) {
+        static const char *keys[] = {"source", "machine", "engine", "build", "model",
+                                     "command", "date", "file"};
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            S_provenance_field(L, &b, keys[i]);
+    } else if (lua_type(L, 1) == LUA_TSTRING) {
+        sandbox_tostring(L, 1, &b);
+    } else {
+        buf_free(&b);
+        return luaL_error(L, "kvsite.measured: provenance must be a table or a string");
+    }
+    if (b.len > 2000)
+        buf_truncate(&b, 2000);
+    /* several measurements in one figure: keep them all */
+    if (sb->measured && sb->provenance.len && b.len &&
+        !strstr(buf_cstr(&sb->provenance), buf_cstr(&b))) {
+        buf_puts(&sb->provenance, " | ");
+        buf_put(&sb->provenance, b.ptr, b.len);
+    } else if (!sb->measured) {
+        buf_clear(&sb->provenance);
+        buf_put(&sb->provenance, buf_cstr(&b), b.len);
+    }
+    sb->measured = true;
+    buf_free(&b);
+    return 0;
+}
+
+/* kvsite.unit(name, scale, kind): a unit the page's quotes may use. */
+static int S_unit(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    const char *name = luaL_checkstring(L, 1);
+    double scale = luaL_checknumber(L, 2);
+    const char *kind = luaL_checkstring(L, 3);
+    buf err = BUF_INIT;
+    if (quote_units_define(sb->units, name, scale, kind, &err) != 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "kvsite.unit: %s", buf_cstr(&err));
+        buf_free(&err);
+        return luaL_error(L, "%s", msg);
+    }
+    buf_free(&err);
+    return 0;
+}
+
+/* ---------- set-up ---------- */
+
+static void S_open(lua_State *L, const char *name, lua_CFunction f)
+{
+    luaL_requiref(L, name, f, 1);
+    lua_pop(L, 1);
+}
+
+static int S_setup(lua_State *L)
+{
+    sandbox *sb = lua_touserdata(L, 1);
+    S_open(L, LUA_GNAME, luaopen_base);
+    S_open(L, LUA_STRLIBNAME, luaopen_string);
+    S_open(L, LUA_TABLIBNAME, luaopen_table);
+    S_open(L, LUA_MATHLIBNAME, luaopen_math);
+    S_open(L, LUA_UTF8LIBNAME, luaopen_utf8);
+    /* string.dump stays reachable through ("").dump unless removed at the source */
+    lua_getglobal(L, "string");
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dump");
+    /* protect the shared string metatable from getmetatable("").__index = ... */
+    lua_pushliteral(L, "");
+    lua_getmetatable(L, -1);
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 3);
+
+    lua_newtable(L); /* the prototype of every page environment */
+    int proto = lua_gettop(L);
+    static const char *base_names[] = {"assert", "error", "getmetatable", "ipairs", "next",
+                                       "pairs", "pcall", "rawequal", "rawget", "rawlen",
+                                       "rawset", "select", "tonumber", "tostring", "type",
+                                       "xpcall", "_VERSION", "string", "table", "math", "utf8"};
+    for (size_t i = 0; i < sizeof base_names / sizeof base_names[0]; i++) {
+        lua_getglobal(L, base_names[i]);
+        lua_setfield(L, proto, base_names[i]);
+    }
+    lua_getglobal(L, "setmetatable");
+    lua_pushcclosure(L, S_setmetatable, 1);
+    lua_setfield(L, proto, "setmetatable");
+    lua_pushcfunction(L, S_load);
+    lua_setfield(L, proto, "load");
+    lua_pushcfunction(L, S_print);
+    lua_setfield(L, proto, "print");
+    lua_pushcfunction(L, S_require);
+    lua_setfield(L, proto, "require");
+    lua_pushcfunction(L, S_data);
+    lua_setfield(L, proto, "data");
+    sb->proto_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_newtable(L);
+    sb->modules_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    /* the real globals are unreachable from pages; empty them all the same */
+    lua_pushglobaltable(L);
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dofile");
+    lua_pushnil(L);
+    lua_setfield(L, -2, "loadfile");
+    lua_pushnil(L);
+    lua_setfield(L, -2, "collectgarbage");
+    lua_pop(L, 1);
+    return 0;
+}
+
+sandbox *sandbox_new(const sandbox_opts *o)
+{
+    sandbox *sb = xcalloc(1, sizeof *sb);
+    sb->o = *o;
+    sb->root = xstrdup(o->root);
+    sb->limit = (size_t)-1;
+    sb->env_ref = sb->loaded_ref = LUA_NOREF;
+    char *checks = fs_join(o->root, CHECKS_DIR);
+    char real[PATH_MAX];
+    if (realpath(checks, real) && fs_is_dir(real))
+        sb->checks_real = xstrdup(real);
+    free(checks);
+    strmap_init(&sb->data_cache);
+    sb->L = lua_newstate(S_alloc, sb);
+    if (!sb->L) {
+        sandbox_free(sb);
+        return NULL;
+    }
+    lua_atpanic(sb->L, S_panic);
+    lua_setwarnf(sb->L, S_warn, NULL);
+    lua_pushcfunction(sb->L, S_setup);
+    lua_pushlightuserdata(sb->L, sb);
+    if (lua_pcall(sb->L, 1, 0, 0) != LUA_OK) {
+        sandbox_free(sb);
+        return NULL;
+    }
+    return sb;
+}
+
+void sandbox_free(sandbox *sb)
+{
+    if (!sb)
+        return;
+    if (sb->L)
+        lua_close(sb->L);
+    for (size_t i = 0; i < sb->data_cache.cap; i++) {
+        data_entry *e = sb->data_cache.vals ? sb->data_cache.vals[i] : NULL;
+        if (sb->data_cache.keys && sb->data_cache.keys[i] && e) {
+            yv_free(e->tree);
+            free(e->text);
+            free(e);
+        }
+    }
+    strmap_free(&sb->data_cache);
+    quote_units_free(sb->units);
+    buf_free(&sb->provenance);
+    buf_free(&sb->inputs);
+    free(sb->err_file);
+    free(sb->checks_real);
+    free(sb->root);
+    free(sb);
+}
+
+lua_State *sandbox_lua(sandbox *sb) { return sb->L; }
+quote_unitset *sandbox_units(sandbox *sb) { return sb->units; }
+const buf *sandbox_page_inputs(sandbox *sb) { return &sb->inputs; }
+void sandbox_push_env(sandbox *sb) { S_push_env(sb); }
+
+static int S_make_env(lua_State *L)
+{
+    sandbox *sb = lua_touserdata(L, 1);
+    lua_newtable(L);
+    int env = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        if (lua_type(L, -1) == LUA_TTABLE) {
+            /* library tables are copied so a page can change only its own */
+            lua_newtable(L);
+            lua_pushnil(L);
+            while (lua_next(L, -3)) {
+                lua_pushvalue(L, -2);
+                lua_insert(L, -2);
+                lua_rawset(L, -4);
+            }
+            lua_remove(L, -2);
+        }
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, env);
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, env);
+    lua_setfield(L, env, "_G");
+    lua_newtable(L);
+    lua_pushcfunction(L, S_measured);
+    lua_setfield(L, -2, "measured");
+    lua_pushcfunction(L, S_unit);
+    lua_setfield(L, -2, "unit");
+    lua_setfield(L, env, "kvsite");
+    /* the same random sequence on every page, whatever worker renders it */
+    lua_getfield(L, env, "math");
+    lua_getfield(L, -1, "randomseed");
+    lua_pushinteger(L, 20261129);
+    lua_call(L, 1, 0);
+    lua_pop(L, 1);
+    sb->env_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_newtable(L);
+    sb->loaded_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return 0;
+}
+
+void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl)
+{
+    lua_State *L = sb->L;
+    sandbox_page_end(sb);
+    sb->page_file = file;
+    sb->dl = dl;
+    quote_units_free(sb->units);
+    sb->units = quote_units_new();
+    buf_clear(&sb->inputs);
+    sb->limit = (size_t)-1;
+    if (sb->used > sb->gc_baseline + GC_SLACK) {
+        lua_gc(L, LUA_GCCOLLECT);
+        sb->gc_baseline = sb->used;
+    }
+    lua_pushcfunction(L, S_make_env);
+    lua_pushlightuserdata(L, sb);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+        fprintf(stderr, "kvsite: cannot create a Lua environment (out of memory)\n");
+        exit(70);
+    }
+    sb->mem_hit = sb->budget_hit = false;
+    sb->budget_left = sb->o.instructions;
+    sb->limit = sb->used + sb->o.memory;
+    lua_sethook(L, S_hook, LUA_MASKCOUNT, HOOK_STEP);
+}
+
+void sandbox_page_end(sandbox *sb)
+{
+    lua_State *L = sb->L;
+    lua_sethook(L, NULL, 0, 0);
+    luaL_unref(L, LUA_REGISTRYINDEX, sb->env_ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, sb->loaded_ref);
+    sb->env_ref = sb->loaded_ref = LUA_NOREF;
+    sb->limit = (size_t)-1;
+    sb->page_file = NULL;
+    sb->dl = NULL;
+    lua_settop(L, 0);
+}
+
+void sandbox_figure_begin(sandbox *sb)
+{
+    sb->measured = false;
+    buf_clear(&sb->provenance);
+}
+
+bool sandbox_figure_measured(sandbox *sb, const char **prov)
+{
+    if (prov)
+        *prov = buf_cstr(&sb->provenance);
+    return sb->measured;
+}
+
+/* ---------- running code ---------- */
+
+typedef struct {
+    int newlines;
+    const char *code;
+    size_t len;
+    int state;
+} line_reader;
+
+/* Feeds first_line - 1 newlines and then the code, so Lua's line numbers are
+ * the file's without copying the code. */
+static const char *S_read(lua_State *L, void *ud, size_t *size)
+{
+    (void)L;
+    static const char nl[256] = {[0 ... 255] = '\n'};
+    line_reader *r = ud;
+    if (r->newlines > 0) {
+        int n = r->newlines > 256 ? 256 : r->newlines;
+        r->newlines -= n;
+        *size = (size_t)n;
+        return nl;
+    }
+    if (r->state == 0) {
+        r->state = 1;
+        *size = r->len;
+        return r->code;
+    }
+    *size = 0;
+    return NULL;
+}
+
+static int S_limit_error(sandbox *sb, sandbox_error *err)
+{
+    memset(err, 0, sizeof *err);
+    err->file = sb->page_file ? xstrdup(sb->page_file) : NULL;
+    err->limit = true;
+    err->msg = sb->budget_hit
+                   ? xasprintf("instruction budget exceeded (limits.lua_instructions = %lld)",
+                               sb->o.instructions)
+                   : xasprintf("memory cap exceeded (limits.lua_memory = %zu bytes)", sb->o.memory);
+    return -1;
+}
+
+int sandbox_pcall(sandbox *sb, int nargs, int *nres, sandbox_error *err)
+{
+    lua_State *L = sb->L;
+    if (sb->budget_hit || sb->mem_hit) {
+        lua_pop(L, nargs + 1);
+        return S_limit_error(sb, err);
+    }
+    int fn = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, S_msgh);
+    lua_insert(L, fn);
+    int status = lua_pcall(L, nargs, LUA_MULTRET, fn);
+    if (status != LUA_OK) {
+        memset(err, 0, sizeof *err);
+        const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error";
+        if (status == LUA_ERRMEM)
+            msg = "not enough memory";
+        S_fill_error(sb, msg, err);
+        lua_settop(L, fn - 1);
+        return -1;
+    }
+    lua_remove(L, fn);
+    if (nres)
+        *nres = lua_gettop(L) - fn + 1;
+    return 0;
+}
+
+int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int first_line,
+                int *nres, sandbox_error *err)
+{
+    lua_State *L = sb->L;
+    if (sb->budget_hit || sb->mem_hit)
+        return S_limit_error(sb, err);
+    line_reader r = {first_line > 1 ? first_line - 1 : 0, code, len, 0};
+    char *chunk = xasprintf("=%s", file);
+    int status = lua_load(L, S_read, &r, chunk, "t");
+    free(chunk);
+    if (status != LUA_OK) {
+        memset(err, 0, sizeof *err);
+        const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "syntax error";
+        err->file = xstrdup(file);
+        err->msg = S_strip_position(msg, file, &err->line);
+        err->limit = sb->mem_hit;
+        lua_pop(L, 1);
+        return -1;
+    }
+    S_push_env(sb);
+    lua_setupvalue(L, -2, 1);
+    return sandbox_pcall(sb, 0, nres, err);
+}

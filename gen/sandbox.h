@@ -1,0 +1,87 @@
+/* sandbox: the Lua 5.4 state of a worker and the environment each page runs in.
+ *
+ * One sandbox per worker process. Every page gets a fresh environment table
+ * (sandbox_page_begin) holding copies of the allowed libraries, its own module
+ * instances from checks/NAME.lua and the host functions (require, data, print,
+ * kvsite.*), so pages cannot see or change what another page sees. Allowed:
+ * base (without dofile, loadfile, collectgarbage; load text-only; setmetatable
+ * refusing __gc), string (without dump), table, math (random seeded the same for
+ * every page), utf8. Nothing reads outside <root>/checks; nothing writes.
+ *
+ * Limits per page: an instruction budget that pcall cannot swallow (once spent,
+ * every further instruction raises again) and a cap on the Lua heap. The parent
+ * process adds a wall-clock deadline for what runs in C (patterns, string.rep).
+ *
+ * Errors: sandbox_run returns -1 and fills a sandbox_error whose line is the
+ * line of the innermost frame that belongs to a page or template chunk, so a
+ * Lua error on the third line of a block starting at line 40 reports line 42. */
+#ifndef KV_SANDBOX_H
+#define KV_SANDBOX_H
+
+#include <lua.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "diag.h"
+#include "quote.h"
+
+typedef struct sandbox sandbox;
+
+typedef struct {
+    const char *root;        /* project root; modules and data come from root/checks */
+    long long instructions;  /* budget per page */
+    size_t memory;           /* Lua heap a page may use above the worker's baseline */
+    size_t data_bytes;       /* cap on one file read by require() or data() */
+    int depth;               /* nesting cap for data files */
+} sandbox_opts;
+
+typedef struct {
+    char *file;   /* chunk the error was located in (owned), or NULL */
+    int line;     /* 0 when unknown */
+    char *msg;    /* owned; without the "file:line:" prefix of that chunk */
+    bool limit;   /* the instruction budget or memory cap was hit */
+} sandbox_error;
+
+/* Returns NULL only if Lua cannot start (memory). */
+sandbox *sandbox_new(const sandbox_opts *o);
+void sandbox_free(sandbox *sb);
+lua_State *sandbox_lua(sandbox *sb);
+
+/* Starts a page: fresh environment, budgets reset, print() notes go to dl as
+ * located at file. dl must outlive the page. */
+void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl);
+void sandbox_page_end(sandbox *sb);
+/* Pushes the current page's environment table. */
+void sandbox_push_env(sandbox *sb);
+/* The units the current page may quote in (built-ins plus kvsite.unit()). */
+quote_unitset *sandbox_units(sandbox *sb);
+
+/* Loads code as a text chunk named `file` whose first line is line first_line
+ * of that file, runs it in the page environment and leaves its results on the
+ * stack (*nres of them). Returns 0, or -1 with *err filled (free it with
+ * sandbox_error_free) and nothing left on the stack. */
+int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int first_line,
+                int *nres, sandbox_error *err);
+/* Calls the function below nargs arguments on the stack under the same error
+ * handling; results as above. */
+int sandbox_pcall(sandbox *sb, int nargs, int *nres, sandbox_error *err);
+void sandbox_error_free(sandbox_error *err);
+
+/* Figure tiers: sandbox_figure_begin() clears the record, then evaluation runs;
+ * sandbox_figure_measured() tells whether kvsite.measured() was called since
+ * and returns its provenance text (owned by sb) in *prov. */
+void sandbox_figure_begin(sandbox *sb);
+bool sandbox_figure_measured(sandbox *sb, const char **prov);
+
+/* Files under checks/ that the current page read (require and data), for the
+ * incremental cache: a NUL-separated list owned by sb. */
+const buf *sandbox_page_inputs(sandbox *sb);
+
+/* Converts the value at idx to text the way templates and inline figures show
+ * it: strings as is, integers without a point, floats with %.14g, booleans,
+ * nil as "". Never calls __tostring (a hostile metamethod could loop). Returns
+ * false for tables, functions and other values (a message is put in out). */
+bool sandbox_tostring(lua_State *L, int idx, buf *out);
+
+#endif

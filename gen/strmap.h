@@ -1,0 +1,20 @@
+/* strmap: a string-keyed hash map (open addressing). Keys are copied and owned by
+ * the map; values are opaque pointers the caller owns. */
+#ifndef KV_STRMAP_H
+#define KV_STRMAP_H
+
+#include <stddef.h>
+
+typedef struct {
+    char **keys;
+    void **vals;
+    size_t cap, len;
+} strmap;
+
+void strmap_init(strmap *m);
+void strmap_free(strmap *m);           /* frees keys, not values */
+void *strmap_get(const strmap *m, const char *key);
+/* Inserts or replaces; returns the previous value or NULL. */
+void *strmap_put(strmap *m, const char *key, void *val);
+
+#endif

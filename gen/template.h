@@ -1,0 +1,45 @@
+/* template: HTML templates with Lua, compiled once per worker.
+ *
+ *   {{ expr }}      the value, HTML-escaped        {{{ expr }}}  the value, raw
+ *   {% stmt %}      Lua statements (for, if, local, ... end)
+ *   {{ include "partials/head.html" }}  another template, rendered in place
+ *
+ * A {% %} tag alone on its line takes the line with it (no blank lines left
+ * behind). A template compiles to one Lua function whose line numbers are the
+ * template's, so errors name templates/<file>:<line>. It runs in the current
+ * page environment of the sandbox: page, site and the helpers are globals there.
+ *
+ * The templates object belongs to one worker and to its sandbox; free it before
+ * the sandbox. */
+#ifndef KV_TEMPLATE_H
+#define KV_TEMPLATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "diag.h"
+#include "sandbox.h"
+
+typedef struct templates templates;
+
+templates *tpl_new(sandbox *sb, const char *root, size_t max_bytes, size_t max_output);
+void tpl_free(templates *t);
+
+/* True when templates/<name> exists as a regular file. */
+bool tpl_exists(const templates *t, const char *name);
+
+/* Renders templates/<name> in the current page environment and appends the
+ * output to out. Returns 0, or -1 with errors added to dl (at the template's
+ * file:line). */
+int tpl_render(templates *t, const char *name, buf *out, diag_list *dl);
+
+/* Translates template text into Lua source with the same line numbers.
+ * Returns 0, or -1 with an error (unterminated tag) added to dl. */
+int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_list *dl);
+
+/* Template files read so far by this worker (for the incremental cache):
+ * NUL-separated "templates/..." paths. */
+const buf *tpl_inputs(const templates *t);
+
+#endif

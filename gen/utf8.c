@@ -1,0 +1,70 @@
+#include "utf8.h"
+
+size_t utf8_char_len(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    if ((p[0] & 0xE0) == 0xC0)
+        return 2;
+    if ((p[0] & 0xF0) == 0xE0)
+        return 3;
+    if ((p[0] & 0xF8) == 0xF0)
+        return 4;
+    return 1;
+}
+
+uint32_t utf8_decode(const unsigned char *p, size_t n)
+{
+    switch (n) {
+    case 2: return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
+    case 3: return ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+    case 4:
+        return ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
+               ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+    default: return p[0];
+    }
+}
+
+bool utf8_valid(const char *s, size_t len, size_t *bad)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n = utf8_char_len(p + i);
+        if (n == 1 || i + n > len)
+            goto fail;
+        for (size_t k = 1; k < n; k++)
+            if ((p[i + k] & 0xC0) != 0x80)
+                goto fail;
+        uint32_t cp = utf8_decode(p + i, n);
+        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            goto fail;
+        i += n;
+    }
+    return true;
+fail:
+    if (bad)
+        *bad = i;
+    return false;
+}
+
+void utf8_position(const char *s, size_t off, int *line, int *col)
+{
+    int l = 1, c = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (s[i] == '\n') {
+            l++;
+            c = 1;
+        } else {
+            c++;
+        }
+    }
+    *line = l;
+    *col = c;
+}
