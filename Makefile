@@ -66,7 +66,10 @@ check-e2e: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/run.sh
 
 check-spec: $(KVSITE)
-	KVSITE=$(abspath $(KVSITE)) bash tests/spec/run.sh
+	KVSITE=$(abspath $(KVSITE)) BUILD_DIR=$(abspath $(B)) bash tests/spec/run.sh
+
+bench: $(KVSITE)
+	KVSITE=$(abspath $(KVSITE)) bash tests/bench/run.sh
 
 deps:
 	apt-get update -qq

@@ -296,7 +296,7 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
     int options = CMARK_OPT_DEFAULT | (m->o.unsafe ? CMARK_OPT_UNSAFE : 0);
     cmark_parser *parser = cmark_parser_new(options);
     for (size_t i = 0; i < NEXT; i++)
-        if (m->ext[i])
+        if (m->ext[i] && (m->o.tagfilter || strcmp(S_ext_names[i], "tagfilter") != 0))
             cmark_parser_attach_syntax_extension(parser, m->ext[i]);
     cmark_parser_feed(parser, text, len);
     cmark_node *doc = cmark_parser_finish(parser);

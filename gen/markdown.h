@@ -50,6 +50,7 @@ typedef struct {
     const sources *src;
     sandbox *sb;                /* NULL: no figure evaluation (spans stay code) */
     bool unsafe;                /* raw HTML allowed */
+    bool tagfilter;             /* GFM tagfilter: <script>, <style>, ... escaped even when unsafe */
     bool heading_ids;
     diag_level unverified;      /* level of the unverified-figure lint */
 } md_opts;

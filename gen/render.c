@@ -558,7 +558,7 @@ renderer *render_new(const render_env *e)
         return NULL;
     }
     r->tpl = tpl_new(r->sb, e->root, c->limits.template_bytes, c->limits.output_bytes);
-    md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true,
+    md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
     r->md = md_new(&mo);
     record_init(&r->home);
@@ -937,7 +937,9 @@ int render_fragment(const char *text, size_t len, bool unsafe, buf *out, diag_li
 {
     sources none;
     memset(&none, 0, sizeof none);
-    md_opts mo = {NULL, NULL, &none, NULL, unsafe, true, DIAG_WARNING};
+    /* --unsafe shows raw HTML as CommonMark defines it, without GitHub's
+     * tagfilter: the spec's examples pass as they do with the library */
+    md_opts mo = {NULL, NULL, &none, NULL, unsafe, !unsafe, true, DIAG_WARNING};
     md_ctx *m = md_new(&mo);
     md_result res;
     md_result_init(&res);
