@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,8 @@ typedef struct {
     page_record *records;
     size_t njobs;
     strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
+    strmap outputs;    /* the same as paths relative to the output folder */
+    int lock_fd;
     size_t asset_bytes;
     size_t pages_built;
 } build_state;
@@ -112,28 +115,28 @@ static int S_setup_output(build_state *s)
         return 0;
     char *slash = strrchr(s->out_abs, '/');
     char *parent = slash == s->out_abs ? xstrdup("/") : xstrndup(s->out_abs, (size_t)(slash - s->out_abs));
-    /* leftovers of builds that were killed: their process is gone */
-    DIR *d = opendir(parent);
-    if (d) {
-        char *prefix = xasprintf(".%s.staging-", slash + 1);
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-                continue;
-            long pid = strtol(e->d_name + strlen(prefix), NULL, 10);
-            if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
-                char *stale = fs_join(parent, e->d_name);
-                fs_remove_tree(stale);
-                free(stale);
-            }
-        }
-        free(prefix);
-        closedir(d);
+    /* one build at a time per output folder */
+    char *lock = xasprintf("%s/.%s.lock", parent, slash + 1);
+    s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        diag_error(&s->dl, NULL, 0, 0, "%s: %s", lock,
+                   errno == EWOULDBLOCK ? "another kvsite build is writing this output"
+                                        : strerror(errno));
+        free(lock);
+        free(parent);
+        return -1;
     }
-    s->staging = xasprintf("%s/.%s.staging-%ld", parent, slash + 1, (long)getpid());
+    free(lock);
+    /* The staging folder is the output of the build before the last one: the
+     * build rewrites only what changed in it and then swaps it with the
+     * output. Reusing files keeps the file system from allocating thousands
+     * of inodes per build. */
+    s->staging = xasprintf("%s/.%s.prev", parent, slash + 1);
     free(parent);
-    fs_remove_tree(s->staging);
-    if (mkdir(s->staging, 0777) != 0) {
+    struct stat sst;
+    if (lstat(s->staging, &sst) == 0 && !S_ISDIR(sst.st_mode))
+        fs_remove_tree(s->staging);
+    if (mkdir(s->staging, 0777) != 0 && errno != EEXIST) {
         diag_error(&s->dl, NULL, 0, 0, "cannot create the staging folder %s: %s", s->staging,
                    strerror(errno));
         free(s->staging);
@@ -143,7 +146,8 @@ static int S_setup_output(build_state *s)
     return 0;
 }
 
-/* Swaps the staging folder in: the old output is replaced in one rename. */
+/* Swaps the staging folder in: the old output is replaced in one rename and
+ * becomes the staging folder of the next build. */
 static int S_publish(build_state *s)
 {
     struct stat st;
@@ -164,15 +168,62 @@ static int S_publish(build_state *s)
             free(old);
             goto fail;
         }
-        fs_remove_tree(old);
+        rename(old, s->staging);
         free(old);
-        return 0;
     }
-    fs_remove_tree(s->staging); /* now the previous output */
     return 0;
 fail:
     diag_error(&s->dl, NULL, 0, 0, "cannot publish %s: %s", s->out_abs, strerror(errno));
     return -1;
+}
+
+/* Removes from the staging folder every file this build did not produce, and
+ * the folders left empty: nothing stale survives. */
+static void S_sweep(build_state *s)
+{
+    size_t cap = 64, n = 0, ndirs = 0, capdirs = 64;
+    char **stack = xmalloc(cap * sizeof *stack);
+    char **dirs = xmalloc(capdirs * sizeof *dirs);
+    stack[n++] = xstrdup("");
+    while (n > 0) {
+        char *rel = stack[--n];
+        char *path = rel[0] ? fs_join(s->staging, rel) : xstrdup(s->staging);
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d))) {
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                    continue;
+                char *child = rel[0] ? xasprintf("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
+                char *cpath = fs_join(s->staging, child);
+                struct stat st;
+                if (lstat(cpath, &st) == 0 && S_ISDIR(st.st_mode)) {
+                    if (n == cap)
+                        stack = xrealloc(stack, (cap *= 2) * sizeof *stack);
+                    stack[n++] = child;
+                    if (ndirs == capdirs)
+                        dirs = xrealloc(dirs, (capdirs *= 2) * sizeof *dirs);
+                    dirs[ndirs++] = xstrdup(cpath);
+                    child = NULL;
+                } else if (!strmap_get(&s->outputs, child)) {
+                    unlink(cpath);
+                }
+                free(child);
+                free(cpath);
+            }
+            closedir(d);
+        }
+        free(path);
+        free(rel);
+    }
+    /* deeper folders were found later: remove in reverse, empty ones only */
+    while (ndirs > 0) {
+        char *d = dirs[--ndirs];
+        rmdir(d);
+        free(d);
+    }
+    free(dirs);
+    free(stack);
 }
 
 /* ---------- assets ---------- */
@@ -180,6 +231,12 @@ fail:
 static void S_note_file(build_state *s, const char *site_path)
 {
     strmap_put(&s->files, site_path, (void *)1);
+    /* "/a/b/" is the file a/b/index.html */
+    size_t n = strlen(site_path);
+    char *rel = n && site_path[n - 1] == '/' ? xasprintf("%sindex.html", site_path + 1)
+                                            : xstrdup(site_path + 1);
+    strmap_put(&s->outputs, rel, (void *)1);
+    free(rel);
 }
 
 static int S_copy_one(build_state *s, const char *from, const char *to_rel, const char *shown)
@@ -190,16 +247,13 @@ static int S_copy_one(build_state *s, const char *from, const char *to_rel, cons
     if (!s->staging)
         return 0;
     char *to = fs_join(s->staging, to_rel);
-    char *dir = xstrdup(to);
-    *strrchr(dir, '/') = '\0';
     size_t copied = 0;
     int rc = 0;
-    if (fs_mkdir_p(dir) != 0 || fs_copy_file(from, to, &copied) != 0) {
+    if (fs_sync_copy(from, to, &copied) != 0) {
         diag_error(&s->dl, shown, 0, 0, "cannot copy to %s: %s", to_rel, strerror(errno));
         rc = -1;
     }
     s->asset_bytes += copied;
-    free(dir);
     free(to);
     return rc;
 }
@@ -303,7 +357,7 @@ static int S_write_output(build_state *s, const char *rel, const buf *b)
     if (!s->staging)
         return 0;
     char *path = fs_join(s->staging, rel);
-    int rc = fs_write_file(path, buf_cstr(b), b->len);
+    int rc = fs_sync_file(path, buf_cstr(b), b->len);
     if (rc != 0)
         diag_error(&s->dl, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
     free(path);
@@ -536,6 +590,8 @@ int build_run(const build_opts *o)
     s.o = o;
     diag_list_init(&s.dl);
     strmap_init(&s.files);
+    strmap_init(&s.outputs);
+    s.lock_fd = -1;
     config_defaults(&s.cfg);
     bool github = getenv("GITHUB_ACTIONS") && strcmp(getenv("GITHUB_ACTIONS"), "true") == 0;
     int status = 0;
@@ -569,8 +625,15 @@ int build_run(const build_opts *o)
     env.nrecords = s.njobs;
     int jobs = o->jobs > 0 ? o->jobs : s.cfg.jobs > 0 ? s.cfg.jobs : S_cores();
     pool_opts po = {jobs, s.cfg.limits.page_timeout, s.cfg.limits.worker_memory};
-    for (int phase = 1; phase <= 3; phase++)
+    bool trace = getenv("KVSITE_TRACE") != NULL;
+    for (int phase = 1; phase <= 3; phase++) {
+        double tp = S_now();
         S_phase(&s, &env, &po, phase);
+        if (trace)
+            fprintf(stderr, "kvsite: trace: phase %d: %.3f s\n", phase, S_now() - tp);
+    }
+    if (trace)
+        fprintf(stderr, "kvsite: trace: loaded and rendered at %.3f s\n", S_now() - t0);
 
     S_copy_assets(&s);
     uint64_t out_bytes = s.asset_bytes;
@@ -600,8 +663,11 @@ int build_run(const build_opts *o)
             tiers[s.records[j].figs[k].tier]++;
     diag_sort(&s.dl);
     diag_print(&s.dl, stderr, github);
-    if (s.dl.errors == 0 && s.staging && S_publish(&s) != 0)
-        diag_print(&s.dl, stderr, github);
+    if (s.dl.errors == 0 && s.staging) {
+        S_sweep(&s);
+        if (S_publish(&s) != 0)
+            diag_print(&s.dl, stderr, github);
+    }
     status = s.dl.errors ? 1 : 0;
     fprintf(stderr,
             "kvsite: %s %zu pages, %zu figures (%zu computed, %zu measured, %zu cited), "
@@ -612,8 +678,8 @@ int build_run(const build_opts *o)
             s.dl.errors == 1 ? "" : "s", S_now() - t0,
             status && !o->check_only ? "; the previous output is unchanged" : "");
 out:
-    if (s.staging && status != 0)
-        fs_remove_tree(s.staging);
+    if (s.lock_fd > 0)
+        close(s.lock_fd);
     for (size_t j = 0; j < s.njobs; j++)
         record_free(&s.records[j]);
     free(s.records);
@@ -621,6 +687,7 @@ out:
     sources_free(&s.src);
     config_free(&s.cfg);
     strmap_free(&s.files);
+    strmap_free(&s.outputs);
     diag_list_free(&s.dl);
     free(s.root_real);
     free(s.out_abs);

@@ -206,3 +206,102 @@ bool fs_exists(const char *path)
     struct stat st;
     return lstat(path, &st) == 0;
 }
+
+/* True when the file at path holds exactly data. */
+static bool S_same(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len;
+    char chunk[65536];
+    size_t off = 0;
+    while (same && off < len) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || off + (size_t)r > len || memcmp(chunk, (const char *)data + off, (size_t)r))
+            same = false;
+        else
+            off += (size_t)r;
+    }
+    close(fd);
+    return same;
+}
+
+/* Removes whatever blocks the folders leading to path (a file where a folder
+ * must be) and makes them. */
+static int S_make_parents(const char *path)
+{
+    char *dir = xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    int rc = 0;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (fs_mkdir_p(dir) != 0) {
+            /* a file stands in the way somewhere: remove the first one */
+            for (char *p = dir + 1;; p++) {
+                if (*p != '/' && *p != '\0')
+                    continue;
+                char keep = *p;
+                *p = '\0';
+                struct stat st;
+                if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+                    unlink(dir);
+                *p = keep;
+                if (!keep)
+                    break;
+            }
+            rc = fs_mkdir_p(dir);
+        }
+    }
+    free(dir);
+    return rc;
+}
+
+static int S_open_for_write(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0 && (errno == EISDIR || errno == ELOOP || errno == ENOTDIR || errno == ENOENT)) {
+        if (errno == EISDIR || errno == ELOOP)
+            fs_remove_tree(path);
+        if (S_make_parents(path) != 0)
+            return -1;
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    }
+    return fd;
+}
+
+int fs_sync_file(const char *path, const void *data, size_t len)
+{
+    if (S_same(path, data, len))
+        return 0;
+    int fd = S_open_for_write(path);
+    if (fd < 0)
+        return -1;
+    if (S_write_all(fd, data, len) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return close(fd);
+}
+
+int fs_sync_copy(const char *from, const char *to, size_t *copied)
+{
+    buf b = BUF_INIT;
+    int rc = fs_read_file(from, (size_t)1 << 34, &b);
+    if (rc != FS_OK) {
+        if (rc == FS_ETOOBIG)
+            errno = EFBIG;
+        buf_free(&b);
+        return -1;
+    }
+    if (copied)
+        *copied = b.len;
+    rc = fs_sync_file(to, buf_cstr(&b), b.len);
+    buf_free(&b);
+    return rc;
+}

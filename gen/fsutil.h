@@ -23,6 +23,13 @@ int fs_mkdir_p(const char *path);
 int fs_write_file(const char *path, const void *data, size_t len);
 /* Copies a regular file; 0 or -1 with errno. */
 int fs_copy_file(const char *from, const char *to, size_t *copied);
+/* Makes path hold exactly data: when it already does, nothing is written (no
+ * new inode, no changed mtime); otherwise it is created or truncated and
+ * written. Missing folders are made, and a file or folder that stands where a
+ * folder or the file must go is removed first. 0 or -1 with errno. */
+int fs_sync_file(const char *path, const void *data, size_t len);
+/* The same for a copy of the file at from; *copied is its size. */
+int fs_sync_copy(const char *from, const char *to, size_t *copied);
 /* rm -rf without following symbolic links; 0 or -1 with errno. A missing path is 0. */
 int fs_remove_tree(const char *path);
 bool fs_is_dir(const char *path);

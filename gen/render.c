@@ -164,14 +164,110 @@ static void S_push_page_brief(renderer *r, size_t i)
     lua_setfield(L, -2, "params");
 }
 
+/* Lists of pages and figures are views: their items are built when a
+ * template reads them and dropped after, so a site of 100,000 pages or
+ * figures lists in constant Lua memory. A view is a userdata with __index,
+ * __len and __pairs; its metatable is locked against pages changing it. */
+typedef struct {
+    renderer *r;
+    size_t n;
+    size_t items[]; /* page indices */
+} page_view;
+
+typedef struct {
+    renderer *r;
+    size_t n;       /* figures */
+    size_t nspans;
+    size_t spans[]; /* pairs: record job, cumulative figure count after it */
+} figure_view;
+
+static const char *const S_PAGE_VIEW = "kvsite.pages";
+static const char *const S_FIGURE_VIEW = "kvsite.figures";
+
+static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url);
+
+static int S_view_len(lua_State *L)
+{
+    size_t n = luaL_testudata(L, 1, S_PAGE_VIEW) ? ((page_view *)lua_touserdata(L, 1))->n
+                                                 : ((figure_view *)lua_touserdata(L, 1))->n;
+    lua_pushinteger(L, (lua_Integer)n);
+    return 1;
+}
+
+static int S_page_view_index(lua_State *L)
+{
+    page_view *v = luaL_checkudata(L, 1, S_PAGE_VIEW);
+    lua_Integer i = lua_tointeger(L, 2);
+    if (!lua_isinteger(L, 2) || i < 1 || (size_t)i > v->n)
+        return 0;
+    S_push_page_brief(v->r, v->items[i - 1]);
+    return 1;
+}
+
+static int S_figure_view_index(lua_State *L)
+{
+    figure_view *v = luaL_checkudata(L, 1, S_FIGURE_VIEW);
+    lua_Integer i = lua_tointeger(L, 2);
+    if (!lua_isinteger(L, 2) || i < 1 || (size_t)i > v->n)
+        return 0;
+    size_t k = (size_t)i - 1, lo = 0, hi = v->nspans;
+    while (lo < hi) { /* the first span whose cumulative count exceeds k */
+        size_t mid = (lo + hi) / 2;
+        if (v->spans[2 * mid + 1] <= k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t before = lo ? v->spans[2 * lo - 1] : 0;
+    size_t job = v->spans[2 * lo];
+    const page_record *rec = job == (size_t)-1 ? &v->r->home : S_record(v->r, job);
+    char *purl = S_full_url(v->r, rec->url);
+    S_push_figure(L, &rec->figs[k - before], rec->src, purl);
+    free(purl);
+    return 1;
+}
+
+static int S_view_next(lua_State *L)
+{
+    lua_Integer i = luaL_checkinteger(L, 2) + 1;
+    lua_pushinteger(L, i);
+    if (lua_geti(L, 1, i) == LUA_TNIL)
+        return 1;
+    return 2;
+}
+
+static int S_view_pairs(lua_State *L)
+{
+    lua_pushcfunction(L, S_view_next);
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, 0);
+    return 3;
+}
+
+static void S_view_meta(lua_State *L, const char *name, lua_CFunction index)
+{
+    if (luaL_newmetatable(L, name)) {
+        lua_pushcfunction(L, index);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, S_view_len);
+        lua_setfield(L, -2, "__len");
+        lua_pushcfunction(L, S_view_pairs);
+        lua_setfield(L, -2, "__pairs");
+        lua_pushliteral(L, "locked");
+        lua_setfield(L, -2, "__metatable");
+    }
+    lua_setmetatable(L, -2);
+}
+
 static void S_push_page_list(renderer *r, const size_t *v, size_t n)
 {
     lua_State *L = sandbox_lua(r->sb);
-    lua_createtable(L, (int)n, 0);
-    for (size_t i = 0; i < n; i++) {
-        S_push_page_brief(r, v[i]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
+    page_view *pv = lua_newuserdatauv(L, sizeof *pv + n * sizeof(size_t), 0);
+    pv->r = r;
+    pv->n = n;
+    if (n)
+        memcpy(pv->items, v, n * sizeof *v);
+    S_view_meta(L, S_PAGE_VIEW, S_page_view_index);
 }
 
 static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url)
@@ -202,25 +298,34 @@ static void S_push_site_figures(renderer *r)
 {
     lua_State *L = sandbox_lua(r->sb);
     lua_createtable(L, 0, 8);
-    lua_newtable(L);
-    lua_Integer n = 0, tiers[3] = {0, 0, 0}, failed = 0;
+    size_t nspans = 0, total = 0;
+    lua_Integer tiers[3] = {0, 0, 0}, failed = 0;
     for (size_t j = 0; j <= r->e.nrecords; j++) {
-        const page_record *rec = j < r->e.nrecords ? S_record(r, j) : NULL;
-        if (j == r->e.nrecords && r->have_home)
-            rec = &r->home;
-        if (!rec)
+        const page_record *rec = j < r->e.nrecords ? S_record(r, j) : r->have_home ? &r->home : NULL;
+        if (rec && rec->nfigs)
+            nspans++;
+    }
+    figure_view *fv = lua_newuserdatauv(L, sizeof *fv + 2 * nspans * sizeof(size_t), 0);
+    fv->r = r;
+    fv->nspans = nspans;
+    nspans = 0;
+    for (size_t j = 0; j <= r->e.nrecords; j++) {
+        const page_record *rec = j < r->e.nrecords ? S_record(r, j) : r->have_home ? &r->home : NULL;
+        if (!rec || !rec->nfigs)
             continue;
-        char *purl = S_full_url(r, rec->url);
         for (size_t k = 0; k < rec->nfigs; k++) {
-            S_push_figure(L, &rec->figs[k], rec->src, purl);
-            lua_rawseti(L, -2, ++n);
             tiers[rec->figs[k].tier]++;
             failed += !rec->figs[k].ok;
         }
-        free(purl);
+        total += rec->nfigs;
+        fv->spans[2 * nspans] = j < r->e.nrecords ? j : (size_t)-1;
+        fv->spans[2 * nspans + 1] = total;
+        nspans++;
     }
+    fv->n = total;
+    S_view_meta(L, S_FIGURE_VIEW, S_figure_view_index);
     lua_setfield(L, -2, "list");
-    lua_pushinteger(L, n);
+    lua_pushinteger(L, (lua_Integer)total);
     lua_setfield(L, -2, "total");
     lua_pushinteger(L, tiers[FIG_COMPUTED]);
     lua_setfield(L, -2, "computed");
@@ -652,18 +757,14 @@ static int S_write(renderer *r, const char *out_rel, const buf *html, page_recor
         return 0;
     }
     char *path = fs_join(r->e.out_dir, out_rel);
-    char *dir = xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
     int rc = 0;
-    if (fs_mkdir_p(dir) != 0 || fs_write_file(path, html->ptr ? html->ptr : "", html->len) != 0) {
+    /* unchanged output is left alone: no new inode, no write */
+    if (fs_sync_file(path, html->ptr ? html->ptr : "", html->len) != 0) {
         diag_error(&rec->diags, file, 0, 0, "cannot write %s: %s", out_rel, strerror(errno));
         rc = -1;
     } else {
-        rec->out_bytes += html->len;
+        rec->out_bytes += html->len ? html->len : 1;
     }
-    free(dir);
     free(path);
     return rc;
 }
