@@ -1,0 +1,313 @@
+#!/usr/bin/env bash
+# make bench (issue 7): kvsite against Hugo 0.111 and the cmark-gfm floor.
+#
+#   KVSITE=/abs/path/to/kvsite bash tests/bench/run.sh
+#
+# Environment (all optional):
+#   KVSITE        the binary under test (default: build/kvsite of this checkout)
+#   BENCH_SIZES   corpus sizes in pages (default: "1000 10000")
+#   BENCH_FULL=1  also a scaling run at 100,000 pages (plain corpus)
+#   BENCH_REPEAT  runs per measurement, the median is reported (default: 3)
+#   BENCH_DIR     work directory (default: build/bench, not committed)
+# Targets gate at 10,000 pages (or the largest size run, if 10,000 is not).
+# Exit status: 0 every build ran and every target passed, 1 otherwise,
+# 2 when the tools to measure with are missing.
+# See tests/bench/README.md for what is measured and how.
+set -u
+export LC_ALL=C # a '.' in EPOCHREALTIME and awk's numbers, byte order in sort
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${BENCH_DIR:-$ROOT/build/bench}
+KVSITE=${KVSITE:-$ROOT/build/kvsite}
+case $KVSITE in /*) ;; *) KVSITE=$PWD/$KVSITE ;; esac
+REPEAT=${BENCH_REPEAT:-3}
+SIZES=${BENCH_SIZES:-"1000 10000"}
+FULL_SIZE=100000
+if [ "${BENCH_FULL:-0}" = 1 ]; then SIZES="$SIZES $FULL_SIZE"; fi
+CMARK_EXT=(-e table -e strikethrough -e autolink -e tagfilter -e tasklist)
+
+# Targets from issue 7.
+T_HUGO=0.10   # kvsite -j2 wall / Hugo wall, at most
+T_FLOOR=1.00  # kvsite -j2 wall / cmark-gfm floor wall, at most
+T_FIGS=1.50   # figures / plain, kvsite -j2 wall, at most
+T_RSS=64      # peak RSS of any kvsite process, MiB, at most
+T_SPEEDUP=1.5 # -j1 wall / -j2 wall, at least: our own advisory mark, not gating
+
+failures=0
+missed=() # targets missed, printed after the tables
+note() { printf '%s\n' "$*"; }
+fail() { printf 'bench: FAIL: %s\n' "$*"; failures=$((failures + 1)); }
+
+mkdir -p "$OUT/logs" || exit 2
+
+# ---- tools: GNU time and Hugo from Debian, installed on demand ----
+apt_updated=0
+apt_install() {
+    if [ "$(id -u)" != 0 ]; then
+        note "bench: $1 is missing and we are not root: apt-get install $1"
+        return 1
+    fi
+    if [ $apt_updated = 0 ]; then
+        apt-get update -qq >"$OUT/logs/apt.log" 2>&1 || return 1
+        apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >>"$OUT/logs/apt.log" 2>&1
+}
+if [ ! -x /usr/bin/time ]; then
+    apt_install time || { note "bench: GNU time (/usr/bin/time) is required"; exit 2; }
+fi
+if ! command -v cmark-gfm >/dev/null; then
+    apt_install cmark-gfm || { note "bench: cmark-gfm is required for the floor"; exit 2; }
+fi
+have_hugo=1
+if ! command -v hugo >/dev/null; then
+    apt_install hugo || { fail "hugo is missing and could not be installed"; have_hugo=0; }
+fi
+have_lua=0
+command -v lua5.4 >/dev/null && have_lua=1
+have_kvsite=1
+if [ ! -x "$KVSITE" ]; then
+    fail "kvsite binary not found at $KVSITE: kvsite rows are n/a, Hugo and the floor are still measured"
+    have_kvsite=0
+fi
+
+# ---- machine and versions ----
+note "== machine"
+note "cores:   $(nproc)"
+note "cpu:     $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+note "memory:  $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
+note "kernel:  $(uname -sr)"
+note "== versions"
+if [ $have_hugo = 1 ]; then note "hugo:      $(hugo version 2>&1 | head -n1)"; fi
+note "cmark-gfm: $(cmark-gfm --version 2>&1 | head -n1)"
+if [ $have_kvsite = 1 ]; then
+    note "kvsite:    $("$KVSITE" --version 2>&1 | head -n1) ($KVSITE)"
+fi
+note "cc:        $(cc --version 2>&1 | head -n1)"
+
+# ---- the corpus generator ----
+GEN=$OUT/gencorpus
+if ! cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+    -o "$GEN" "$ROOT/tests/bench/gencorpus.c" 2>"$OUT/logs/gencorpus-cc.log"; then
+    cat "$OUT/logs/gencorpus-cc.log"
+    note "bench: gencorpus does not build"
+    exit 1
+fi
+
+gen() { # gen DIR PAGES [--figures]
+    rm -rf "$1" && "$GEN" "$@" | sed 's/^/  /'
+    return "${PIPESTATUS[0]}"
+}
+
+note "== corpus"
+rm -rf "$OUT/det-a" "$OUT/det-b"
+if gen "$OUT/det-a" 300 --figures >/dev/null && gen "$OUT/det-b" 300 --figures >/dev/null &&
+    diff -r -q "$OUT/det-a" "$OUT/det-b" >/dev/null; then
+    note "deterministic: two runs of gencorpus give byte-identical trees"
+else
+    fail "gencorpus output is not deterministic"
+fi
+rm -rf "$OUT/det-a" "$OUT/det-b"
+
+# ---- measuring ----
+declare -A WALL CPU RSS STATUS
+
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# measure KEY PRE -- CMD...: REPEAT runs under GNU time; PRE (a shell snippet)
+# runs before each one, untimed. Median wall, user+sys and max RSS per column.
+# Wall is read around the run from $EPOCHREALTIME (bash 5, microseconds).
+# GNU time's %M is the peak RSS of the child, or of any descendant it waited
+# for, whichever is largest (wait4 rusage), in KiB.
+measure() {
+    local key=$1 pre=$2
+    shift 3
+    local walls=() cpus=() rsss=() i rc line u s m t0 t1
+    local log=$OUT/logs/$key tf=$OUT/logs/$key.time
+    STATUS[$key]=ok
+    for ((i = 1; i <= REPEAT; i++)); do
+        eval "$pre"
+        t0=$EPOCHREALTIME
+        /usr/bin/time -f '%e %U %S %M' -o "$tf" "$@" >"$log.out" 2>"$log.err"
+        rc=$?
+        t1=$EPOCHREALTIME
+        line=$(tail -n1 "$tf")
+        if [ $rc != 0 ]; then
+            STATUS[$key]="exit $rc"
+            fail "$key: exit status $rc (log: $log.err); last lines:"
+            tail -n5 "$log.err" | sed 's/^/    /'
+            return 1
+        fi
+        read -r _ u s m <<<"$line"
+        # wall from bash's microsecond clock: %e has only 10 ms steps
+        walls+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
+        cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')")
+        rsss+=("$(awk -v m="$m" 'BEGIN { printf "%.1f", m / 1024 }')")
+    done
+    WALL[$key]=$(median "${walls[@]}")
+    CPU[$key]=$(median "${cpus[@]}")
+    RSS[$key]=$(median "${rsss[@]}")
+}
+
+# count PAGES_DIR: rendered regular pages (pretty URLs: sNN/pNNNNN/index.html)
+count_pages() { find "$1" -path '*/s[0-9][0-9]/p[0-9]*/index.html' 2>/dev/null | wc -l; }
+
+hugo_run() { # hugo_run KEY PROJECT PAGES
+    local key=$1 dir=$2 pages=$3
+    [ $have_hugo = 1 ] || { STATUS[$key]=missing; return; }
+    measure "$key" "rm -rf '$dir/public' '$dir/resources' '$dir/.hugo_build.lock'" -- \
+        hugo --quiet --source "$dir" --destination "$dir/public" || return
+    if grep -q 'ERROR' "$OUT/logs/$key.out" "$OUT/logs/$key.err"; then
+        fail "$key: Hugo logged errors (see $OUT/logs/$key.err)"
+        STATUS[$key]=errors
+    fi
+    local n
+    n=$(count_pages "$dir/public")
+    if [ "$n" != "$pages" ]; then
+        fail "$key: Hugo wrote $n of $pages pages"
+        STATUS[$key]="$n pages"
+    fi
+}
+
+kvsite_run() { # kvsite_run KEY PROJECT PAGES JOBS
+    local key=$1 dir=$2 pages=$3 jobs=$4
+    [ $have_kvsite = 1 ] || { STATUS[$key]=missing; return; }
+    measure "$key" "rm -rf '$dir/site'" -- "$KVSITE" build -C "$dir" -j "$jobs" || return
+    local n
+    n=$(count_pages "$dir/site")
+    if [ "$n" != "$pages" ]; then
+        fail "$key: kvsite wrote $n of $pages pages"
+        STATUS[$key]="$n pages"
+    fi
+}
+
+# The floor: every page body (front matter stripped), concatenated in path
+# order, rendered by one cmark-gfm process with kvsite's extensions.
+floor_run() { # floor_run KEY CONTENT_DIR
+    local key=$1 content=$2 md=$OUT/logs/$1.md
+    # shellcheck disable=SC2016 # the $0 is awk's
+    find "$content" -name '*.md' | LC_ALL=C sort | xargs awk '
+        FNR == 1 { fm = ($0 == "---"); if (fm) next }
+        fm { if ($0 == "---") fm = 0; next }
+        { print }' >"$md"
+    note "  floor input: $(wc -c <"$md") bytes"
+    measure "$key" ":" -- cmark-gfm "${CMARK_EXT[@]}" "$md"
+}
+
+sanity() { # sanity CONTENT_DIR
+    if [ $have_lua = 0 ]; then
+        note "  (lua5.4 not installed: corpus self-check skipped)"
+        return
+    fi
+    local out
+    out=$(find "$1" -name '*.md' | LC_ALL=C sort | lua5.4 "$ROOT/tests/bench/checkcorpus.lua")
+    local rc=$?
+    printf '%s\n' "$out" | tail -n 6 | sed 's/^/  /'
+    [ $rc = 0 ] || fail "corpus self-check failed for $1"
+}
+
+for n in $SIZES; do
+    plain=$OUT/plain-$n figs=$OUT/figures-$n
+    note "== $n pages"
+    gen "$plain" "$n" || { fail "gencorpus $n failed"; continue; }
+    sanity "$plain/kvsite/content"
+    floor_run "floor-$n" "$plain/kvsite/content"
+    hugo_run "hugo-plain-$n" "$plain/hugo" "$n"
+    kvsite_run "kv-j2-plain-$n" "$plain/kvsite" "$n" 2
+    if [ "$n" != $FULL_SIZE ]; then
+        gen "$figs" "$n" --figures || { fail "gencorpus $n --figures failed"; continue; }
+        sanity "$figs/kvsite/content"
+        hugo_run "hugo-figures-$n" "$figs/hugo" "$n"
+        kvsite_run "kv-j2-figures-$n" "$figs/kvsite" "$n" 2
+        kvsite_run "kv-j1-plain-$n" "$plain/kvsite" "$n" 1
+    fi
+done
+
+# ---- results ----
+row() { # row KEY LABEL PAGES
+    local k=$1
+    if [ "${STATUS[$k]:-}" = ok ]; then
+        printf '%-8s %-22s %9s %9s %13s   %s\n' "$3" "$2" "${WALL[$k]}" "${CPU[$k]}" "${RSS[$k]}" ok
+    elif [ -n "${STATUS[$k]:-}" ]; then
+        printf '%-8s %-22s %9s %9s %13s   %s\n' "$3" "$2" n/a n/a n/a "${STATUS[$k]}"
+    fi
+}
+note ""
+note "== results (median of $REPEAT runs)"
+printf '%-8s %-22s %9s %9s %13s   %s\n' pages run "wall s" "CPU s" "peak RSS MiB" status
+for n in $SIZES; do
+    row "floor-$n" "cmark-gfm floor (1 cpu)" "$n"
+    row "hugo-plain-$n" "hugo plain" "$n"
+    row "hugo-figures-$n" "hugo figures" "$n"
+    row "kv-j2-plain-$n" "kvsite -j2 plain" "$n"
+    row "kv-j2-figures-$n" "kvsite -j2 figures" "$n"
+    row "kv-j1-plain-$n" "kvsite -j1 plain" "$n"
+done
+
+# ratio A B: WALL[A] / WALL[B], empty when either is missing
+ratio() {
+    [ "${STATUS[$1]:-}" = ok ] && [ "${STATUS[$2]:-}" = ok ] || return 0
+    awk -v a="${WALL[$1]}" -v b="${WALL[$2]}" 'BEGIN { if (b > 0) printf "%.3f", a / b }'
+}
+# verdict VALUE OP LIMIT -> PASS / FAIL / n/a
+verdict() {
+    [ -n "$1" ] || { echo n/a; return; }
+    awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN { ok = (op == "<=") ? v <= t : v >= t; print ok ? "PASS" : "FAIL" }'
+}
+
+gate=""
+for n in $SIZES; do [ "$n" = 10000 ] && gate=10000; done
+# shellcheck disable=SC2086 # SIZES is a list
+if [ -z "$gate" ]; then gate=$(printf '%s\n' $SIZES | sort -n | tail -n1); fi
+
+note ""
+note "== ratios (targets gate at $gate pages)"
+printf '%-8s %-38s %8s %10s   %s\n' pages ratio value target result
+for n in $SIZES; do
+    check() { # check LABEL VALUE OP LIMIT GATING
+        local v=$2 res
+        res=$(verdict "$v" "$3" "$4")
+        local shown=$res
+        if [ "$5" = advisory ]; then
+            shown="$res (advisory)"
+        elif [ "$n" != "$gate" ]; then
+            shown="$res (info)"
+        fi
+        printf '%-8s %-38s %8s %10s   %s\n' "$n" "$1" "${v:-n/a}" "$3 $4" "$shown"
+        if [ "$5" = gating ] && [ "$n" = "$gate" ] && [ "$res" != PASS ]; then
+            missed+=("$n pages: $1 = ${v:-n/a}, target $3 $4")
+        fi
+    }
+    check "kvsite -j2 / hugo (wall)" "$(ratio "kv-j2-plain-$n" "hugo-plain-$n")" "<=" $T_HUGO gating
+    check "kvsite -j2 / cmark-gfm floor (wall)" "$(ratio "kv-j2-plain-$n" "floor-$n")" "<=" $T_FLOOR gating
+    if [ "$n" != $FULL_SIZE ]; then
+        check "figures / plain (kvsite -j2 wall)" "$(ratio "kv-j2-figures-$n" "kv-j2-plain-$n")" "<=" $T_FIGS gating
+        check "-j1 / -j2 (kvsite wall, speed-up)" "$(ratio "kv-j1-plain-$n" "kv-j2-plain-$n")" ">=" $T_SPEEDUP advisory
+    fi
+    peak=""
+    for k in "kv-j2-plain-$n" "kv-j2-figures-$n" "kv-j1-plain-$n"; do
+        [ "${STATUS[$k]:-}" = ok ] || continue
+        peak=$(awk -v a="${peak:-0}" -v b="${RSS[$k]}" 'BEGIN { print (b > a) ? b : a }')
+    done
+    check "peak RSS of any kvsite process (MiB)" "$peak" "<=" $T_RSS gating
+    printf '%-8s %-38s %8s %10s   %s\n' "$n" "hugo / cmark-gfm floor (wall)" \
+        "$(r=$(ratio "hugo-plain-$n" "floor-$n"); echo "${r:-n/a}")" - info
+done
+
+if [ "${BENCH_FULL:-0}" = 1 ]; then
+    note ""
+    note "== scaling (ms of wall per page)"
+    printf '%-8s %10s %10s %12s\n' pages floor hugo "kvsite -j2"
+    for n in $SIZES; do
+        per() { [ "${STATUS[$1]:-}" = ok ] && awk -v w="${WALL[$1]}" -v n="$n" 'BEGIN { printf "%.3f", 1000 * w / n }' || echo n/a; }
+        printf '%-8s %10s %10s %12s\n' "$n" "$(per "floor-$n")" "$(per "hugo-plain-$n")" "$(per "kv-j2-plain-$n")"
+    done
+fi
+
+note ""
+for m in "${missed[@]}"; do fail "target missed: $m"; done
+if [ $failures -gt 0 ]; then
+    note "bench: $failures problem(s); logs in $OUT/logs"
+    exit 1
+fi
+note "bench: every build ran and every target passed"
