@@ -517,8 +517,9 @@ static void S_checks_json(build_state *s)
 
 static void S_check_links(build_state *s)
 {
-    strmap pages;
+    strmap pages, reported;
     strmap_init(&pages);
+    strmap_init(&reported);
     for (size_t j = 0; j < s->njobs; j++) {
         const page_record *r = &s->records[j];
         if (r->done && r->url && r->url[0] && r->out_bytes > 0)
@@ -541,10 +542,22 @@ static void S_check_links(build_state *s)
                 target = strmap_get(&pages, slashed);
                 free(slashed);
             }
-            const char *file = r->src && r->src[0] ? r->src : NULL;
+            const char *file = l->file ? l->file : r->src && r->src[0] ? r->src : NULL;
+            if (l->file) {
+                /* a template's broken link is reported once, not once per page */
+                char *key = xasprintf("%s\n%s", l->file, l->target);
+                bool dup = strmap_get(&reported, key) != NULL;
+                strmap_put(&reported, key, (void *)1);
+                free(key);
+                if (dup) {
+                    free(path);
+                    continue;
+                }
+            }
             if (!target && !strmap_get(&s->files, path)) {
                 diag_error(&s->dl, file, l->line, l->col,
-                           "broken link to %s: no page or file there", l->target);
+                           "broken link to %s: no page or file there%s%s", l->target,
+                           l->file ? "; in the output for " : "", l->file ? r->url : "");
             } else if (target && frag && frag[0]) {
                 bool found = false;
                 for (size_t i = 0; i < target->nids && !found; i++)
@@ -558,6 +571,7 @@ static void S_check_links(build_state *s)
         }
     }
     strmap_free(&pages);
+    strmap_free(&reported);
 }
 
 /* ---------- the build ---------- */

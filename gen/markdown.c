@@ -46,8 +46,10 @@ void md_result_free(md_result *r)
         free(r->toc[i].text);
     }
     free(r->toc);
-    for (size_t i = 0; i < r->nlinks; i++)
+    for (size_t i = 0; i < r->nlinks; i++) {
         free(r->links[i].target);
+        free(r->links[i].file);
+    }
     free(r->links);
     free(r->summary);
     fig_ctx_free(&r->figs);
@@ -145,7 +147,7 @@ static void S_add_link(walk_state *w, const char *target, int line, int col)
         w->link_cap = w->link_cap ? w->link_cap * 2 : 16;
         r->links = xrealloc(r->links, w->link_cap * sizeof *r->links);
     }
-    r->links[r->nlinks++] = (md_link){xstrdup(target), line, col};
+    r->links[r->nlinks++] = (md_link){xstrdup(target), line, col, NULL};
 }
 
 /* Rewrites an internal link to its final URL and records it for checking. */

@@ -32,6 +32,8 @@ typedef struct {
 typedef struct {
     char *target; /* site path with fragment, without the base path: "/a/b/#x" */
     int line, col;
+    char *file;   /* where the link is written when not in the page's source
+                     (a template): owned, or NULL */
 } md_link;
 
 typedef struct {

@@ -17,8 +17,10 @@ void record_free(page_record *r)
     for (size_t i = 0; i < r->nids; i++)
         free(r->ids[i]);
     free(r->ids);
-    for (size_t i = 0; i < r->nlinks; i++)
+    for (size_t i = 0; i < r->nlinks; i++) {
         free(r->links[i].target);
+        free(r->links[i].file);
+    }
     free(r->links);
     fig_ctx tmp;
     fig_ctx_init(&tmp);
@@ -57,6 +59,7 @@ void record_encode(const page_record *r, buf *out)
         S_str(out, r->links[i].target);
         S_u32(out, (uint32_t)r->links[i].line);
         S_u32(out, (uint32_t)r->links[i].col);
+        S_str(out, r->links[i].file);
     }
     S_u32(out, (uint32_t)r->nfigs);
     for (size_t i = 0; i < r->nfigs; i++) {
@@ -171,12 +174,18 @@ int record_decode(const char *data, size_t len, page_record *r)
     r->ids = xcalloc(r->nids + 1, sizeof *r->ids);
     for (size_t i = 0; i < r->nids; i++)
         r->ids[i] = S_get_str(&rd);
-    r->nlinks = S_get_count(&rd, 12);
+    r->nlinks = S_get_count(&rd, 16);
     r->links = xcalloc(r->nlinks + 1, sizeof *r->links);
     for (size_t i = 0; i < r->nlinks; i++) {
         r->links[i].target = S_get_str(&rd);
         r->links[i].line = (int)S_get_u32(&rd);
         r->links[i].col = (int)S_get_u32(&rd);
+        char *file = S_get_str(&rd);
+        if (file[0]) {
+            r->links[i].file = file;
+        } else {
+            free(file);
+        }
     }
     r->nfigs = S_get_count(&rd, 40);
     r->figs = xcalloc(r->nfigs + 1, sizeof *r->figs);

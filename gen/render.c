@@ -792,6 +792,68 @@ static char *S_anchor_prefix(const char *url)
     return buf_detach(&b);
 }
 
+/* Links the template wrote (navigation, lists): every internal href and src
+ * of the output that the Markdown did not already account for is checked
+ * like the page's own links, and blamed on the template. */
+static void S_scan_links(renderer *r, const buf *html, const char *page_url, const char *tfile,
+                         page_record *rec)
+{
+    const char *base = r->e.cfg->base_path;
+    size_t bn = strlen(base);
+    strmap seen;
+    strmap_init(&seen);
+    for (size_t i = 0; i < rec->nlinks; i++)
+        strmap_put(&seen, rec->links[i].target, (void *)1);
+    const char *p = buf_cstr(html), *end = p + html->len;
+    while ((p = strstr(p, "=\"")) && p < end) {
+        bool attr = (p >= buf_cstr(html) + 4 && !memcmp(p - 4, "href", 4)) ||
+                    (p >= buf_cstr(html) + 3 && !memcmp(p - 3, "src", 3));
+        p += 2;
+        if (!attr)
+            continue;
+        const char *q = strchr(p, '"');
+        if (!q)
+            break;
+        char *raw = xstrndup(p, (size_t)(q - p));
+        p = q + 1;
+        /* entities the templates escape in URLs */
+        buf u = BUF_INIT;
+        for (const char *c = raw; *c; c++) {
+            if (!strncmp(c, "&amp;", 5)) {
+                buf_putc(&u, '&');
+                c += 4;
+            } else {
+                buf_putc(&u, *c);
+            }
+        }
+        free(raw);
+        const char *url = buf_cstr(&u);
+        char *target = NULL;
+        if (url[0] == '#') {
+            target = xasprintf("%s%s", page_url, url);
+        } else if (url[0] == '/' && url[1] != '/') {
+            if (bn == 0 || (!strncmp(url, base, bn) && (url[bn] == '/' || !url[bn])))
+                target = xstrdup(url[bn] ? url + bn : "/");
+        }
+        if (target) {
+            char *q2 = strchr(target, '?');
+            if (q2) {
+                char *frag = strchr(q2, '#');
+                memmove(q2, frag ? frag : "", strlen(frag ? frag : "") + 1);
+            }
+            if (!strmap_get(&seen, target)) {
+                strmap_put(&seen, target, (void *)1);
+                rec->links = xrealloc(rec->links, (rec->nlinks + 1) * sizeof *rec->links);
+                rec->links[rec->nlinks++] = (md_link){target, 0, 0, xstrdup(tfile)};
+                target = NULL;
+            }
+            free(target);
+        }
+        buf_free(&u);
+    }
+    strmap_free(&seen);
+}
+
 /* Renders the template `tname` for the current environment into out_rel. */
 static void S_finish(renderer *r, const char *tname, const char *out_rel, page_record *rec,
                      const char *file)
@@ -801,8 +863,12 @@ static void S_finish(renderer *r, const char *tname, const char *out_rel, page_r
         return;
     }
     buf html = BUF_INIT;
-    if (tpl_render(r->tpl, tname, &html, &rec->diags) == 0)
+    if (tpl_render(r->tpl, tname, &html, &rec->diags) == 0) {
+        char *tfile = xasprintf("templates/%s", tname);
+        S_scan_links(r, &html, rec->url, tfile, rec);
+        free(tfile);
         S_write(r, out_rel, &html, rec, file);
+    }
     buf_free(&html);
 }
 
@@ -845,6 +911,10 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
         }
         buf_free(&text);
     }
+    rec->links = res.links;
+    rec->nlinks = res.nlinks;
+    res.links = NULL;
+    res.nlinks = 0;
     char *tname = S_pick_template(r, p, &rec->diags);
     if (tname) {
         S_set_helpers(r);
@@ -875,10 +945,6 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     for (size_t i = 0; i < res.ntoc; i++)
         S_add_id(rec, res.toc[i].id);
     rec->summary = res.summary ? xstrdup(res.summary) : xstrdup("");
-    rec->links = res.links;
-    rec->nlinks = res.nlinks;
-    res.links = NULL;
-    res.nlinks = 0;
     rec->figs = res.figs.figs;
     rec->nfigs = res.figs.nfigs;
     res.figs.figs = NULL;
