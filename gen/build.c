@@ -195,21 +195,24 @@ static void S_sweep(build_state *s)
                 if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                     continue;
                 char *child = rel[0] ? xasprintf("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
-                char *cpath = fs_join(s->staging, child);
-                struct stat st;
-                if (lstat(cpath, &st) == 0 && S_ISDIR(st.st_mode)) {
+                bool is_dir = e->d_type == DT_DIR;
+                if (e->d_type == DT_UNKNOWN) {
+                    struct stat st;
+                    is_dir = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                             S_ISDIR(st.st_mode);
+                }
+                if (is_dir) {
                     if (n == cap)
                         stack = xrealloc(stack, (cap *= 2) * sizeof *stack);
                     stack[n++] = child;
                     if (ndirs == capdirs)
                         dirs = xrealloc(dirs, (capdirs *= 2) * sizeof *dirs);
-                    dirs[ndirs++] = xstrdup(cpath);
+                    dirs[ndirs++] = fs_join(s->staging, child);
                     child = NULL;
                 } else if (!strmap_get(&s->outputs, child)) {
-                    unlink(cpath);
+                    unlinkat(dirfd(d), e->d_name, 0);
                 }
                 free(child);
-                free(cpath);
             }
             closedir(d);
         }

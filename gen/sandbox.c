@@ -362,6 +362,50 @@ static void S_note_input(sandbox *sb, const char *rel)
     buf_putc(&sb->inputs, '\0');
 }
 
+static int S_module_newindex(lua_State *L)
+{
+    const char *mod = lua_tostring(L, lua_upvalueindex(1));
+    const char *key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "?";
+    return luaL_error(L, "module \"%s\" is read-only: cannot set %s.%s", mod, mod, key);
+}
+
+static int S_module_len(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)luaL_len(L, lua_upvalueindex(1)));
+    return 1;
+}
+
+static int S_module_pairs(lua_State *L)
+{
+    lua_getglobal(L, "next"); /* the real next: the proxy itself is empty */
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushnil(L);
+    return 3;
+}
+
+/* Replaces the module table on top of the stack by a read-only view of it. */
+static void S_read_only(lua_State *L, const char *name)
+{
+    int mod = lua_gettop(L);
+    lua_newtable(L);
+    lua_createtable(L, 0, 5);
+    lua_pushvalue(L, mod);
+    lua_setfield(L, -2, "__index");
+    lua_pushstring(L, name);
+    lua_pushcclosure(L, S_module_newindex, 1);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushvalue(L, mod);
+    lua_pushcclosure(L, S_module_len, 1);
+    lua_setfield(L, -2, "__len");
+    lua_pushvalue(L, mod);
+    lua_pushcclosure(L, S_module_pairs, 1);
+    lua_setfield(L, -2, "__pairs");
+    lua_pushliteral(L, "locked");
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_remove(L, mod);
+}
+
 static int S_require(lua_State *L)
 {
     sandbox *sb = S_sb(L);
@@ -423,6 +467,8 @@ static int S_require(lua_State *L)
         lua_pop(L, 1);
         lua_pushboolean(L, 1);
     }
+    if (lua_istable(L, -1))
+        S_read_only(L, name);
     lua_pushvalue(L, -1);
     lua_setfield(L, loaded, name);
     return 1;
