@@ -385,11 +385,9 @@ static void S_load_markdown(walker *w, const char *rel, const char *path)
         diag_error(w->dl, p->src, line, col, "invalid UTF-8 (byte 0x%02x)",
                    (unsigned char)text.ptr[bad_at]);
     } else if (content_parse_page(p, text.ptr, text.len, w->cfg, w->dl) == 0) {
-        if (p->draft && !w->opts->drafts) {
-            S_page_free(p);
-        } else {
+        if (!p->draft || w->opts->drafts) {
             S_add_page(w, p);
-            p = NULL;
+            p = NULL; /* the index owns it now */
         }
     }
     S_page_free(p);

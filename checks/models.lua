@@ -1,0 +1,113 @@
+-- models: model presets for kv.model, from /work/shared/facts/models.tsv (one row each).
+--
+-- Every preset is a spec in kv.model's language (see kv.lua and README.md) plus `name`,
+-- `max_context` and `source`. Numbers are copied from models.tsv; `source` says which
+-- columns and config copies they come from. models.get returns a fresh copy.
+
+local fail = require "fail"
+
+local M = {}
+
+local TSV = "models.tsv"
+
+local PRESETS = {
+  ["qwen2.5-7b"] = {
+    name = "Qwen2.5-7B-Instruct",
+    layers = 28, q_heads = 28, kv_heads = 4, head_dim = 128, -- head_dim = hidden 3584 / 28
+    attention = "full",                                      -- use_sliding_window=false
+    max_context = 32768,                                     -- 131072 only with YaRN
+    source = TSV .. " row Qwen2.5-7B-Instruct: config.json copies declaring _name_or_path "
+      .. "Qwen/Qwen2.5-7B-Instruct and the official model card; 16-bit KV per token 57344 B",
+  },
+  ["llama-3.1-8b"] = {
+    name = "Llama-3.1-8B",
+    layers = 32, q_heads = 32, kv_heads = 8, head_dim = 128,
+    attention = "full", max_context = 131072,
+    source = TSV .. " row Llama-3.1-8B: config copies (mlx-community, NbAiLab); "
+      .. "16-bit KV per token 131072 B",
+  },
+  ["llama-3.1-70b"] = {
+    name = "Llama-3.1-70B",
+    layers = 80, q_heads = 64, kv_heads = 8, head_dim = 128, -- hidden 8192 / 64 = 128
+    attention = "full", max_context = 131072,
+    source = TSV .. " row Llama-3.1-70B: config copies of base and Instruct; "
+      .. "16-bit KV per token 327680 B",
+  },
+  ["llama-2-7b"] = {
+    name = "Llama-2-7B",
+    layers = 32, q_heads = 32, kv_heads = 32, head_dim = 128, -- MHA
+    attention = "full", max_context = 4096,
+    source = TSV .. " row Llama-2-7B: config copies (_name_or_path meta-llama/Llama-2-7b-hf); "
+      .. "16-bit KV per token 524288 B",
+  },
+  ["mistral-7b-v0.1"] = {
+    name = "Mistral-7B-v0.1",
+    layers = 32, q_heads = 32, kv_heads = 8, head_dim = 128,
+    attention = "swa", window = 4096, -- all 32 layers, same 4096-token window
+    max_context = 32768,
+    source = TSV .. " row Mistral-7B-v0.1: config copies and Mistral params.json; "
+      .. "16-bit KV per token 131072 B. llama.cpp converts it to the llama arch without SWA "
+      .. "and allocates the full context: use {window = false} for that engine",
+  },
+  ["qwen3-next-80b-a3b"] = {
+    name = "Qwen3-Next-80B-A3B",
+    layers = 48, q_heads = 16, kv_heads = 2, head_dim = 256,
+    -- full_attention_interval=4: layer i (0-based) is full attention iff (i+1)%4==0 (12 layers);
+    -- the other 36 are Gated DeltaNet with a fixed per-sequence state, no per-token KV
+    attention = "full", every = 4, other = "none",
+    max_context = 262144,
+    source = TSV .. " row Qwen3-Next-80B-A3B: maxtext conversion script, vLLM Qwen3NextConfig "
+      .. "defaults, llama.cpp qwen3next.cpp; 16-bit KV per token (12 full layers) 24576 B",
+  },
+  ["gemma-3-27b"] = {
+    name = "Gemma-3-27B",
+    layers = 62, q_heads = 32, kv_heads = 16, head_dim = 128,
+    -- sliding_window_pattern 6: layer i (0-based) is global iff (i+1)%6==0 (10 global),
+    -- the other 52 are local with a 1024-token window
+    attention = "full", every = 6, other = "swa", window = 1024,
+    max_context = 131072,
+    source = TSV .. " row Gemma-3-27B: TensorRT-LLM test config copy, Gemma3TextConfig defaults, "
+      .. "llama.cpp set_swa_pattern(6); 16-bit KV per token per layer 8192 B",
+  },
+  ["deepseek-v2"] = {
+    name = "DeepSeek-V2",
+    layers = 60, q_heads = 128, kv_heads = 128, head_dim = 192, head_dim_v = 128,
+    -- MLA: engines cache the latent, kv_lora_rank 512 + qk_rope_head_dim 64 = 576 values
+    -- per token per layer, no K/V factor 2; kv_heads/head_dim only matter for what-ifs
+    attention = "latent", latent = 576,
+    max_context = 163840,
+    source = TSV .. " row DeepSeek-V2: DeepSeek-V2-Chat config.json (blame f1e9ce2c) and a "
+      .. "GPTQ copy; 16-bit latent cache 60*576*2 = 69120 B/token",
+  },
+  ["deepseek-v3"] = {
+    name = "DeepSeek-V3",
+    layers = 61, q_heads = 128, kv_heads = 128, head_dim = 192, head_dim_v = 128,
+    attention = "latent", latent = 576,
+    max_context = 163840,
+    source = TSV .. " row DeepSeek-V3: identical-architecture config copies and vLLM "
+      .. "DeepseekV3Config defaults; 16-bit latent cache 61*576*2 = 70272 B/token "
+      .. "(62 layers if the MTP layer is cached: {layers = 62})",
+  },
+}
+
+-- Sorted preset ids.
+M.ids = fail.api(function()
+  local ids = {}
+  for k in pairs(PRESETS) do ids[#ids + 1] = k end
+  table.sort(ids)
+  return ids
+end)
+
+-- A fresh copy of the preset spec `id`; unknown ids are an error listing the known ones.
+M.get = fail.api(function(id)
+  if type(id) ~= "string" then fail.raisef("model id must be a string, got %s", type(id)) end
+  local p = PRESETS[id]
+  if not p then
+    fail.raisef("unknown model %s; known: %s", fail.show(id), table.concat(M.ids(), ", "))
+  end
+  local c = {id = id}
+  for k, v in pairs(p) do c[k] = v end
+  return c
+end)
+
+return M
