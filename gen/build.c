@@ -406,7 +406,7 @@ static void S_feed(build_state *s)
         buf_puts(&b, "</id>\n    <updated>");
         S_rfc3339(&b, p->updated ? p->updated : p->date);
         buf_puts(&b, "</updated>\n");
-        const char *summary = p->summary ? p->summary : r->summary;
+        const char *summary = r->summary;
         if (summary && summary[0]) {
             buf_puts(&b, "    <summary>");
             S_xml(&b, summary);
@@ -556,6 +556,12 @@ static void S_check_links(build_state *s)
                     free(path);
                     continue;
                 }
+            }
+            /* a page that failed to render has its own error: links to it stand */
+            bool failed_page = !target && strmap_get(&s->idx.by_url, path);
+            if (!target && (failed_page || (r->out_bytes == 0 && !l->file))) {
+                free(path);
+                continue;
             }
             if (!target && !strmap_get(&s->files, path)) {
                 diag_error(&s->dl, file, l->line, l->col,

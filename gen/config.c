@@ -134,8 +134,8 @@ static int S_set(config *c, const key_spec *k, const yv *v, const char *file, in
     switch (k->kind) {
     case K_STRING:
         if (v->type != YV_STRING && v->type != YV_INT && v->type != YV_FLOAT) {
-            diag_error(dl, file, line, col, "%s must be a string, not a %s", k->path,
-                       yv_type_name(v->type));
+            diag_error(dl, file, line, col, "%s must be a string, not %s", k->path,
+                       yv_type_a(v->type));
             return -1;
         } else {
             char **slot = (char **)(base + k->offset);
@@ -145,8 +145,8 @@ static int S_set(config *c, const key_spec *k, const yv *v, const char *file, in
         return 0;
     case K_BOOL:
         if (v->type != YV_BOOL) {
-            diag_error(dl, file, line, col, "%s must be true or false, not a %s", k->path,
-                       yv_type_name(v->type));
+            diag_error(dl, file, line, col, "%s must be true or false, not %s", k->path,
+                       yv_type_a(v->type));
             return -1;
         }
         *(bool *)(base + k->offset) = v->b;
@@ -160,8 +160,8 @@ static int S_set(config *c, const key_spec *k, const yv *v, const char *file, in
         return 0;
     case K_MAP:
         if (v->type != YV_MAP) {
-            diag_error(dl, file, line, col, "%s must be a map, not a %s", k->path,
-                       yv_type_name(v->type));
+            diag_error(dl, file, line, col, "%s must be a map, not %s", k->path,
+                       yv_type_a(v->type));
             return -1;
         }
         c->params = v;
@@ -175,8 +175,8 @@ static int S_set(config *c, const key_spec *k, const yv *v, const char *file, in
         else if (v->type == YV_FLOAT && k->kind == K_NUMBER)
             d = v->f;
         else {
-            diag_error(dl, file, line, col, "%s must be %s, not a %s", k->path,
-                       k->kind == K_NUMBER ? "a number" : "an integer", yv_type_name(v->type));
+            diag_error(dl, file, line, col, "%s must be %s, not %s", k->path,
+                       k->kind == K_NUMBER ? "a number" : "an integer", yv_type_a(v->type));
             return -1;
         }
         if (!(d >= k->min && d <= k->max)) {
@@ -288,8 +288,8 @@ int config_load(config *c, const char *root, diag_list *dl)
             continue;
         }
         if (v->type != YV_MAP) {
-            diag_error(dl, CONFIG_FILE, kl, kc, "%s must be a map, not a %s", key,
-                       yv_type_name(v->type));
+            diag_error(dl, CONFIG_FILE, kl, kc, "%s must be a map, not %s", key,
+                       yv_type_a(v->type));
             continue;
         }
         for (size_t j = 0; j < v->n; j++) {

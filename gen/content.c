@@ -139,8 +139,8 @@ static char *S_string_field(const yv *v, const char *key, const char *file, diag
 {
     if (v->type == YV_STRING || v->type == YV_INT || v->type == YV_FLOAT)
         return xstrdup(v->str);
-    diag_error(dl, file, v->line, v->col, "front matter \"%s\" must be a string, not a %s", key,
-               yv_type_name(v->type));
+    diag_error(dl, file, v->line, v->col, "front matter \"%s\" must be a string, not %s", key,
+               yv_type_a(v->type));
     *bad = true;
     return NULL;
 }
@@ -191,8 +191,8 @@ int content_parse_page(page *p, const char *text, size_t len, const config *cfg,
     if (fm->type == YV_NULL) {
         /* an empty header: treated as an empty map */
     } else if (fm->type != YV_MAP) {
-        diag_error(dl, file, fm->line, fm->col, "front matter must be a map of keys (title: ...), not a %s",
-                   yv_type_name(fm->type));
+        diag_error(dl, file, fm->line, fm->col, "front matter must be a map of keys (title: ...), not %s",
+                   yv_type_a(fm->type));
         yv_free(fm);
         return -1;
     }
@@ -238,29 +238,29 @@ int content_parse_page(page *p, const char *text, size_t len, const config *cfg,
             }
         } else if (strcmp(key, "draft") == 0) {
             if (v->type != YV_BOOL)
-                diag_error(dl, file, v->line, v->col, "front matter \"draft\" must be true or false, not a %s",
-                           yv_type_name(v->type));
+                diag_error(dl, file, v->line, v->col, "front matter \"draft\" must be true or false, not %s",
+                           yv_type_a(v->type));
             else
                 p->draft = v->b;
         } else if (strcmp(key, "weight") == 0) {
             if (v->type != YV_INT)
-                diag_error(dl, file, v->line, v->col, "front matter \"weight\" must be an integer, not a %s",
-                           yv_type_name(v->type));
+                diag_error(dl, file, v->line, v->col, "front matter \"weight\" must be an integer, not %s",
+                           yv_type_a(v->type));
             else
                 p->weight = v->i;
         } else if (strcmp(key, "tags") == 0) {
             if (v->type != YV_SEQ) {
                 diag_error(dl, file, v->line, v->col,
-                           "front matter \"tags\" must be a list of strings (tags: [a, b]), not a %s",
-                           yv_type_name(v->type));
+                           "front matter \"tags\" must be a list of strings (tags: [a, b]), not %s",
+                           yv_type_a(v->type));
                 continue;
             }
             p->tags = xcalloc(v->n ? v->n : 1, sizeof *p->tags);
             for (size_t t = 0; t < v->n; t++) {
                 const yv *tv = v->items[t];
                 if (tv->type != YV_STRING && tv->type != YV_INT) {
-                    diag_error(dl, file, tv->line, tv->col, "a tag must be a string, not a %s",
-                               yv_type_name(tv->type));
+                    diag_error(dl, file, tv->line, tv->col, "a tag must be a string, not %s",
+                               yv_type_a(tv->type));
                     continue;
                 }
                 char *slug = content_slugify(tv->str);
@@ -709,10 +709,20 @@ int content_load(content_index *idx, const char *root, const config *cfg,
         page *p = idx->pages[i];
         page *prev = strmap_get(&idx->by_url, p->url);
         const char *where = p->src ? p->src : CONTENT_DIR;
+        if (p->rel)
+            strmap_put(&idx->by_rel, p->rel, p);
         if (prev) {
-            diag_error(dl, where, p->src ? 1 : 0, p->src ? 1 : 0,
+            /* blame the page whose slug: made the clash, else the later file */
+            page *culprit = p, *other = prev;
+            if (prev->slug && !p->slug) {
+                culprit = prev;
+                other = p;
+            }
+            const yv *at = culprit->front ? yv_get(culprit->front, "slug") : NULL;
+            diag_error(dl, culprit->src ? culprit->src : CONTENT_DIR, at ? at->line : culprit->src ? 1 : 0,
+                       at ? at->col : culprit->src ? 1 : 0,
                        "two pages on one URL %s: this page and %s", p->url,
-                       prev->src ? prev->src : "a generated section page");
+                       other->src ? other->src : "a generated section page");
             continue;
         }
         strmap_put(&idx->by_url, p->url, p);
@@ -729,8 +739,6 @@ int content_load(content_index *idx, const char *root, const config *cfg,
         else
             strmap_put(&folded, low, p);
         free(low);
-        if (p->rel)
-            strmap_put(&idx->by_rel, p->rel, p);
     }
     strmap_free(&folded);
     for (size_t i = 0; i < idx->nassets; i++) {

@@ -96,7 +96,7 @@ static figure *S_new_figure(fig_ctx *c, int line, int col)
     memset(f, 0, sizeof *f);
     f->line = line;
     f->col = col;
-    f->anchor = xasprintf("%s-%zu", c->anchor_prefix, c->nfigs);
+    f->anchor = xasprintf("%s-%zu", c->anchor_prefix, c->anchor_base + c->nfigs);
     f->provenance = xstrdup("");
     return f;
 }
@@ -344,6 +344,48 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     free(href);
     buf_free(&err);
     buf_free(&msg);
+}
+
+char *fig_plain_text(const char *s)
+{
+    buf b = BUF_INIT;
+    while (*s) {
+        if (*s == '`') {
+            const char *end = strchr(s + 1, '`');
+            if (!end)
+                break;
+            const char *lit = s + 1;
+            size_t n = (size_t)(end - lit), brace;
+            S_trim(&lit, &n);
+            span_kind k = fig_classify(lit, n);
+            if (k == SPAN_FIGURE && S_figure_parts(lit, n, &brace)) {
+                const char *q = lit;
+                size_t qn = brace;
+                S_trim(&q, &qn);
+                buf_put(&b, q, qn);
+            } else if (k == SPAN_CODE) {
+                buf_put(&b, lit, n);
+            }
+            s = end + 1;
+            continue;
+        }
+        if (*s == '[') {
+            const char *close = strstr(s, "](");
+            const char *paren = close ? strchr(close, ')') : NULL;
+            if (close && paren && !memchr(s + 1, '[', (size_t)(close - s - 1))) {
+                buf_put(&b, s + 1, (size_t)(close - s - 1));
+                s = paren + 1;
+                continue;
+            }
+        }
+        if (*s == '*' || *s == '_') {
+            s++;
+            continue;
+        }
+        buf_putc(&b, *s++);
+    }
+    buf_puts(&b, s);
+    return buf_detach(&b);
 }
 
 /* ---------- blocks ---------- */

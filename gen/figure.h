@@ -50,6 +50,7 @@ typedef struct {
     diag_list *dl;
     figure *figs;
     size_t nfigs, cap;
+    size_t anchor_base;        /* figures numbered before this ctx's first one */
     bool limit_reported;       /* report a spent budget once per page */
 } fig_ctx;
 
@@ -77,5 +78,9 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
 void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col);
 
 const char *fig_tier_name(fig_tier t);
+
+/* Plain text of a short Markdown string for feeds and listings: figure spans
+ * read as their quote, code spans and links as their text. Caller frees. */
+char *fig_plain_text(const char *s);
 
 #endif

@@ -4,6 +4,7 @@
 #include <cmark-gfm.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "strmap.h"
 #include "utf8.h"
@@ -209,6 +210,31 @@ static void S_link(walk_state *w, cmark_node *n, int line, int col)
     free(final);
 }
 
+/* cmark's safe mode, applied by hand (see md_render): javascript:, vbscript:,
+ * file: and data: URLs are dropped, except data: images for images. */
+static void S_defuse_url(cmark_node *n, bool image)
+{
+    const char *u = cmark_node_get_url(n);
+    if (!u)
+        return;
+    while (*u == ' ' || *u == '\t')
+        u++;
+    static const char *const bad[] = {"javascript:", "vbscript:", "file:", "data:"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strncasecmp(u, bad[i], strlen(bad[i])) != 0)
+            continue;
+        if (i == 3) {
+            static const char *const ok[] = {"image/png", "image/gif", "image/jpeg", "image/webp"};
+            for (size_t k = 0; k < 4; k++)
+                if (strncasecmp(u + 5, ok[k], strlen(ok[k])) == 0)
+                    return;
+        }
+        (void)image;
+        cmark_node_set_url(n, "");
+        return;
+    }
+}
+
 /* ---------- the walk ---------- */
 
 typedef struct {
@@ -295,7 +321,12 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
               int first_line, int first_col, bool inline_mode, md_result *out, diag_list *dl)
 {
     size_t errors = dl->errors;
-    int options = CMARK_OPT_DEFAULT | (m->o.unsafe ? CMARK_OPT_UNSAFE : 0);
+    /* cmark renders with raw HTML on: kvsite's own markup (figures) travels in
+     * HTML nodes, which GFM table cells accept where custom nodes are refused.
+     * The author's raw HTML and dangerous URLs are then made safe by the walk
+     * below, exactly as cmark's safe mode would print them. */
+    int options = CMARK_OPT_DEFAULT | CMARK_OPT_UNSAFE;
+    bool safe = !m->o.unsafe;
     cmark_parser *parser = cmark_parser_new(options);
     for (size_t i = 0; i < NEXT; i++)
         if (m->ext[i] && (m->o.tagfilter || strcmp(S_ext_names[i], "tagfilter") != 0))
@@ -379,9 +410,13 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
         }
         case CMARK_NODE_LINK:
             in_link++;
+            if (safe)
+                S_defuse_url(n, false);
             S_link(&w, n, line, col);
             break;
         case CMARK_NODE_IMAGE:
+            if (safe)
+                S_defuse_url(n, true);
             S_link(&w, n, line, col);
             break;
         case CMARK_NODE_TEXT: {
@@ -394,10 +429,13 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
         }
         case CMARK_NODE_HTML_BLOCK:
         case CMARK_NODE_HTML_INLINE:
-            if (!m->o.unsafe && m->o.idx)
-                diag_warning(dl, file, line, col,
-                             "raw HTML is not emitted (set markdown.unsafe: true in site.yaml "
-                             "to allow it)");
+            if (safe) {
+                if (m->o.idx)
+                    diag_warning(dl, file, line, col,
+                                 "raw HTML is not emitted (set markdown.unsafe: true in "
+                                 "site.yaml to allow it)");
+                cmark_node_set_literal(n, "<!-- raw HTML omitted -->");
+            }
             break;
         default: break;
         }
@@ -427,12 +465,15 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
             rep = cmark_node_new(CMARK_NODE_TEXT);
             cmark_node_set_literal(rep, e->text);
         } else {
-            rep = cmark_node_new(CMARK_NODE_CUSTOM_INLINE);
-            cmark_node_set_on_enter(rep, e->enter);
-            cmark_node_set_on_exit(rep, e->exit);
-            cmark_node *tx = cmark_node_new(CMARK_NODE_TEXT);
-            cmark_node_set_literal(tx, e->text);
-            cmark_node_append_child(rep, tx);
+            /* <span ...><a ...> quote </a></span> as HTML, text, HTML */
+            cmark_node *open = cmark_node_new(CMARK_NODE_HTML_INLINE);
+            cmark_node_set_literal(open, e->enter);
+            cmark_node_insert_before(e->node, open);
+            rep = cmark_node_new(CMARK_NODE_TEXT);
+            cmark_node_set_literal(rep, e->text);
+            cmark_node_insert_before(e->node, rep);
+            rep = cmark_node_new(CMARK_NODE_HTML_INLINE);
+            cmark_node_set_literal(rep, e->exit);
         }
         cmark_node_insert_before(e->node, rep);
         cmark_node_unlink(e->node);

@@ -479,7 +479,7 @@ static bool S_find_scalar(const yv *v, const char *s, int *line, int *col)
         const yv *x = stack[--n];
         if (x->type == YV_STRING && strcmp(x->str, s) == 0) {
             *line = x->line;
-            *col = x->col;
+            *col = x->col + (x->quoted ? 1 : 0);
             return true;
         }
         if (x->type == YV_SEQ || x->type == YV_MAP)
@@ -503,6 +503,11 @@ static int S_markdown_inline(lua_State *L)
     md_result res;
     md_result_init(&res);
     res.summary = xstrdup(""); /* no summary wanted */
+    if (r->cur_figs) {
+        /* number these figures after the page's own, under the page's prefix */
+        res.figs.anchor_prefix = r->cur_figs->anchor_prefix;
+        res.figs.anchor_base = r->cur_figs->anchor_base + r->cur_figs->nfigs;
+    }
     diag_list *dl = r->cur_rec ? &r->cur_rec->diags : NULL;
     diag_list tmp;
     diag_list_init(&tmp);
@@ -517,10 +522,7 @@ static int S_markdown_inline(lua_State *L)
                 fc->cap = fc->cap ? fc->cap * 2 : 16;
                 fc->figs = xrealloc(fc->figs, fc->cap * sizeof *fc->figs);
             }
-            figure f = res.figs.figs[i];
-            free(f.anchor);
-            f.anchor = xasprintf("%s-%zu", fc->anchor_prefix, fc->nfigs + 1);
-            fc->figs[fc->nfigs++] = f;
+            fc->figs[fc->nfigs++] = res.figs.figs[i];
         }
         free(res.figs.figs);
         res.figs.figs = NULL;
@@ -700,8 +702,9 @@ static char *S_pick_template(renderer *r, const page *p, diag_list *dl)
 {
     if (p->template_name) {
         if (!tpl_exists(r->tpl, p->template_name)) {
-            diag_error(dl, p->src, 0, 0, "template \"%s\" not found in templates/",
-                       p->template_name);
+            const yv *at = yv_get(p->front, "template");
+            diag_error(dl, p->src, at ? at->line : 0, at ? at->col : 0,
+                       "template \"%s\" not found in templates/", p->template_name);
             return NULL;
         }
         return xstrdup(p->template_name);
@@ -792,6 +795,27 @@ static char *S_anchor_prefix(const char *url)
     return buf_detach(&b);
 }
 
+static int S_hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* URLs in HTML are percent-encoded (cmark encodes CJK fragments); ids are not. */
+static char *S_percent_decode(const char *s)
+{
+    buf b = BUF_INIT;
+    for (; *s; s++) {
+        if (s[0] == '%' && S_hexval(s[1]) >= 0 && S_hexval(s[2]) >= 0) {
+            buf_putc(&b, S_hexval(s[1]) * 16 + S_hexval(s[2]));
+            s += 2;
+        } else {
+            buf_putc(&b, *s);
+        }
+    }
+    return buf_detach(&b);
+}
+
 /* Links the template wrote (navigation, lists): every internal href and src
  * of the output that the Markdown did not already account for is checked
  * like the page's own links, and blamed on the template. */
@@ -804,6 +828,15 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
     strmap_init(&seen);
     for (size_t i = 0; i < rec->nlinks; i++)
         strmap_put(&seen, rec->links[i].target, (void *)1);
+    /* figures link to their report row or source: checked as figures */
+    const fig_ctx *fc = r->cur_figs;
+    for (size_t i = 0; fc && i < fc->nfigs; i++) {
+        const figure *f = &fc->figs[i];
+        char *t = f->tier == FIG_CITED ? xasprintf("/sources/#%s", f->expr)
+                                       : xasprintf("/checks/#%s", f->anchor);
+        strmap_put(&seen, t, (void *)1);
+        free(t);
+    }
     const char *p = buf_cstr(html), *end = p + html->len;
     while ((p = strstr(p, "=\"")) && p < end) {
         bool attr = (p >= buf_cstr(html) + 4 && !memcmp(p - 4, "href", 4)) ||
@@ -836,6 +869,9 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
                 target = xstrdup(url[bn] ? url + bn : "/");
         }
         if (target) {
+            char *dec = S_percent_decode(target);
+            free(target);
+            target = dec;
             char *q2 = strchr(target, '?');
             if (q2) {
                 char *frag = strchr(q2, '#');
@@ -915,7 +951,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     rec->nlinks = res.nlinks;
     res.links = NULL;
     res.nlinks = 0;
-    char *tname = S_pick_template(r, p, &rec->diags);
+    char *tname = sandbox_exhausted(r->sb) ? NULL : S_pick_template(r, p, &rec->diags);
     if (tname) {
         S_set_helpers(r);
         sandbox_push_env(r->sb);
@@ -944,7 +980,8 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     }
     for (size_t i = 0; i < res.ntoc; i++)
         S_add_id(rec, res.toc[i].id);
-    rec->summary = res.summary ? xstrdup(res.summary) : xstrdup("");
+    rec->summary = p->summary ? fig_plain_text(p->summary)
+                   : res.summary ? xstrdup(res.summary) : xstrdup("");
     rec->figs = res.figs.figs;
     rec->nfigs = res.figs.nfigs;
     res.figs.figs = NULL;

@@ -88,8 +88,8 @@ static void S_hook(lua_State *L, lua_Debug *ar)
         sb->budget_hit = true;
         /* from now on every instruction fails, so pcall cannot swallow it */
         lua_sethook(L, S_hook, LUA_MASKCOUNT, 1);
-        luaL_error(L, "instruction budget exceeded (limits.lua_instructions = %lld)",
-                   sb->o.instructions);
+        luaL_error(L, "instruction budget exceeded (limits.lua_instructions = %I)",
+                   (lua_Integer)sb->o.instructions);
     }
 }
 
@@ -435,7 +435,7 @@ static int S_require(lua_State *L)
         char *path = S_checks_path(sb, rel, &why);
         free(rel);
         if (!path)
-            return luaL_error(L, "require \"%s\": checks/%s.lua %s", name, name, why);
+            return luaL_error(L, "require \"%s\": checks/%s.lua: %s", name, name, why);
         buf text = BUF_INIT;
         int rc = fs_read_file(path, sb->o.data_bytes, &text);
         free(path);
@@ -485,6 +485,9 @@ static int S_data(lua_State *L)
 {
     sandbox *sb = S_sb(L);
     const char *rel = luaL_checkstring(L, 1);
+    if (!S_safe_relpath(rel))
+        return luaL_error(L, "data \"%s\": not a plain relative path under checks/ (no \"..\", "
+                             "no absolute paths, no dotfiles)", rel);
     const char *ext = S_ext(rel);
     enum { D_YAML, D_JSON, D_CSV, D_TEXT } kind;
     if (!strcmp(ext, "yaml") || !strcmp(ext, "yml"))
@@ -821,6 +824,8 @@ void sandbox_page_end(sandbox *sb)
     sb->dl = NULL;
     lua_settop(L, 0);
 }
+
+bool sandbox_exhausted(const sandbox *sb) { return sb->budget_hit || sb->mem_hit; }
 
 void sandbox_figure_begin(sandbox *sb)
 {

@@ -68,6 +68,10 @@ int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int
 int sandbox_pcall(sandbox *sb, int nargs, int *nres, sandbox_error *err);
 void sandbox_error_free(sandbox_error *err);
 
+/* True once the page spent its instruction budget or memory: everything
+ * after fails the same way, so callers stop instead of reporting it again. */
+bool sandbox_exhausted(const sandbox *sb);
+
 /* Figure tiers: sandbox_figure_begin() clears the record, then evaluation runs;
  * sandbox_figure_measured() tells whether kvsite.measured() was called since
  * and returns its provenance text (owned by sb) in *prov. */

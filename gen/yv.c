@@ -14,6 +14,20 @@ const yv_limits yv_default_limits = {1024 * 1024, 32, 100000};
 
 /* ------------------------------------------------------------------ the tree */
 
+const char *yv_type_a(yv_type t)
+{
+    switch (t) {
+    case YV_NULL: return "null";
+    case YV_BOOL: return "a boolean";
+    case YV_INT: return "an integer";
+    case YV_FLOAT: return "a float";
+    case YV_STRING: return "a string";
+    case YV_SEQ: return "a list";
+    case YV_MAP: return "a map";
+    }
+    return "an unknown value";
+}
+
 const char *yv_type_name(yv_type t)
 {
     switch (t) {
@@ -636,6 +650,8 @@ static int S_yaml_scalar(S_yaml *y, const yaml_event_t *e, int line, int col)
     yv *v = S_b_scalar(b, val, len, line, col);
     if (!v)
         return -1;
+    v->quoted = e->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                e->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     if (!tag) {
         if (e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
             S_resolve(v);

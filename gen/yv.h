@@ -55,6 +55,7 @@ struct yv {
     char *str;       /* every scalar: its text (the value for YV_STRING), NUL-terminated;
                       * NULL for YV_SEQ and YV_MAP */
     size_t len;      /* length of str */
+    bool quoted;     /* a YAML scalar written in quotes: its text starts at col + 1 */
     size_t n;        /* YV_SEQ: number of items; YV_MAP: number of pairs */
     yv **items;      /* YV_SEQ items; YV_MAP values, in document order */
     char **keys;     /* YV_MAP keys, parallel to items */
@@ -106,5 +107,7 @@ bool yv_number(const yv *v, double *out);
 
 /* "null", "boolean", "integer", "float", "string", "list", "map": for messages. */
 const char *yv_type_name(yv_type t);
+/* The same with its article, for messages: "an integer", "a list". */
+const char *yv_type_a(yv_type t);
 
 #endif

@@ -1,0 +1,1248 @@
+#!/usr/bin/env bash
+# End-to-end tests of the kvsite binary on the fixture projects in tests/fixtures/.
+#
+#   KVSITE=/abs/path/kvsite bash tests/e2e/run.sh [CASE...]
+#
+# Every case runs in a fresh copy of its fixture under one temporary folder
+# (removed at the end) and prints `ok NAME` or `FAIL NAME: why`, followed by a
+# diff (expected first) when messages differ. The last line is `N passed, N failed`;
+# the exit status is 1 when a case failed. Naming cases on the command line runs
+# only those. Needs bash, coreutils, diff, grep, find and sha256sum.
+#
+# The cases assert the behaviour DESIGN.md asks for, not whatever the binary
+# happens to print: a case that fails names a bug in gen/.
+set -u
+export LC_ALL=C
+unset GITHUB_ACTIONS
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+FIX=$ROOT/tests/fixtures
+KVSITE=${KVSITE:-$ROOT/build/kvsite}
+case $KVSITE in /*) ;; *) KVSITE=$PWD/$KVSITE ;; esac
+if [ ! -x "$KVSITE" ]; then
+    echo "run.sh: no kvsite binary at $KVSITE (make build/kvsite, or set KVSITE)" >&2
+    exit 2
+fi
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kvsite-e2e.XXXXXX") || exit 2
+trap 'rm -rf "$TMP"' EXIT
+
+# ---------- the harness ----------
+
+CASE=""   # name of the running case
+W=""      # its project folder
+WHY=""    # reasons it failed, "; "-separated
+DIFFS=""  # diffs to show under the FAIL line
+RC=0      # exit status of the last kvsite run
+NCOPY=0
+
+fail() { WHY=${WHY:+$WHY; }$1; }
+
+# fresh FIXTURE: a new copy of tests/fixtures/FIXTURE (without its expected/)
+fresh() {
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/project
+    mkdir -p "$W"
+    cp -R "$FIX/$1/." "$W/"
+    rm -rf "$W/expected"
+}
+
+# kv ARGS...: runs kvsite in the project; stdout in $W.out, stderr in $W.err
+kv() {
+    # the outer redirection keeps bash's own "Segmentation fault" notes out
+    { (cd "$W" && exec timeout -k 5 60 "$KVSITE" "$@") <"${KV_STDIN:-/dev/null}" >"$W.out" 2>"$W.err"
+      RC=$?; } 2>/dev/null
+}
+
+# page PATH: writes stdin to PATH in the project
+page() {
+    mkdir -p "$(dirname "$W/$1")"
+    cat >"$W/$1"
+}
+
+describe_rc() {
+    if [ "$1" -eq 124 ]; then echo "timed out"
+    elif [ "$1" -gt 128 ]; then echo "crashed (signal $(($1 - 128)))"
+    else echo "exit $1"; fi
+}
+
+expect_rc() {
+    if [ "$RC" -ne "$1" ]; then
+        fail "$(describe_rc "$RC"), expected exit $1"
+        DIFFS+="    stderr (last 5 lines):"$'\n'"$(tail -n 5 "$W.err" | sed 's/^/    | /')"$'\n'
+    fi
+}
+
+# show_diff WHAT EXPECTED_FILE ACTUAL_FILE
+show_diff() {
+    if ! cmp -s "$2" "$3"; then
+        fail "$1 differs"
+        DIFFS+="$(diff -u --label expected --label actual "$2" "$3" | sed 's/^/    /')"$'\n'
+        return 1
+    fi
+}
+
+# expect_diags: stdin lists every line stderr must have before the summary line,
+# in order; @W@ stands for the project folder.
+expect_diags() {
+    sed "s|@W@|$W|g" >"$W.want"
+    sed '$d' "$W.err" >"$W.got"
+    show_diff "diagnostics" "$W.want" "$W.got"
+}
+
+# expect_summary REGEX: the last line of stderr
+expect_summary() {
+    local last
+    last=$(tail -n 1 "$W.err")
+    if ! grep -Eq "$1" <<<"$last"; then
+        fail "last stderr line is \"$last\", expected /$1/"
+    fi
+}
+
+SUMMARY_OK='^kvsite: built [0-9]+ pages, [0-9]+ figures \([0-9]+ computed, [0-9]+ measured, [0-9]+ cited\), [0-9]+ warnings?, 0 errors in [0-9.]+ s$'
+SUMMARY_FAILED='^kvsite: failed to build .*[1-9][0-9]* errors? in [0-9.]+ s; the previous output is unchanged$'
+SUMMARY_CONFIG='^kvsite: configuration error: nothing was built$'
+
+# hashes DIR: sha256 of every file under DIR, by path
+hashes() {
+    [ -d "$1" ] || return 0
+    (cd "$1" && find . \( -type f -o -type l \) -print0 | sort -z | xargs -0 -r sha256sum)
+}
+
+# listing DIR: every entry under DIR (folders too) and the hashes of the files
+listing() {
+    [ -d "$1" ] || return 0
+    (cd "$1" && find . | sort)
+    hashes "$1"
+}
+
+# Builds stage next to the output (.site.prev is kept on purpose: the next
+# build reuses it); nothing named after a process may be left behind.
+expect_no_staging() {
+    local left
+    left=$(find "$(dirname "$W")" "$W" -maxdepth 1 \( -name '.*.staging-*' -o -name '.*.old-*' \) 2>/dev/null | head -n 3)
+    [ -z "$left" ] || fail "staging folder left behind: $left"
+}
+
+expect_file() { [ -f "$W/$1" ] || fail "$1 missing"; }
+expect_no_file() { [ ! -e "$W/$1" ] || fail "$1 should not exist"; }
+
+# expect_grep FILE TEXT: FILE (in the project) contains TEXT, a fixed string
+expect_grep() {
+    if [ ! -f "$W/$1" ]; then fail "$1 missing"
+    elif ! grep -qF -- "$2" "$W/$1"; then fail "$1 lacks: $2"; fi
+}
+expect_no_grep() {
+    if [ -f "$W/$1" ] && grep -qF -- "$2" "$W/$1"; then fail "$1 should not contain: $2"; fi
+}
+
+# The good fixture, built once and snapshotted: the starting point of every
+# case that breaks one thing.
+good_built() {
+    fresh good
+    kv build
+    if [ "$RC" -ne 0 ]; then
+        fail "the good fixture did not build: $(describe_rc "$RC")"
+        DIFFS+="$(tail -n 5 "$W.err" | sed 's/^/    | /')"$'\n'
+        return 1
+    fi
+    hashes "$W/site" >"$W.snap"
+}
+
+# After a build that must fail: exit 1, exactly these diagnostics (stdin), the
+# summary, the previous site/ byte for byte, no staging folder.
+expect_failed_build() {
+    expect_rc 1
+    expect_diags
+    expect_summary "$SUMMARY_FAILED"
+    hashes "$W/site" >"$W.snap2"
+    cmp -s "$W.snap" "$W.snap2" || fail "site/ changed although the build failed"
+    expect_no_staging
+}
+
+# ---------- 1. the good site ----------
+
+t_good_build() {
+    fresh good
+    kv build
+    expect_rc 0
+    : | expect_diags
+    expect_summary '^kvsite: built 5 pages, 11 figures \(9 computed, 1 measured, 1 cited\), 0 warnings, 0 errors in [0-9.]+ s$'
+    (cd "$W/site" 2>/dev/null && find . -type f | sed 's|^\./||' | sort) >"$W.files"
+    show_diff "list of files in site/" "$FIX/good/expected/files.txt" "$W.files"
+    expect_no_staging
+}
+
+t_good_golden_pages() {
+    fresh good
+    kv build
+    expect_rc 0
+    local p
+    for p in articles/kv-cache/index.html notes/week-1/index.html; do
+        if [ -f "$W/site/$p" ]; then
+            show_diff "site/$p" "$FIX/good/expected/$p" "$W/site/$p"
+        else
+            fail "site/$p missing"
+        fi
+    done
+}
+
+# A figure in a table cell is shown like any other figure.
+t_good_table_figures() {
+    fresh good
+    kv build
+    expect_rc 0
+    expect_grep site/articles/kv-cache/index.html '<td><span class="fig" data-tier="computed" title="kv_bytes(4096) = 1,342,177,280 B = 1.250 GiB"><a href="/checks/#articles-kv-cache-8">1.25 GiB</a></span></td>'
+    expect_grep site/articles/kv-cache/index.html '<td><span class="fig" data-tier="computed" title="kv_bytes(131072) = 42,949,672,960 B = 40.0 GiB"><a href="/checks/#articles-kv-cache-9">40 GiB</a></span></td>'
+}
+
+# Every figure links to a row of the checks report that exists, and every cited
+# figure to an entry of the sources page (the summary's figure included).
+t_good_figure_anchors() {
+    fresh good
+    kv build
+    expect_rc 0
+    local a missing=""
+    [ -d "$W/site" ] || return
+    for a in $(grep -rhoE 'href="/checks/#[^"]*"' "$W/site" | sed 's|.*#||; s|"$||' | sort -u); do
+        grep -qF "id=\"$a\"" "$W/site/checks/index.html" || missing+=" /checks/#$a"
+        grep -qF "\"anchor\": \"$a\"" "$W/site/checks.json" || missing+=" checks.json:$a"
+    done
+    for a in $(grep -rhoE 'href="/sources/#[^"]*"' "$W/site" | sed 's|.*#||; s|"$||' | sort -u); do
+        grep -qF "id=\"$a\"" "$W/site/sources/index.html" || missing+=" /sources/#$a"
+    done
+    [ -z "$missing" ] || fail "figure links to anchors that do not exist:$missing"
+    [ "$(grep -rhoE 'href="/checks/#[^"]*"' "$W/site" | wc -l)" -eq 10 ] ||
+        fail "expected 10 links to the checks report"
+}
+
+t_good_checks_json() {
+    fresh good
+    kv build
+    expect_rc 0
+    local j=site/checks.json
+    [ -f "$W/$j" ] || { fail "$j missing"; return; }
+    expect_grep $j '"totals": {"figures": 11, "computed": 9, "measured": 1, "cited": 1, "passed": 11, "failed": 0}'
+    expect_grep $j '{"page": "/articles/kv-cache/", "file": "content/articles/kv-cache.md", "line": 18, "col": 33, "quote": "40 GiB", "expr": "kv_bytes(131072)", "mode": "=", "value": 42949672960, "tier": "computed", "status": "pass"'
+    expect_grep $j '"line": 19, "col": 37, "quote": "42.9 GB", "expr": "kv_bytes(131072)", "mode": "≈10%", "value": 42949672960, "tier": "computed", "status": "pass"'
+    expect_grep $j '"line": 22, "col": 19, "quote": "2.5×", "expr": "paper2024", "mode": "cite", "value": null, "tier": "cited", "status": "pass", "detail": "A paper about caches"'
+    expect_grep $j '"quote": "1.25 GiB", "expr": "run_bytes()", "mode": "=", "value": 1342177280, "tier": "measured", "status": "pass", "detail": "run_bytes() = 1,342,177,280 B = 1.250 GiB", "provenance": "source: fixture run; machine: none"'
+    # the front-matter summary, checked through markdown_inline, at its own line
+    expect_grep $j '"file": "content/articles/kv-cache.md", "line": 5, "col": '
+    expect_grep $j '"quote": "40 GiB", "expr": "2*80*8*128*131072*2", "mode": "=", "value": 42949672960, "tier": "computed", "status": "pass"'
+    expect_grep $j '{"page": "/notes/week-1/", "file": "content/notes/week-1.md", "line": 11, "col": 21, "quote": "50%", "expr": "4/8", "mode": "=", "value": 0.5, "tier": "computed", "status": "pass"'
+    [ "$(grep -c '"tier": ' "$W/$j")" -eq 11 ] || fail "$j does not list 11 figures"
+}
+
+t_good_feed_sitemap() {
+    fresh good
+    kv build
+    expect_rc 0
+    [ -f "$W/site/feed.xml" ] || { fail "site/feed.xml missing"; return; }
+    expect_grep site/feed.xml '<feed xmlns="http://www.w3.org/2005/Atom" xml:lang="en">'
+    expect_grep site/feed.xml '<link href="https://example.org/articles/kv-cache/"/>'
+    expect_grep site/feed.xml '<link href="https://example.org/notes/week-1/"/>'
+    expect_grep site/feed.xml '<updated>2026-01-15T00:00:00Z</updated>'
+    [ "$(grep -c '<entry>' "$W/site/feed.xml")" -eq 2 ] || fail "feed.xml should have 2 entries"
+    local u
+    for u in "" articles/ articles/kv-cache/ notes/ notes/week-1/ tags/ tags/kv-cache/ tags/内存/ sources/ checks/; do
+        expect_grep site/sitemap.xml "<loc>https://example.org/$u</loc>"
+    done
+    expect_grep site/sitemap.xml '<url><loc>https://example.org/articles/kv-cache/</loc><lastmod>2026-01-15</lastmod></url>'
+    expect_no_grep site/sitemap.xml 404.html
+}
+
+# The feed shows a summary as text: a figure reads as its quote, not as source.
+t_good_feed_summary() {
+    fresh good
+    kv build
+    expect_rc 0
+    expect_grep site/feed.xml '<summary>Llama 70B at 128K tokens needs 40 GiB of cache.</summary>'
+    expect_grep site/feed.xml '<summary>Notes of the first meeting.</summary>'
+}
+
+t_good_drafts() {
+    fresh good
+    kv build
+    expect_rc 0
+    expect_no_file site/articles/draft
+    expect_no_grep site/feed.xml /articles/draft/
+    expect_no_grep site/sitemap.xml /articles/draft/
+    expect_no_grep site/articles/index.html Unfinished
+    kv build --drafts
+    expect_rc 0
+    expect_summary '^kvsite: built 6 pages, '
+    expect_grep site/articles/draft/index.html '<h1>Unfinished</h1>'
+    expect_grep site/articles/index.html '<li><a href="/articles/draft/">Unfinished</a></li>'
+    expect_grep site/feed.xml '<link href="https://example.org/articles/draft/"/>'
+    expect_grep site/sitemap.xml '<loc>https://example.org/articles/draft/</loc>'
+    expect_no_staging
+}
+
+t_good_output_folder() {
+    fresh good
+    kv build -o out
+    expect_rc 0
+    expect_no_file site
+    (cd "$W/out" 2>/dev/null && find . -type f | sed 's|^\./||' | sort) >"$W.files"
+    show_diff "list of files in out/" "$FIX/good/expected/files.txt" "$W.files"
+    # -C from elsewhere, and an absolute -o outside the project
+    { (cd "$TMP" && exec timeout 60 "$KVSITE" build -C "$W" -o "$W/../abs" 2>"$W.err")
+      RC=$?; } 2>/dev/null
+    expect_rc 0
+    [ -f "$W/../abs/articles/kv-cache/index.html" ] || fail "-C DIR -o /abs/OUT wrote nothing there"
+    expect_no_file site
+    expect_no_staging
+}
+
+t_good_reproducible() {
+    fresh good
+    kv build -j 1 -o out1
+    expect_rc 0
+    kv build -j 2 -o out2
+    expect_rc 0
+    kv build
+    expect_rc 0
+    hashes "$W/site" >"$W.h0"
+    kv build
+    expect_rc 0
+    local d
+    for d in out1 out2 site; do
+        hashes "$W/$d" >"$W.h"
+        show_diff "sha256 of $d/ against the first build" "$W.h0" "$W.h" || break
+    done
+    [ -s "$W.h0" ] || fail "no files built"
+    expect_no_staging
+}
+
+# The staging folder is reused: a page that is gone must not come back, and
+# after the same tree is built again the output is byte-identical.
+t_good_stale_files_removed() {
+    fresh good
+    kv build
+    expect_rc 0
+    hashes "$W/site" >"$W.h0"
+    page content/notes/week-2.md <<'EOF'
+---
+title: Week 2
+date: 2026-01-22
+---
+Second meeting.
+EOF
+    kv build
+    expect_rc 0
+    expect_file site/notes/week-2/index.html
+    rm "$W/content/notes/week-2.md"
+    kv build
+    expect_rc 0
+    expect_no_file site/notes/week-2
+    expect_no_grep site/sitemap.xml week-2
+    kv build
+    expect_rc 0
+    expect_no_file site/notes/week-2
+    hashes "$W/site" >"$W.h"
+    show_diff "sha256 of site/ against the first build" "$W.h0" "$W.h"
+    expect_no_staging
+}
+
+t_good_check_writes_nothing() {
+    fresh good
+    listing "$W" >"$W.before"
+    kv check
+    expect_rc 0
+    : | expect_diags
+    expect_summary '^kvsite: checked 5 pages, 11 figures \(9 computed, 1 measured, 1 cited\), 0 warnings, 0 errors in [0-9.]+ s$'
+    listing "$W" >"$W.after"
+    show_diff "the project after kvsite check" "$W.before" "$W.after"
+    expect_no_file site
+    [ -z "$(find "$(dirname "$W")" -mindepth 1 -maxdepth 1 ! -name project ! -name 'project.*')" ] ||
+        fail "kvsite check wrote next to the project"
+    expect_no_staging
+    # and it fails like a build on a broken page
+    page content/articles/bad.md <<'EOF'
+---
+title: Bad
+---
+`1 GB {= 2}`
+EOF
+    kv check
+    expect_rc 1
+    expect_diags <<'EOF'
+content/articles/bad.md:4:2: error: quoted 1 GB, but 2 = 0.00 GB
+EOF
+    expect_no_file site
+}
+
+# ---------- 2. bad inputs: located, exit 1, previous output untouched ----------
+
+t_bad_no_front_matter() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+Just text, no header.
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:1:1: error: missing front matter: a page starts with a line "---", then YAML (title: ...), then a closing "---"
+EOF
+}
+
+t_bad_unterminated_front_matter() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+---
+title: Open
+Body text.
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:1:1: error: front matter is not terminated: no closing "---" line after the opening one
+EOF
+}
+
+# YAML errors are located in the Markdown file, not in the YAML snippet.
+t_bad_invalid_yaml() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+---
+title: Bad YAML
+summary: fine
+weight: 3
+foo: bar: baz
+---
+Body.
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:5:9: error: invalid YAML: mapping values are not allowed in this context
+EOF
+}
+
+t_bad_wrong_types() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+---
+title: Wrong types
+tags: 3
+draft: "yes"
+weight: x
+date: 2026-13-40
+---
+Body.
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:3:7: error: front matter "tags" must be a list of strings (tags: [a, b]), not an integer
+content/articles/bad.md:4:8: error: front matter "draft" must be true or false, not a string
+content/articles/bad.md:5:9: error: front matter "weight" must be an integer, not a string
+content/articles/bad.md:6:7: error: front matter "date": "2026-13-40" is not a date (YYYY-MM-DD, optionally with a time)
+EOF
+}
+
+t_bad_no_title() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+---
+date: 2026-01-01
+---
+Body.
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:2:1: error: front matter has no "title"
+EOF
+}
+
+# Two pages on one URL: one error naming both, and no follow-up errors (the
+# links to the other page are fine).
+t_bad_duplicate_url() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+---
+title: Same slug
+slug: kv-cache
+---
+Body.
+EOF
+    kv build
+    expect_rc 1
+    sed '$d' "$W.err" >"$W.got"
+    if [ "$(wc -l <"$W.got")" -ne 1 ] ||
+        ! grep -Eq '^content/articles/(bad|kv-cache)\.md:[0-9]+:[0-9]+: error: two pages on one URL /articles/kv-cache/: this page and content/articles/(kv-cache|bad)\.md$' "$W.got"; then
+        fail "expected exactly one located \"two pages on one URL\" error"
+        DIFFS+="$(sed 's/^/    | /' "$W.got")"$'\n'
+    fi
+    expect_summary "$SUMMARY_FAILED"
+    hashes "$W/site" >"$W.snap2"
+    cmp -s "$W.snap" "$W.snap2" || fail "site/ changed although the build failed"
+    expect_no_staging
+}
+
+t_bad_unsafe_slug() {
+    good_built || return
+    page content/articles/bad1.md <<'EOF'
+---
+title: Dots
+slug: ../evil
+---
+EOF
+    page content/articles/bad2.md <<'EOF'
+---
+title: Slash
+slug: a/b
+---
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad1.md:3:7: error: slug "../evil" is not a safe path segment (letters, digits, '-', '_', '.'; not starting with '.'; no '/')
+content/articles/bad2.md:3:7: error: slug "a/b" is not a safe path segment (letters, digits, '-', '_', '.'; not starting with '.'; no '/')
+EOF
+    expect_no_file evil
+}
+
+t_bad_broken_md_link() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+---
+title: Links
+---
+See [the missing page](missing.md) here.
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:4:5: error: broken link "missing.md": there is no page content/articles/missing.md
+EOF
+}
+
+t_bad_broken_root_link() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+---
+title: Links
+---
+Go [nowhere](/nowhere/) now.
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:4:4: error: broken link to /nowhere/: no page or file there
+EOF
+}
+
+t_bad_broken_fragment() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+---
+title: Links
+---
+See [x](kv-cache.md#nope) and
+[y](#nada).
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:4:5: error: broken link to /articles/kv-cache/#nope: /articles/kv-cache/ has no heading or anchor with id "nope"
+content/articles/bad.md:5:1: error: broken link to /articles/bad/#nada: /articles/bad/ has no heading or anchor with id "nada"
+EOF
+}
+
+# template: in front matter names a file that is not there: at that line.
+# A link that a template writes is checked too: one error for the template,
+# not one per page that uses it.
+t_bad_template_broken_link() {
+    good_built || return
+    sed -i 's|<p class="count">|<p class="count"><a href="/nowhere/">x</a>|' "$W/templates/page.html"
+    kv build
+    expect_failed_build <<'EOF'
+templates/page.html: error: broken link to /nowhere/: no page or file there; in the output for /articles/kv-cache/
+EOF
+}
+
+t_bad_missing_template() {
+    good_built || return
+    page content/articles/bad.md <<'EOF'
+---
+title: Missing template
+template: nope.html
+---
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:3:11: error: template "nope.html" not found in templates/
+EOF
+}
+
+# The template a page falls back to is gone: every page that needs it fails.
+t_bad_missing_page_template() {
+    good_built || return
+    rm "$W/templates/page.html"
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/kv-cache.md: error: template templates/page.html not found
+content/notes/week-1.md: error: template templates/page.html not found
+EOF
+}
+
+t_bad_template_lua_error() {
+    good_built || return
+    page templates/bad.html <<'EOF'
+<p>
+{{ page.title }}
+{% local x = page.nothing + 1 %}
+</p>
+EOF
+    page content/articles/bad.md <<'EOF'
+---
+title: Template error
+template: bad.html
+---
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+templates/bad.html:3: error: attempt to perform arithmetic on a nil value (field 'nothing')
+EOF
+}
+
+t_bad_template_unterminated_tag() {
+    good_built || return
+    page templates/bad.html <<'EOF'
+<p>
+{{ page.title
+
+</p>
+EOF
+    page content/articles/bad.md <<'EOF'
+---
+title: Template error
+template: bad.html
+---
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+templates/bad.html:2: error: unterminated {{ tag: no closing "}}"
+EOF
+}
+
+t_bad_symlink_out_of_content() {
+    good_built || return
+    ln -s ../../site.yaml "$W/content/articles/evil.md"
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/evil.md: error: symbolic link leaves content/ (points to @W@/site.yaml): refused
+EOF
+}
+
+t_bad_invalid_utf8() {
+    good_built || return
+    printf -- '---\ntitle: Bytes\n---\nabc \377 def\n' >"$W/content/articles/bad.md"
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:4:5: error: invalid UTF-8 (byte 0xff)
+EOF
+}
+
+t_bad_nul_byte() {
+    good_built || return
+    printf -- '---\ntitle: Bytes\n---\nabc\n12\000 def\n' >"$W/content/articles/bad.md"
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/bad.md:5:3: error: the file contains a NUL byte
+EOF
+}
+
+t_bad_page_too_large() {
+    good_built || return
+    printf 'limits:\n  page_bytes: 2048\n' >>"$W/site.yaml"
+    { printf -- '---\ntitle: Big\n---\n'; head -c 3000 /dev/zero | tr '\0' x; echo; } >"$W/content/articles/big.md"
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/big.md: error: page too large (limit 2048 bytes: limits.page_bytes in site.yaml)
+EOF
+}
+
+t_bad_raw_html_strict() {
+    good_built || return
+    page content/articles/raw.md <<'EOF'
+---
+title: Raw
+---
+Some <b>bold</b> words.
+
+<div>a block</div>
+EOF
+    kv build --strict
+    expect_failed_build <<'EOF'
+content/articles/raw.md:4:6: error: raw HTML is not emitted (set markdown.unsafe: true in site.yaml to allow it)
+content/articles/raw.md:4:13: error: raw HTML is not emitted (set markdown.unsafe: true in site.yaml to allow it)
+content/articles/raw.md:6:1: error: raw HTML is not emitted (set markdown.unsafe: true in site.yaml to allow it)
+EOF
+}
+
+t_bad_unverified_figure() {
+    good_built || return
+    page content/articles/plain.md <<'EOF'
+---
+title: Plain
+---
+The cache needs 40 GB at full context.
+EOF
+    kv build --strict
+    expect_failed_build <<'EOF'
+content/articles/plain.md:4:17: error: unverified figure "40 GB": quote it as a figure (`40 GB {= EXPR}`) or cite it (`40 GB {cite KEY}`)
+EOF
+    printf 'figures:\n  unverified: error\n' >>"$W/site.yaml"
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/plain.md:4:17: error: unverified figure "40 GB": quote it as a figure (`40 GB {= EXPR}`) or cite it (`40 GB {cite KEY}`)
+EOF
+}
+
+# Without --strict an unverified figure is a warning: the build succeeds.
+t_good_unverified_warning() {
+    fresh good
+    page content/articles/plain.md <<'EOF'
+---
+title: Plain
+---
+The cache needs 40 GB at full context.
+EOF
+    kv build
+    expect_rc 0
+    expect_diags <<'EOF'
+content/articles/plain.md:4:17: warning: unverified figure "40 GB": quote it as a figure (`40 GB {= EXPR}`) or cite it (`40 GB {cite KEY}`)
+EOF
+    expect_summary '^kvsite: built 6 pages, 11 figures \(9 computed, 1 measured, 1 cited\), 1 warning, 0 errors in [0-9.]+ s$'
+    expect_file site/articles/plain/index.html
+}
+
+# A figure in a front-matter string shown through markdown_inline is checked
+# and located at its line and column in the Markdown file, for plain and for
+# double-quoted YAML scalars alike (the column of the quote, as in the body).
+t_bad_summary_figure() {
+    good_built || return
+    page content/articles/sum1.md <<'EOF'
+---
+title: Summary plain
+summary: Needs `40 GB {= 2^35*1.25}` here.
+---
+EOF
+    page content/articles/sum2.md <<'EOF'
+---
+title: Summary quoted
+summary: "Needs `40 GB {= 2^35*1.25}` here."
+---
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/sum1.md:3:17: error: quoted 40 GB, but 2^35*1.25 = 42.95 GB (40.00 GiB); did you mean GiB?
+content/articles/sum2.md:3:18: error: quoted 40 GB, but 2^35*1.25 = 42.95 GB (40.00 GiB); did you mean GiB?
+EOF
+}
+
+# ---------- 3. figures ----------
+
+# fig_page NAME: writes content/NAME.md from stdin after a 3-line front matter,
+# so the first body line is line 4.
+fig_page() {
+    { printf -- '---\ntitle: %s\n---\n' "$1"; cat; } | page "content/$1.md"
+}
+
+# fig_expect_fail: builds the bare project; stdin: the diagnostics expected
+fig_expect_fail() {
+    kv build
+    expect_rc 1
+    expect_diags
+    expect_summary "$SUMMARY_FAILED"
+    expect_no_file site
+    expect_no_staging
+}
+
+fig_expect_pass() {
+    kv build
+    expect_rc 0
+    : | expect_diags
+    expect_summary "$SUMMARY_OK"
+}
+
+# A relative .md link to a CJK heading id: checked, and valid in the output
+# (README: [GQA](gqa.md#代价) -> /techniques/gqa/#代价).
+t_good_cjk_fragment_link() {
+    fresh bare
+    fig_page a <<'EOF'
+See [b](b.md#开始-here) and [c](b.md#键值缓存).
+EOF
+    fig_page b <<'EOF'
+## 开始 here
+
+## 键值缓存
+EOF
+    fig_expect_pass
+    expect_grep site/b/index.html '<h2 id="开始-here">开始 here</h2>'
+    expect_grep site/a/index.html '<a href="/b/#'
+    fig_page a <<'EOF'
+See [b](b.md#开始-there).
+EOF
+    kv build
+    expect_rc 1
+    expect_diags <<'EOF'
+content/a.md:4:5: error: broken link to /b/#开始-there: /b/ has no heading or anchor with id "开始-there"
+EOF
+}
+
+t_fig_gb_vs_gib() {
+    fresh bare
+    fig_page f <<'EOF'
+A 70B model at 128K: `40 GB {= 2*80*8*128*131072*2}`.
+EOF
+    fig_expect_fail <<'EOF'
+content/f.md:4:23: error: quoted 40 GB, but 2*80*8*128*131072*2 = 42.95 GB (40.00 GiB); did you mean GiB?
+EOF
+}
+
+t_fig_exact_passes() {
+    fresh bare
+    fig_page f <<'EOF'
+`40 GiB {= 2*80*8*128*131072*2}` is `42.9 GB {= 2*80*8*128*131072*2}`;
+`0.06 GiB {= 2^26}`, `224 MiB {= 224*2^20}`, `53.1% {= 0.531}`, `7× {= 7}`.
+EOF
+    fig_expect_pass
+    expect_grep site/f/index.html '<span class="fig" data-tier="computed" title="2*80*8*128*131072*2 = 42,949,672,960 B = 42.95 GB"><a href="/checks/#f-2">42.9 GB</a></span>'
+    expect_grep site/checks.json '"totals": {"figures": 6, "computed": 6, "measured": 0, "cited": 0, "passed": 6, "failed": 0}'
+}
+
+t_fig_percent_fails() {
+    fresh bare
+    fig_page f <<'EOF'
+Share: `25% {= 18/32/2}`.
+EOF
+    fig_expect_fail <<'EOF'
+content/f.md:4:9: error: quoted 25%, but 18/32/2 = 28.13%
+EOF
+}
+
+t_fig_approximate() {
+    fresh bare
+    fig_page f <<'EOF'
+Pass: `45 GB {≈ 2*80*8*128*131072*2}`, `~41 GiB {~ 2^35*1.25}`, `47 GB {≈10% 2^35*1.25}`.
+Fail: `48 GB {≈ 2^35*1.25}` and `50 GB {≈10% 2^35*1.25}`.
+EOF
+    fig_expect_fail <<'EOF'
+content/f.md:5:8: error: quoted 48 GB, but 2^35*1.25 = 42.95 GB, 10.5% off (tolerance 5%)
+content/f.md:5:36: error: quoted 50 GB, but 2^35*1.25 = 42.95 GB, 14.1% off (tolerance 10%)
+EOF
+}
+
+t_fig_several_values() {
+    fresh bare
+    fig_page f <<'EOF'
+Both: `320 KiB {= 327680, 5*2^16}`; the second is wrong: `320 KiB {= 327680, 2^19}`.
+EOF
+    fig_expect_fail <<'EOF'
+content/f.md:4:59: error: value 2 of 2: quoted 320 KiB, but 327680, 2^19 = 512.00 KiB
+EOF
+}
+
+t_fig_cite_unknown() {
+    fresh bare
+    fig_page f <<'EOF'
+Known `3× {cite known}`, unknown `2× {cite nokey}`.
+EOF
+    fig_expect_fail <<'EOF'
+content/f.md:4:36: error: cited source "nokey" is not in checks/sources.yaml
+EOF
+}
+
+# A Lua error on the third line of a block whose first code line is 40.
+t_fig_block_error_line() {
+    fresh bare
+    {
+        printf -- '---\ntitle: Block\n---\n'
+        local i
+        for i in $(seq 4 38); do echo "Line $i."; done
+        printf '```{lua}\nlocal a = 1\nlocal b = 2\nlocal c = nil + a\n```\n'
+    } | page content/blk.md
+    [ "$(sed -n 42p "$W/content/blk.md")" = "local c = nil + a" ] || fail "fixture: line 42 is not the failing line"
+    fig_expect_fail <<'EOF'
+content/blk.md:42: error: in {lua} block: attempt to perform arithmetic on a nil value
+EOF
+}
+
+t_fig_block_syntax_error() {
+    fresh bare
+    fig_page blk <<'EOF'
+Text.
+
+```{lua}
+local a = 1
+local b = = 2
+```
+EOF
+    fig_expect_fail <<'EOF'
+content/blk.md:8: error: in {lua} block: unexpected symbol near '='
+EOF
+}
+
+t_fig_runtime_error() {
+    fresh bare
+    fig_page f <<'EOF'
+Broken: `1 GB {= nothing.size * 2}`.
+EOF
+    fig_expect_fail <<'EOF'
+content/f.md:4:10: error: in figure: attempt to index a nil value (global 'nothing')
+EOF
+}
+
+t_fig_string_value() {
+    fresh bare
+    fig_page f <<'EOF'
+Text: `1 GB {= "one"}`.
+EOF
+    fig_expect_fail <<'EOF'
+content/f.md:4:8: error: value 1 of `"one"` is a string, not a number
+EOF
+}
+
+t_fig_inline_lua() {
+    fresh bare
+    fig_page f <<'EOF'
+```{lua}
+tokens = 4096
+```
+
+Tokens: `{lua} tokens * 2`, `{lua} string.format("%.1f", 1/3)`; shown: `40 GB \{= 1}`.
+EOF
+    fig_expect_pass
+    expect_grep site/f/index.html '<p>Tokens: 8192, 0.3; shown: <code>40 GB {= 1}</code>.</p>'
+}
+
+# ---------- 4. the sandbox ----------
+
+# lua_case CODE: a page whose {lua} block (first code line 5) is CODE
+lua_case() {
+    fresh bare
+    printf -- '---\ntitle: Hostile\n---\n```{lua}\n%s\n```\n' "$1" | page content/x.md
+    kv build "${@:2}"
+    expect_rc 1
+    expect_diags
+    expect_summary "$SUMMARY_FAILED"
+    expect_no_file site
+    expect_no_staging
+}
+
+t_sandbox_io() {
+    lua_case 'local f = io.open("/etc/passwd")' <<'EOF'
+content/x.md:5:1: error: in {lua} block: attempt to index a nil value (global 'io')
+EOF
+}
+t_sandbox_os_exit() {
+    lua_case 'os.exit(3)' <<'EOF'
+content/x.md:5:1: error: in {lua} block: attempt to index a nil value (global 'os')
+EOF
+}
+t_sandbox_debug() {
+    lua_case 'debug.getinfo(1)' <<'EOF'
+content/x.md:5:1: error: in {lua} block: attempt to index a nil value (global 'debug')
+EOF
+}
+t_sandbox_package() {
+    lua_case 'package.loadlib("libc.so.6", "system")' <<'EOF'
+content/x.md:5:1: error: in {lua} block: attempt to index a nil value (global 'package')
+EOF
+}
+t_sandbox_dofile() {
+    lua_case 'dofile("/etc/passwd")' <<'EOF'
+content/x.md:5:1: error: in {lua} block: attempt to call a nil value (global 'dofile')
+EOF
+}
+t_sandbox_loadfile() {
+    lua_case 'loadfile("/etc/passwd")' <<'EOF'
+content/x.md:5:1: error: in {lua} block: attempt to call a nil value (global 'loadfile')
+EOF
+}
+t_sandbox_load_binary() {
+    lua_case 'local f = load("\27Lua\84\0", "x", "b")' <<'EOF'
+content/x.md:5:1: error: in {lua} block: load: binary chunks are not allowed
+EOF
+}
+t_sandbox_load_binary_text_mode() {
+    # a binary chunk passed as text is refused by the text-only loader
+    fresh bare
+    fig_page f <<'EOF'
+`{lua} select(2, load("\27Lua\84\0"))`
+EOF
+    kv build
+    expect_rc 0
+    expect_grep site/f/index.html 'attempt to load a binary chunk (mode is'
+}
+t_sandbox_string_dump() {
+    lua_case 'local s = string.dump(function() end)' <<'EOF'
+content/x.md:5:1: error: in {lua} block: attempt to call a nil value (field 'dump')
+EOF
+}
+t_sandbox_string_dump_method() {
+    lua_case 'local s = ("").dump(function() end)' <<'EOF'
+content/x.md:5:1: error: in {lua} block: attempt to call a nil value (field 'dump')
+EOF
+}
+t_sandbox_require_parent() {
+    lua_case 'require "../x"' <<'EOF'
+content/x.md:5:1: error: in {lua} block: require "../x": module names are lower-case letters, digits and _ (a file checks/NAME.lua)
+EOF
+}
+t_sandbox_require_os() {
+    lua_case 'local os = require "os"' <<'EOF'
+content/x.md:5:1: error: in {lua} block: require "os": checks/os.lua: no such file under checks/
+EOF
+}
+t_sandbox_data_parent() {
+    lua_case 'local t = data "../site.yaml"' <<'EOF'
+content/x.md:5:1: error: in {lua} block: data "../site.yaml": not a plain relative path under checks/ (no "..", no absolute paths, no dotfiles)
+EOF
+}
+t_sandbox_data_absolute() {
+    lua_case 'local t = data "/etc/passwd"' <<'EOF'
+content/x.md:5:1: error: in {lua} block: data "/etc/passwd": not a plain relative path under checks/ (no "..", no absolute paths, no dotfiles)
+EOF
+}
+t_sandbox_collectgarbage() {
+    lua_case 'collectgarbage()' <<'EOF'
+content/x.md:5:1: error: in {lua} block: attempt to call a nil value (global 'collectgarbage')
+EOF
+}
+t_sandbox_gc_metamethod() {
+    lua_case 'setmetatable({}, {__gc = function() while true do end end})' <<'EOF'
+content/x.md:5:1: error: in {lua} block: setmetatable: __gc metamethods are not allowed here
+EOF
+}
+t_sandbox_infinite_loop() {
+    lua_case 'while true do end' <<'EOF'
+content/x.md:5:1: error: in {lua} block: instruction budget exceeded (limits.lua_instructions = 2000000)
+EOF
+}
+t_sandbox_infinite_loop_pcall() {
+    lua_case 'for i = 1, 100 do pcall(function() while true do end end) end' <<'EOF'
+content/x.md:5:1: error: in {lua} block: instruction budget exceeded (limits.lua_instructions = 2000000)
+EOF
+}
+t_sandbox_string_bomb() {
+    lua_case 'local s = string.rep("x", 1e9)' <<'EOF'
+content/x.md:5:1: error: in {lua} block: memory cap exceeded (limits.lua_memory = 16777216 bytes)
+EOF
+}
+t_sandbox_table_bomb() {
+    lua_case 'local t = {} for i = 1, 1e7 do t[i] = string.rep("x", 1000) .. i end' <<'EOF'
+content/x.md:5:1: error: in {lua} block: memory cap exceeded (limits.lua_memory = 16777216 bytes)
+EOF
+}
+
+# Globals, library changes and module changes of one page stay on that page
+# (modules may also refuse changes: the pcall lets either design pass);
+# -j 1 renders both pages in one worker, c before d.
+t_sandbox_no_leak_between_pages() {
+    fresh bare
+    fig_page c <<'EOF'
+```{lua}
+leak = 42
+string.rep = nil
+math.pi = 3
+pcall(function() require("util").answer = 0 end)
+pcall(function() getmetatable("").__index = nil end)
+pcall(function() getmetatable("").__index.rep = nil end)
+```
+EOF
+    fig_page d <<'EOF'
+Leak: `{lua} leak == nil and "clean" or "LEAK"`, `{lua} string.rep("ab", 2)`,
+`{lua} ("cd"):rep(2)`, `{lua} math.pi > 3.14`, `{lua} require("util").answer`.
+EOF
+    kv build -j 1
+    expect_rc 0
+    : | expect_diags
+    expect_grep site/d/index.html '<p>Leak: clean, abab,'
+    expect_grep site/d/index.html 'cdcd, true, 42.</p>'
+}
+
+# A pattern that backtracks for minutes runs in C, out of reach of the count
+# hook: the watchdog stops it (limits.page_timeout = 1 s in the bare fixture),
+# and the other pages' errors are still reported.
+t_sandbox_page_timeout() {
+    fresh bare
+    fig_page a <<'EOF'
+```{lua}
+local s = (string.rep("a", 40) .. "b"):find(string.rep("a*", 30) .. "c")
+```
+EOF
+    fig_page b <<'EOF'
+Wrong: `1 GB {= 2}`.
+EOF
+    fig_page c <<'EOF'
+Also wrong: `3 KiB {= 1}`.
+EOF
+    kv build -j 1
+    expect_rc 1
+    expect_diags <<'EOF'
+content/a.md: error: rendering took longer than 1 s (limits.page_timeout): stopped
+content/b.md:4:9: error: quoted 1 GB, but 2 = 0.00 GB
+content/c.md:4:14: error: quoted 3 KiB, but 1 = 0.00 KiB
+EOF
+    expect_summary "$SUMMARY_FAILED"
+    expect_no_staging
+}
+
+# ---------- 5. command line and configuration ----------
+
+# usage_case ARGS...: exit 2, the message, then the usage
+usage_case() {
+    fresh bare
+    kv "$@"
+    expect_rc 2
+    head -n 1 "$W.err" >"$W.got"
+    printf '%s\n' "$USAGE_MSG" >"$W.want"
+    show_diff "first stderr line" "$W.want" "$W.got"
+    grep -q '^usage: kvsite build' "$W.err" || fail "no usage on stderr"
+    expect_no_file site
+}
+
+t_cli_no_command() { USAGE_MSG='kvsite: no command' usage_case; }
+t_cli_unknown_command() { USAGE_MSG='kvsite: unknown command "frobnicate"' usage_case frobnicate; }
+t_cli_unknown_option() { USAGE_MSG='kvsite: unknown or incomplete option "--frob"' usage_case build --frob; }
+t_cli_zero_jobs() { USAGE_MSG='kvsite: -j needs a number of workers from 1 to 256' usage_case build -j 0; }
+t_cli_missing_project() {
+    fresh bare
+    kv build -C "$W/nowhere"
+    expect_rc 2
+    printf 'kvsite: error: project folder %s: No such file or directory\n' "$W/nowhere" >"$W.want"
+    show_diff "stderr" "$W.want" "$W.err"
+    expect_no_file nowhere
+}
+t_cli_check_has_no_output() { USAGE_MSG='kvsite: unknown or incomplete option "-o"' usage_case check -o out; }
+
+t_cli_help_version() {
+    fresh bare
+    kv --help
+    expect_rc 0
+    grep -q '^usage: kvsite build \[-C DIR\] \[-o OUT\] \[--strict\] \[-j N\] \[--drafts\]$' "$W.out" ||
+        fail "--help does not print the usage on stdout"
+    kv build --help
+    expect_rc 0
+    grep -q '^usage: kvsite build' "$W.out" || fail "build --help does not print the usage"
+    kv --version
+    expect_rc 0
+    grep -Eq '^kvsite [0-9]+\.[0-9]+\.[0-9]+$' "$W.out" || fail "--version prints \"$(head -n 1 "$W.out")\""
+    expect_no_file site
+}
+
+# config_case: site.yaml from stdin, the expected diagnostics in $WANT
+config_case() {
+    fresh bare
+    cat >"$W/site.yaml"
+    kv build
+    expect_rc 2
+    printf '%s\n' "$WANT" | expect_diags
+    expect_summary "$SUMMARY_CONFIG"
+    expect_no_file site
+    expect_no_staging
+}
+
+t_config_unknown_key() {
+    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, params, markdown, figures, build, feed, limits
+site.yaml:4:3: error: unknown key "page_byte" in limits; known keys: page_bytes, front_matter_bytes, data_bytes, template_bytes, output_bytes, files, depth, lua_instructions, lua_memory, page_timeout, worker_memory' config_case <<'EOF'
+title: X
+colour: red
+limits:
+  page_byte: 5
+EOF
+}
+
+t_config_wrong_type() {
+    WANT='site.yaml:3:3: error: markdown.unsafe must be true or false, not a string
+site.yaml:5:3: error: build.jobs must be an integer, not a string
+site.yaml:6:1: error: feed must be a map, not an integer' config_case <<'EOF'
+title: X
+markdown:
+  unsafe: "yes"
+build:
+  jobs: many
+feed: 5
+EOF
+}
+
+t_config_bad_yaml() {
+    WANT='site.yaml:2:6: error: invalid YAML: mapping values are not allowed in this context' config_case <<'EOF'
+title: X
+  bad: indent
+EOF
+}
+
+t_cli_github_actions() {
+    fresh bare
+    fig_page f <<'EOF'
+It needs 40 GB, `1 GB {= 2}`.
+EOF
+    GITHUB_ACTIONS=true kv build
+    expect_rc 1
+    expect_diags <<'EOF'
+content/f.md:4:10: warning: unverified figure "40 GB": quote it as a figure (`40 GB {= EXPR}`) or cite it (`40 GB {cite KEY}`)
+content/f.md:4:18: error: quoted 1 GB, but 2 = 0.00 GB
+::warning file=content/f.md,line=4,col=10::unverified figure "40 GB": quote it as a figure (`40 GB {= EXPR}`) or cite it (`40 GB {cite KEY}`)
+::error file=content/f.md,line=4,col=18::quoted 1 GB, but 2 = 0.00 GB
+EOF
+    expect_summary "$SUMMARY_FAILED"
+    # without the variable: no workflow commands
+    kv build
+    grep -q '^::' "$W.err" && fail "workflow commands printed without GITHUB_ACTIONS=true"
+}
+
+t_cli_render() {
+    fresh bare
+    printf '| a | b |\n|---|---|\n| 1 | 2 |\n\nHi <b>x</b>.\n\n<div>y</div>\n' >"$W.md"
+    KV_STDIN=$W.md kv render
+    expect_rc 0
+    cat >"$W.want" <<'EOF'
+<table>
+<thead>
+<tr>
+<th>a</th>
+<th>b</th>
+</tr>
+</thead>
+<tbody>
+<tr>
+<td>1</td>
+<td>2</td>
+</tr>
+</tbody>
+</table>
+<p>Hi <!-- raw HTML omitted -->x<!-- raw HTML omitted -->.</p>
+<!-- raw HTML omitted -->
+EOF
+    show_diff "render output" "$W.want" "$W.out"
+    KV_STDIN=$W.md kv render --unsafe
+    expect_rc 0
+    grep -qxF '<p>Hi <b>x</b>.</p>' "$W.out" || fail "render --unsafe dropped the inline HTML"
+    grep -qxF '<div>y</div>' "$W.out" || fail "render --unsafe dropped the HTML block"
+    expect_no_file site
+}
+
+# ---------- running ----------
+
+cases=$(grep -oE '^t_[a-z0-9_]+\(\)' "${BASH_SOURCE[0]}" | sed 's/()$//')
+if [ $# -gt 0 ]; then
+    cases=$(for c in "$@"; do echo "t_${c#t_}"; done)
+fi
+passed=0 failed=0
+for fn in $cases; do
+    CASE=${fn#t_}
+    WHY="" DIFFS="" RC=0
+    if ! declare -F "$fn" >/dev/null; then
+        fail "no such case"
+    else
+        "$fn"
+    fi
+    if [ -z "$WHY" ]; then
+        echo "ok $CASE"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $CASE: $WHY"
+        [ -n "$DIFFS" ] && printf '%s' "$DIFFS"
+        failed=$((failed + 1))
+    fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
