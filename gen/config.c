@@ -272,7 +272,8 @@ int config_load(config *c, const char *root, diag_list *dl)
         const char *key = doc->keys[i];
         const yv *v = doc->items[i];
         int kl = doc->key_lines[i], kc = doc->key_cols[i];
-        const key_spec *k = S_find(key);
+        /* "markdown.unsafe: true" at the top is not the nested key */
+        const key_spec *k = strchr(key, '.') ? NULL : S_find(key);
         if (k) {
             S_set(c, k, v, CONFIG_FILE, kl, kc, dl);
             if (strcmp(key, "base_url") == 0)

@@ -225,6 +225,30 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     S_trim(&qs, &qn);
     const char *in = lit + brace + 1;
     size_t inn = len - brace - 2;
+    if (in[0] == 'c' && qn > 0) {
+        quote probe;
+        if (quote_parse(qs, qn, sandbox_units(c->sb), &probe, NULL) != 0) {
+            /* not a number: a citation, not a cited figure */
+            const char *k = in + 4;
+            size_t kn = inn - 4;
+            S_trim(&k, &kn);
+            char *key = xstrndup(k, kn);
+            buf_put(text, qs, qn);
+            if (!S_valid_key(k, kn) || !sources_get(c->src, key)) {
+                diag_error(c->dl, c->file, line, col, "cited source \"%s\" is not in %s", key,
+                           SOURCES_FILE);
+            } else if (!in_link) {
+                char *href = xasprintf("%s/sources/#%s", c->base_path, key);
+                buf_puts(enter, "<a class=\"cite\" href=\"");
+                buf_put_html(enter, href, strlen(href));
+                buf_puts(enter, "\">");
+                buf_puts(exit, "</a>");
+                free(href);
+            }
+            free(key);
+            return;
+        }
+    }
     figure *f = S_new_figure(c, line, col);
     f->quote = xstrndup(qs, qn);
     buf_put(text, qs, qn);
@@ -390,9 +414,11 @@ char *fig_plain_text(const char *s)
 
 /* ---------- blocks ---------- */
 
-void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col, bool *echo)
+void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col, bool *echo,
+               size_t *body)
 {
     *echo = false;
+    *body = 0;
     bool eval = true;
     /* cell options: leading lines "--| key: value" */
     size_t i = 0;
@@ -429,6 +455,7 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
         i = nl ? e + 1 : len;
         line++;
     }
+    *body = i;
     if (!eval)
         return;
     int nres = 0;

@@ -57,7 +57,9 @@ typedef struct {
 void fig_ctx_init(fig_ctx *c);
 void fig_ctx_free(fig_ctx *c);
 
-/* Looks at a code span's literal. For SPAN_CODE nothing is to be done. */
+/* Looks at a code span's literal. For SPAN_CODE nothing is to be done.
+ * A {cite KEY} span whose text is not a number (`配置 {cite key}`) is a plain
+ * citation: a link to the source, not a figure. */
 span_kind fig_classify(const char *lit, size_t len);
 
 /* Handles a code span of kind SPAN_INLINE_LUA, SPAN_FIGURE or SPAN_ESCAPED found
@@ -70,8 +72,9 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
 
 /* Runs a ```{lua} block whose first code line is line first_line. Handles the
  * leading `--| key: value` options (echo, eval). Sets *echo when the code is to
- * be shown. */
-void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col, bool *echo);
+ * be shown, and *body to the offset of the code after the option lines. */
+void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col, bool *echo,
+               size_t *body);
 
 /* Reports numbers with byte, percent or ratio units in prose (text outside any
  * figure span) as unverified figures, at their line:col. */

@@ -382,11 +382,18 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
             if (m->o.sb && S_is_lua_cell(cmark_node_get_fence_info(n))) {
                 const char *code = cmark_node_get_literal(n);
                 bool echo = false;
-                fig_block(fc, code ? code : "", code ? strlen(code) : 0, line + 1, col, &echo);
+                size_t body = 0;
+                fig_block(fc, code ? code : "", code ? strlen(code) : 0, line + 1, col, &echo,
+                          &body);
                 e.node = n;
                 e.remove = !echo;
-                if (echo)
+                if (echo) {
+                    /* shown as plain Lua, without its cell options */
+                    char *shown = xstrdup(code + body);
+                    cmark_node_set_literal(n, shown);
+                    free(shown);
                     cmark_node_set_fence_info(n, "lua");
+                }
                 if (!e.remove)
                     e.node = NULL;
             }

@@ -772,11 +772,6 @@ static int S_write(renderer *r, const char *out_rel, const buf *html, page_recor
     return rc;
 }
 
-static void S_add_id(page_record *rec, const char *id)
-{
-    rec->ids = xrealloc(rec->ids, (rec->nids + 1) * sizeof *rec->ids);
-    rec->ids[rec->nids++] = xstrdup(id);
-}
 
 static char *S_anchor_prefix(const char *url)
 {
@@ -824,8 +819,10 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
 {
     const char *base = r->e.cfg->base_path;
     size_t bn = strlen(base);
-    strmap seen;
+    strmap seen, ids;
     strmap_init(&seen);
+    strmap_init(&ids);
+    size_t ids_cap = rec->nids;
     for (size_t i = 0; i < rec->nlinks; i++)
         strmap_put(&seen, rec->links[i].target, (void *)1);
     /* figures link to their report row or source: checked as figures */
@@ -841,7 +838,26 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
     while ((p = strstr(p, "=\"")) && p < end) {
         bool attr = (p >= buf_cstr(html) + 4 && !memcmp(p - 4, "href", 4)) ||
                     (p >= buf_cstr(html) + 3 && !memcmp(p - 3, "src", 3));
+        bool id = p >= buf_cstr(html) + 3 && !memcmp(p - 3, " id", 3);
         p += 2;
+        if (id) {
+            /* ids a template writes (map groups, report rows) are link targets too */
+            const char *q = strchr(p, '"');
+            if (!q)
+                break;
+            char *raw = xstrndup(p, (size_t)(q - p));
+            if (!strmap_get(&ids, raw)) {
+                strmap_put(&ids, raw, (void *)1);
+                if (rec->nids == ids_cap)
+                    rec->ids = xrealloc(rec->ids, (ids_cap = ids_cap ? ids_cap * 2 : 64) *
+                                                      sizeof *rec->ids);
+                rec->ids[rec->nids++] = raw;
+            } else {
+                free(raw);
+            }
+            p = q + 1;
+            continue;
+        }
         if (!attr)
             continue;
         const char *q = strchr(p, '"');
@@ -888,6 +904,7 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
         buf_free(&u);
     }
     strmap_free(&seen);
+    strmap_free(&ids);
 }
 
 /* Renders the template `tname` for the current environment into out_rel. */
@@ -978,8 +995,6 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
         S_finish(r, tname, p->out, rec, file);
         free(tname);
     }
-    for (size_t i = 0; i < res.ntoc; i++)
-        S_add_id(rec, res.toc[i].id);
     rec->summary = p->summary ? fig_plain_text(p->summary)
                    : res.summary ? xstrdup(res.summary) : xstrdup("");
     rec->figs = res.figs.figs;
@@ -1072,20 +1087,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     S_finish(r, tname, out, rec, tpath);
     free(out);
     free(tag_url);
-    /* fragments a link may name on generated pages */
-    if (kind == JOB_CHECKS) {
-        for (size_t j = 0; j < r->e.nrecords; j++) {
-            const page_record *pr = S_record(r, j);
-            for (size_t k = 0; pr && k < pr->nfigs; k++)
-                S_add_id(rec, pr->figs[k].anchor);
-        }
-        for (size_t k = 0; r->have_home && k < r->home.nfigs; k++)
-            S_add_id(rec, r->home.figs[k].anchor);
-    } else if (kind == JOB_SOURCES) {
-        const yv *doc = r->e.src->doc;
-        for (size_t k = 0; doc && doc->type == YV_MAP && k < doc->n; k++)
-            S_add_id(rec, doc->keys[k]);
-    }
+    /* the ids a link may name (report rows, sources) were read from the output */
     S_collect_inputs(r, rec);
     r->cur_file = NULL;
     r->cur_rec = NULL;
