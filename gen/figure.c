@@ -516,7 +516,11 @@ void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col)
             i++;
             continue;
         }
-        bool starts = ch >= '0' && ch <= '9';
+        if (!(ch >= '0' && ch <= '9')) {
+            i++;
+            continue;
+        }
+        bool starts = true;
         if (starts && i > 0) {
             unsigned char prev = (unsigned char)text[i - 1];
             if (S_ascii_alnum(prev) || prev == '.' || prev == ',' || prev == '_' || prev == '-')

@@ -14,7 +14,14 @@ char *fs_join(const char *a, const char *b)
     size_t n = strlen(a);
     if (n == 0 || (n == 1 && a[0] == '.'))
         return xstrdup(b);
-    return xasprintf("%s%s%s", a, a[n - 1] == '/' ? "" : "/", b);
+    size_t m = strlen(b);
+    bool slash = a[n - 1] != '/';
+    char *p = xmalloc(n + slash + m + 1);
+    memcpy(p, a, n);
+    if (slash)
+        p[n] = '/';
+    memcpy(p + n + slash, b, m + 1);
+    return p;
 }
 
 int fs_read_file(const char *path, size_t max, buf *out)

@@ -656,6 +656,8 @@ static int S_setup(lua_State *L)
                                        "xpcall", "_VERSION", "string", "table", "math", "utf8"};
     for (size_t i = 0; i < sizeof base_names / sizeof base_names[0]; i++) {
         lua_getglobal(L, base_names[i]);
+        if (lua_istable(L, -1))
+            S_read_only(L, base_names[i]); /* one shared, read-only view per library */
         lua_setfield(L, proto, base_names[i]);
     }
     lua_getglobal(L, "setmetatable");
@@ -750,17 +752,8 @@ static int S_make_env(lua_State *L)
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref);
     lua_pushnil(L);
     while (lua_next(L, -2)) {
-        if (lua_type(L, -1) == LUA_TTABLE) {
-            /* library tables are copied so a page can change only its own */
-            lua_newtable(L);
-            lua_pushnil(L);
-            while (lua_next(L, -3)) {
-                lua_pushvalue(L, -2);
-                lua_insert(L, -2);
-                lua_rawset(L, -4);
-            }
-            lua_remove(L, -2);
-        }
+        /* library tables are shared read-only views: no page can change
+         * what another sees, and nothing is copied per page */
         lua_pushvalue(L, -2);
         lua_insert(L, -2);
         lua_rawset(L, env);
@@ -775,7 +768,7 @@ static int S_make_env(lua_State *L)
     lua_setfield(L, -2, "unit");
     lua_setfield(L, env, "kvsite");
     /* the same random sequence on every page, whatever worker renders it */
-    lua_getfield(L, env, "math");
+    lua_getglobal(L, "math");
     lua_getfield(L, -1, "randomseed");
     lua_pushinteger(L, 20261129);
     lua_call(L, 1, 0);

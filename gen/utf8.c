@@ -1,5 +1,7 @@
 #include "utf8.h"
 
+#include <string.h>
+
 size_t utf8_char_len(const unsigned char *p)
 {
     if (p[0] < 0x80)
@@ -30,6 +32,16 @@ bool utf8_valid(const char *s, size_t len, size_t *bad)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < len) {
+        /* ASCII runs, eight bytes at a time */
+        while (i + 8 <= len) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (w & 0x8080808080808080ull)
+                break;
+            i += 8;
+        }
+        if (i >= len)
+            break;
         unsigned char c = p[i];
         if (c < 0x80) {
             i++;
