@@ -24,7 +24,7 @@ KVSITE    := $(B)/kvsite
 DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
                liblua5.4-dev libyaml-dev libcmocka-dev
 
-.PHONY: all site kvsite test check-unit check-e2e check-spec check-lua test-asan deps clean bench fuzz memcheck
+.PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck
 
 all: site
 
@@ -47,20 +47,24 @@ $(B)/obj $(B)/tests:
 	mkdir -p $@
 
 site: $(KVSITE)
-	$(KVSITE) build
+	$(KVSITE) build --strict
 
 # Every test: unit, Lua, end to end and spec, then all of it again under ASan and UBSan.
 test:
 	$(MAKE) check-all
 	$(MAKE) B=build/san SAN=1 OPT="-O1 -g" check-all
 
-check-all: check-unit check-lua check-e2e check-spec
+check-all: check-unit check-lua check-e2e check-spec check-site
 
 check-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
 check-lua: $(KVSITE)
 	@if ls tests/lua/test_*.lua >/dev/null 2>&1; then $(KVSITE) lua-test tests/lua/test_*.lua; fi
+
+# The bundled site: every figure verified, no warnings.
+check-site: $(KVSITE)
+	$(KVSITE) check --strict
 
 check-e2e: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/run.sh
