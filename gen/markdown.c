@@ -235,6 +235,50 @@ static void S_defuse_url(cmark_node *n, bool image)
     }
 }
 
+/* True for the code points of CJK scripts and their punctuation, where a line
+ * break in the source must not become a space in the page. */
+static bool S_cjk(uint32_t cp)
+{
+    return (cp >= 0x2E80 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7AF) ||
+           (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) ||
+           (cp >= 0xFF00 && cp <= 0xFFEF) || (cp >= 0x20000 && cp <= 0x2FFFF);
+}
+
+static uint32_t S_last_cp(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (!n)
+        return 0;
+    size_t i = n - 1;
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
+        i--;
+    return utf8_decode((const unsigned char *)s + i, n - i);
+}
+
+static uint32_t S_first_cp(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    return utf8_decode((const unsigned char *)s, utf8_char_len((const unsigned char *)s));
+}
+
+/* Drops soft line breaks between two CJK characters: Chinese prose wrapped in
+ * the source reads without stray spaces. */
+static void S_join_cjk_lines(cmark_node **breaks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cmark_node *prev = cmark_node_previous(breaks[i]), *next = cmark_node_next(breaks[i]);
+        if (!prev || !next || cmark_node_get_type(prev) != CMARK_NODE_TEXT ||
+            cmark_node_get_type(next) != CMARK_NODE_TEXT)
+            continue;
+        if (S_cjk(S_last_cp(cmark_node_get_literal(prev))) &&
+            S_cjk(S_first_cp(cmark_node_get_literal(next)))) {
+            cmark_node_unlink(breaks[i]);
+            cmark_node_free(breaks[i]);
+        }
+    }
+}
+
 /* ---------- the walk ---------- */
 
 typedef struct {
@@ -351,8 +395,8 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
     int in_link = 0;
     bool summary_done = out->summary != NULL;
     cmark_node *first_para = NULL; /* summarised after the edits: figures read as quotes */
-    cmark_node **headings = NULL;
-    size_t nheadings = 0;
+    cmark_node **headings = NULL, **breaks = NULL;
+    size_t nheadings = 0, nbreaks = 0, cap_breaks = 0;
 
     cmark_iter *it = cmark_iter_new(doc);
     cmark_event_type ev;
@@ -434,6 +478,12 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
                 fig_lint_text(fc, lit, strlen(lit), line, col);
             break;
         }
+        case CMARK_NODE_SOFTBREAK:
+            if (nbreaks == cap_breaks)
+                breaks = xrealloc(breaks, (cap_breaks = cap_breaks ? cap_breaks * 2 : 32) *
+                                              sizeof *breaks);
+            breaks[nbreaks++] = n;
+            break;
         case CMARK_NODE_HTML_BLOCK:
         case CMARK_NODE_HTML_INLINE:
             if (safe) {
@@ -490,6 +540,9 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
         free(e->exit);
     }
     free(edits);
+    /* after the edits: a figure's quote is text by now */
+    S_join_cjk_lines(breaks, nbreaks);
+    free(breaks);
     if (first_para)
         S_summary(out, first_para);
 
