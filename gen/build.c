@@ -24,6 +24,7 @@
 #include "record.h"
 #include "render.h"
 #include "sources.h"
+#include "stamp.h"
 #include "strmap.h"
 
 typedef struct {
@@ -583,6 +584,117 @@ static void S_check_links(build_state *s)
     strmap_free(&reported);
 }
 
+/* ---------- the no-change fast path ---------- */
+
+/* Everything a build reads: the binary, the flags, site.yaml, content/,
+ * templates/ and checks/. */
+static uint64_t S_input_stamp(build_state *s)
+{
+    uint64_t h = stamp_str(STAMP_SEED, "kvsite " KVSITE_VERSION);
+    char exe[PATH_MAX];
+    if (realpath("/proc/self/exe", exe))
+        h = stamp_file(h, exe);
+    h = stamp_str(h, s->o->strict ? "strict" : "-");
+    h = stamp_str(h, s->o->drafts ? "drafts" : "-");
+    char *cfg = fs_join(s->o->root, "site.yaml");
+    h = stamp_file(h, cfg);
+    free(cfg);
+    static const char *const dirs[] = {"content", "templates", "checks"};
+    for (size_t i = 0; i < 3; i++)
+        h = stamp_tree(h, s->o->root, dirs[i], s->cfg.limits.files * 2, NULL);
+    return h;
+}
+
+/* The files of the output, by a NUL-separated list of their paths. */
+static uint64_t S_output_stamp(build_state *s, const char *list, size_t len)
+{
+    uint64_t h = STAMP_SEED;
+    for (const char *p = list; p < list + len; p += strlen(p) + 1) {
+        char *path = fs_join(s->out_abs, p);
+        h = stamp_file(h, path);
+        free(path);
+    }
+    return h;
+}
+
+static int S_cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *S_stamp_path(build_state *s)
+{
+    char *slash = strrchr(s->out_abs, '/');
+    return xasprintf("%.*s/.%s.stamp", (int)(slash - s->out_abs), s->out_abs, slash + 1);
+}
+
+/* The stamp file: "kvsite-stamp 1", the input and output stamps, the counts
+ * line, then the diagnostics of that build (warnings), printed again. */
+static bool S_up_to_date(build_state *s, const char *path, uint64_t in_stamp, bool github,
+                         double t0)
+{
+    buf text = BUF_INIT;
+    if (fs_read_file(path, 16u << 20, &text) != FS_OK) {
+        buf_free(&text);
+        return false;
+    }
+    unsigned long long in = 0, out = 0, listlen = 0;
+    int used = 0;
+    char counts[256] = "";
+    bool ok = sscanf(buf_cstr(&text), "kvsite-stamp 2\n%llx\n%llx\n%llu\n%n", &in, &out,
+                     &listlen, &used) == 3 &&
+              in == in_stamp && listlen <= text.len - (size_t)used &&
+              out == S_output_stamp(s, buf_cstr(&text) + used, (size_t)listlen);
+    if (ok) {
+        const char *rest = buf_cstr(&text) + used + listlen;
+        const char *nl = strchr(rest, '\n');
+        if (!nl || (size_t)(nl - rest) >= sizeof counts)
+            ok = false;
+        else {
+            memcpy(counts, rest, (size_t)(nl - rest));
+            counts[nl - rest] = '\0';
+            fputs(nl + 1, stderr);
+            (void)github;
+            fprintf(stderr, "kvsite: up to date: %s, 0 errors in %.2f s (nothing changed; "
+                            "--no-cache rebuilds)\n", counts, S_now() - t0);
+        }
+    }
+    buf_free(&text);
+    return ok;
+}
+
+static void S_save_stamp(build_state *s, const char *path, uint64_t in_stamp, const char *counts)
+{
+    /* the output's files, sorted, NUL-separated */
+    char **names = xmalloc((s->outputs.len + 1) * sizeof *names);
+    size_t n = 0;
+    for (size_t i = 0; i < s->outputs.cap; i++)
+        if (s->outputs.keys[i])
+            names[n++] = s->outputs.keys[i];
+    qsort(names, n, sizeof *names, S_cmp_cstr);
+    buf list = BUF_INIT;
+    for (size_t i = 0; i < n; i++)
+        buf_put(&list, names[i], strlen(names[i]) + 1);
+    free(names);
+    buf b = BUF_INIT;
+    buf_printf(&b, "kvsite-stamp 2\n%016llx\n%016llx\n%zu\n", (unsigned long long)in_stamp,
+               (unsigned long long)S_output_stamp(s, buf_cstr(&list), list.len), list.len);
+    buf_put(&b, buf_cstr(&list), list.len);
+    buf_printf(&b, "%s\n", counts);
+    buf_free(&list);
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&mem, &len);
+    if (f) {
+        diag_print(&s->dl, f, false);
+        fclose(f);
+        buf_put(&b, mem, len);
+        free(mem);
+    }
+    fs_write_file(path, buf_cstr(&b), b.len);
+    buf_free(&b);
+}
+
 /* ---------- the build ---------- */
 
 static int S_phase(build_state *s, const render_env *env, const pool_opts *po, int phase)
@@ -633,6 +745,16 @@ int build_run(const build_opts *o)
         fprintf(stderr, "kvsite: configuration error: nothing was built\n");
         status = 2;
         goto out;
+    }
+    uint64_t in_stamp = 0;
+    char *stamp_path = NULL;
+    if (!o->check_only) {
+        in_stamp = S_input_stamp(&s);
+        stamp_path = S_stamp_path(&s);
+        if (!o->no_cache && S_up_to_date(&s, stamp_path, in_stamp, github, t0)) {
+            free(stamp_path);
+            goto out;
+        }
     }
     cmark_gfm_core_extensions_ensure_registered();
     content_opts copts = {o->drafts};
@@ -686,20 +808,26 @@ int build_run(const build_opts *o)
             tiers[s.records[j].figs[k].tier]++;
     diag_sort(&s.dl);
     diag_print(&s.dl, stderr, github);
+    if (stamp_path)
+        unlink(stamp_path); /* the output is about to change */
     if (s.dl.errors == 0 && s.staging) {
         S_sweep(&s);
         if (S_publish(&s) != 0)
             diag_print(&s.dl, stderr, github);
     }
     status = s.dl.errors ? 1 : 0;
-    fprintf(stderr,
-            "kvsite: %s %zu pages, %zu figures (%zu computed, %zu measured, %zu cited), "
-            "%zu warning%s, %zu error%s in %.2f s%s\n",
-            o->check_only ? "checked" : status ? "failed to build" : "built", s.pages_built,
-            tiers[0] + tiers[1] + tiers[2], tiers[FIG_COMPUTED], tiers[FIG_MEASURED],
-            tiers[FIG_CITED], s.dl.warnings, s.dl.warnings == 1 ? "" : "s", s.dl.errors,
-            s.dl.errors == 1 ? "" : "s", S_now() - t0,
+    char counts[256];
+    snprintf(counts, sizeof counts,
+             "%zu pages, %zu figures (%zu computed, %zu measured, %zu cited), %zu warning%s",
+             s.pages_built, tiers[0] + tiers[1] + tiers[2], tiers[FIG_COMPUTED],
+             tiers[FIG_MEASURED], tiers[FIG_CITED], s.dl.warnings, s.dl.warnings == 1 ? "" : "s");
+    fprintf(stderr, "kvsite: %s %s, %zu error%s in %.2f s%s\n",
+            o->check_only ? "checked" : status ? "failed to build" : "built", counts,
+            s.dl.errors, s.dl.errors == 1 ? "" : "s", S_now() - t0,
             status && !o->check_only ? "; the previous output is unchanged" : "");
+    if (status == 0 && stamp_path)
+        S_save_stamp(&s, stamp_path, in_stamp, counts);
+    free(stamp_path);
 out:
     if (s.lock_fd > 0)
         close(s.lock_fd);

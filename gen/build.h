@@ -18,6 +18,7 @@ typedef struct {
     bool drafts;
     bool check_only;   /* kvsite check: everything but writing */
     int jobs;          /* -j; 0 for the configured or the number of cores */
+    bool no_cache;     /* --no-cache: build even when nothing changed */
 } build_opts;
 
 int build_run(const build_opts *o);

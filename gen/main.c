@@ -13,7 +13,7 @@
 #include "render.h"
 
 static const char *S_usage =
-    "usage: kvsite build [-C DIR] [-o OUT] [--strict] [-j N] [--drafts]\n"
+    "usage: kvsite build [-C DIR] [-o OUT] [--strict] [-j N] [--drafts] [--no-cache]\n"
     "       kvsite check [-C DIR] [--strict] [-j N] [--drafts]\n"
     "       kvsite render [--unsafe]       Markdown on stdin -> HTML on stdout\n"
     "       kvsite lua-test [-C DIR] FILE...  run Lua tests in the sandbox\n"
@@ -27,6 +27,7 @@ static const char *S_usage =
     "  --strict    warnings (unverified figures, raw HTML) are errors\n"
     "  -j N        worker processes (default: build.jobs, or the number of cores)\n"
     "  --drafts    include pages with draft: true\n"
+    "  --no-cache  build even when nothing changed since the last build\n"
     "Exit status: 0 ok, 1 errors in the content, 2 usage or configuration errors.\n";
 
 static int S_usage_error(const char *msg)
@@ -37,9 +38,10 @@ static int S_usage_error(const char *msg)
 
 static int S_build(int argc, char **argv, bool check)
 {
-    build_opts o = {".", NULL, false, false, check, 0};
+    build_opts o = {".", NULL, false, false, check, 0, false};
     static const struct option longs[] = {{"strict", no_argument, 0, 's'},
                                           {"drafts", no_argument, 0, 'd'},
+                                          {"no-cache", no_argument, 0, 'n'},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     int c;
@@ -51,6 +53,7 @@ static int S_build(int argc, char **argv, bool check)
         case 'o': o.out = optarg; break;
         case 's': o.strict = true; break;
         case 'd': o.drafts = true; break;
+        case 'n': o.no_cache = true; break;
         case 'j': {
             char *end;
             long n = strtol(optarg, &end, 10);

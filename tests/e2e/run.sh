@@ -1118,7 +1118,7 @@ t_cli_help_version() {
     fresh bare
     kv --help
     expect_rc 0
-    grep -q '^usage: kvsite build \[-C DIR\] \[-o OUT\] \[--strict\] \[-j N\] \[--drafts\]$' "$W.out" ||
+    grep -q '^usage: kvsite build \[-C DIR\] \[-o OUT\] \[--strict\] \[-j N\] \[--drafts\] \[--no-cache\]$' "$W.out" ||
         fail "--help does not print the usage on stdout"
     kv build --help
     expect_rc 0
@@ -1219,6 +1219,64 @@ EOF
     grep -qxF '<p>Hi <b>x</b>.</p>' "$W.out" || fail "render --unsafe dropped the inline HTML"
     grep -qxF '<div>y</div>' "$W.out" || fail "render --unsafe dropped the HTML block"
     expect_no_file site
+}
+
+# ---------- the no-change fast path ----------
+
+# A second build of an unchanged tree does nothing and says so; any change to
+# an input or to the output rebuilds; --no-cache always builds.
+t_cache_up_to_date() {
+    fresh good
+    kv build
+    expect_rc 0
+    hashes "$W/site" >"$W.h0"
+    kv build
+    expect_rc 0
+    tail -n 1 "$W.err" | grep -q '^kvsite: up to date: ' || fail "second build did not say up to date: $(tail -n 1 "$W.err")"
+    kv build --no-cache
+    expect_rc 0
+    tail -n 1 "$W.err" | grep -q '^kvsite: built ' || fail "--no-cache did not build"
+    rm -f "$W/site/feed.xml"
+    kv build
+    expect_rc 0
+    [ -f "$W/site/feed.xml" ] || fail "a file removed from the output was not rebuilt"
+    touch "$W/templates/page.html"
+    kv build
+    tail -n 1 "$W.err" | grep -q '^kvsite: built ' || fail "a touched template did not rebuild"
+    hashes "$W/site" >"$W.h1"
+    show_diff "sha256 of site/ after the rebuilds" "$W.h0" "$W.h1"
+}
+
+# After a series of edits, renames and deletions, the output equals a full
+# build of the same tree in a fresh folder.
+t_cache_incremental_equals_full() {
+    fresh good
+    local i
+    for i in 1 2 3; do
+        printf -- '---\ntitle: Extra %s\ndate: 2026-10-0%s\n---\nPage %s of a series that is edited, renamed and deleted.\n' \
+            "$i" "$i" "$i" | page "content/extra/p$i.md"
+    done
+    kv build
+    expect_rc 0
+    printf '\nOne more paragraph.\n' >>"$W/content/extra/p1.md"
+    kv build
+    expect_rc 0
+    mv "$W/content/extra/p2.md" "$W/content/extra/renamed.md"
+    kv build
+    expect_rc 0
+    rm "$W/content/extra/p3.md"
+    kv build
+    expect_rc 0
+    kv build
+    expect_rc 0
+    hashes "$W/site" >"$W.inc"
+    [ -d "$W/site/extra/p3" ] && fail "a deleted page survived"
+    [ -d "$W/site/extra/p2" ] && fail "a renamed page survived under its old name"
+    rm -rf "$W/site" "$W/.site.prev" "$W/.site.stamp"
+    kv build --no-cache -o full
+    expect_rc 0
+    hashes "$W/full" >"$W.full"
+    show_diff "incremental output against a full build" "$W.full" "$W.inc"
 }
 
 # ---------- running ----------

@@ -1,0 +1,24 @@
+/* stamp: a fingerprint of the files a build reads and writes, for the
+ * no-change fast path. A stamp lists every file under the given folders with
+ * its size, modification time and inode, in a stable order, and hashes it.
+ * If the stamp of the inputs and of the output equals the one recorded after
+ * the last successful build, nothing can have changed and the build is done. */
+#ifndef KV_STAMP_H
+#define KV_STAMP_H
+
+#include <stdint.h>
+
+#include "buf.h"
+
+/* Adds every regular file and symbolic link under root/rel (recursively,
+ * dotfiles included) to the running hash h; missing folders add a marker.
+ * Bounded by max_files; returns the number of files seen. */
+uint64_t stamp_tree(uint64_t h, const char *root, const char *rel, size_t max_files,
+                    size_t *files);
+/* Adds one file (or its absence). */
+uint64_t stamp_file(uint64_t h, const char *path);
+/* Adds a string. */
+uint64_t stamp_str(uint64_t h, const char *s);
+#define STAMP_SEED 1469598103934665603ull
+
+#endif
