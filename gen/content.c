@@ -77,15 +77,25 @@ char *content_slugify(const char *text)
     return buf_detach(&b);
 }
 
+/* Reads exactly n digits at s into *v (no signs, no spaces). */
+static bool S_digits(const char *s, int n, int *v)
+{
+    *v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        *v = *v * 10 + (s[i] - '0');
+    }
+    return true;
+}
+
 static bool S_valid_date(const char *s)
 {
     /* YYYY-MM-DD, optionally [T ]HH:MM[:SS][Z|+HH:MM|-HH:MM] */
-    int y, mo, d, n = 0;
-    if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
+    int y, mo, d;
+    if (!S_digits(s, 4, &y) || s[4] != '-' || !S_digits(s + 5, 2, &mo) || s[7] != '-' ||
+        !S_digits(s + 8, 2, &d))
         return false;
-    for (int i = 0; i < 10; i++)
-        if ((i == 4 || i == 7) ? s[i] != '-' : (s[i] < '0' || s[i] > '9'))
-            return false;
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1])
         return false;
@@ -97,19 +107,20 @@ static bool S_valid_date(const char *s)
     if (*t != 'T' && *t != ' ')
         return false;
     t++;
-    int h, mi, sec = 0, m = 0;
-    if (sscanf(t, "%2d:%2d%n", &h, &mi, &m) != 2 || m != 5 || h > 23 || mi > 59)
+    int h, mi, sec;
+    if (!S_digits(t, 2, &h) || t[2] != ':' || !S_digits(t + 3, 2, &mi) || h > 23 || mi > 59)
         return false;
     t += 5;
     if (*t == ':') {
-        if (sscanf(t + 1, "%2d%n", &sec, &m) != 1 || m != 2 || sec > 60)
+        if (!S_digits(t + 1, 2, &sec) || sec > 60)
             return false;
         t += 3;
     }
-    if (*t == 'Z')
+    if (*t == 'Z') {
         t++;
-    else if (*t == '+' || *t == '-') {
-        if (sscanf(t + 1, "%2d:%2d%n", &h, &mi, &m) != 2 || m != 5)
+    } else if (*t == '+' || *t == '-') {
+        if (!S_digits(t + 1, 2, &h) || t[3] != ':' || !S_digits(t + 4, 2, &mi) || h > 14 ||
+            mi > 59)
             return false;
         t += 6;
     }
@@ -696,6 +707,9 @@ int content_load(content_index *idx, const char *root, const config *cfg,
     }
     free(cdir);
     w.content_real = xstrdup(real);
+    struct stat root_st;
+    if (stat(real, &root_st) == 0)
+        S_seen_dir(&w, &root_st); /* a symlink back to content/ is a cycle */
     S_walk(&w);
     S_index_sections(&w);
     for (size_t i = 0; i < idx->npages; i++)

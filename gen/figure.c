@@ -41,6 +41,12 @@ const char *fig_tier_name(fig_tier t)
 
 static bool S_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+static bool S_ascii_alnum(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+}
+
+
 static void S_trim(const char **s, size_t *n)
 {
     while (*n && S_space(**s)) {
@@ -387,6 +393,9 @@ char *fig_plain_text(const char *s)
                 size_t qn = brace;
                 S_trim(&q, &qn);
                 buf_put(&b, q, qn);
+            } else if (k == SPAN_ESCAPED && S_figure_parts(lit, n, &brace)) {
+                buf_put(&b, lit, brace - 1);
+                buf_put(&b, lit + brace, n - brace);
             } else if (k == SPAN_CODE) {
                 buf_put(&b, lit, n);
             }
@@ -402,7 +411,9 @@ char *fig_plain_text(const char *s)
                 continue;
             }
         }
-        if (*s == '*' || *s == '_') {
+        /* emphasis marks; an underscore inside a word (kv_cache) is text */
+        if (*s == '*' || (*s == '_' && (b.len == 0 || !S_ascii_alnum((unsigned char)b.ptr[b.len - 1]) ||
+                                        !S_ascii_alnum((unsigned char)s[1])))) {
             s++;
             continue;
         }
@@ -470,10 +481,6 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
 
 /* ---------- the unverified-figure lint ---------- */
 
-static bool S_ascii_alnum(unsigned char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-}
 
 /* Length of a unit at s (or 0), with whether it needs a word boundary after. */
 static size_t S_lint_unit(const char *s, size_t n, bool spaced)
@@ -542,8 +549,28 @@ void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col)
             spaced = true;
         }
         size_t ul = S_lint_unit(text + k, len - k, spaced);
-        if (ul && !S_ascii_alnum((unsigned char)text[j]) ) {
+        if (ul) {
             int at = cur_col0 + (int)(i - (size_t)line_start);
+            /* entities and escapes make text shorter than its source: find
+             * the figure on its source line when the source is at hand */
+            if (c->md && cur_line >= c->md_first_line) {
+                const char *p = c->md, *end = c->md + c->md_len;
+                for (int l = c->md_first_line; l < cur_line && p; l++) {
+                    p = memchr(p, '\n', (size_t)(end - p));
+                    p = p ? p + 1 : NULL;
+                }
+                if (p) {
+                    const char *eol = memchr(p, '\n', (size_t)(end - p));
+                    size_t ln = eol ? (size_t)(eol - p) : (size_t)(end - p);
+                    size_t from = at > 1 ? (size_t)at - 1 : 0, need = k + ul - i;
+                    for (size_t q = from; q + need <= ln; q++) {
+                        if (memcmp(p + q, text + i, need) == 0) {
+                            at = (int)q + 1;
+                            break;
+                        }
+                    }
+                }
+            }
             diag_add(c->dl, c->unverified, c->file, cur_line, at,
                      "unverified figure \"%.*s\": quote it as a figure (`%.*s {= EXPR}`) or cite "
                      "it (`%.*s {cite KEY}`)",

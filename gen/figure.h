@@ -52,6 +52,9 @@ typedef struct {
     size_t nfigs, cap;
     size_t anchor_base;        /* figures numbered before this ctx's first one */
     bool limit_reported;       /* report a spent budget once per page */
+    const char *md;            /* the Markdown the positions refer to (may be NULL) */
+    size_t md_len;
+    int md_first_line;         /* file line of md[0] */
 } fig_ctx;
 
 void fig_ctx_init(fig_ctx *c);

@@ -68,8 +68,8 @@ int fs_read_file(const char *path, size_t max, buf *out)
         }
     }
     close(fd);
-    if (!out->ptr)
-        buf_puts(out, "");
+    buf_grow(out, 0);
+    out->ptr[out->len] = '\0'; /* also for an empty file */
     return FS_OK;
 }
 
@@ -88,6 +88,10 @@ const char *fs_strerror(int status, size_t max)
 
 int fs_mkdir_p(const char *path)
 {
+    if (!path[0]) {
+        errno = ENOENT;
+        return -1;
+    }
     char *p = xstrdup(path);
     for (char *s = p + 1; *s; s++) {
         if (*s != '/')
@@ -103,8 +107,10 @@ int fs_mkdir_p(const char *path)
     }
     int rc = mkdir(p, 0777);
     int e = errno;
+    if (rc != 0 && e == EEXIST && !fs_is_dir(p))
+        rc = -2; /* a file stands there: EEXIST, as mkdir -p says */
     free(p);
-    if (rc != 0 && e != EEXIST) {
+    if (rc != 0 && (rc == -2 || e != EEXIST)) {
         errno = e;
         return -1;
     }

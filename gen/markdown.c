@@ -384,6 +384,9 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
     fc->file = file;
     fc->dl = dl;
     fc->unverified = m->o.unverified;
+    fc->md = text;
+    fc->md_len = len;
+    fc->md_first_line = first_line;
     if (m->o.cfg) {
         fc->tolerance = m->o.cfg->tolerance;
         fc->base_path = m->o.cfg->base_path;

@@ -196,8 +196,14 @@ int record_decode(const char *data, size_t len, page_record *r)
         f->quote = S_get_str(&rd);
         f->expr = S_get_str(&rd);
         f->mode = S_get_str(&rd);
-        f->tier = (fig_tier)(S_get_u32(&rd) % 3);
-        f->ok = S_get_u32(&rd) != 0;
+        uint32_t tier = S_get_u32(&rd);
+        if (tier > FIG_CITED)
+            rd.bad = true;
+        f->tier = (fig_tier)(tier > FIG_CITED ? 0 : tier);
+        uint32_t ok = S_get_u32(&rd);
+        if (ok > 1)
+            rd.bad = true;
+        f->ok = ok == 1;
         f->value = S_get_f64(&rd);
         f->detail = S_get_str(&rd);
         f->provenance = S_get_str(&rd);
@@ -208,7 +214,10 @@ int record_decode(const char *data, size_t len, page_record *r)
         char *file = S_get_str(&rd);
         int line = (int)S_get_u32(&rd);
         int col = (int)S_get_u32(&rd);
-        diag_level lv = (diag_level)(S_get_u32(&rd) % 3);
+        uint32_t level = S_get_u32(&rd);
+        if (level > DIAG_NOTE)
+            rd.bad = true;
+        diag_level lv = (diag_level)(level > DIAG_NOTE ? 0 : level);
         char *msg = S_get_str(&rd);
         diag_add(&r->diags, lv, file[0] ? file : NULL, line, col, "%s", msg);
         free(file);

@@ -36,7 +36,7 @@ struct sandbox {
     bool budget_hit;
     size_t gc_baseline;
 
-    int proto_ref, env_ref, loaded_ref, modules_ref;
+    int proto_ref, env_ref, loaded_ref, modules_ref, libs_ref;
     const char *page_file;
     diag_list *dl;
     quote_unitset *units;
@@ -199,6 +199,18 @@ static void S_fill_error(sandbox *sb, const char *msg, sandbox_error *err)
 {
     err->file = sb->err_file ? xstrdup(sb->err_file) : NULL;
     err->line = sb->err_line;
+    /* an error that crossed an include names the included template first */
+    if (strncmp(msg, "templates/", 10) == 0) {
+        const char *colon = strchr(msg, ':');
+        const char *p = colon ? colon + 1 : NULL;
+        while (p && *p >= '0' && *p <= '9')
+            p++;
+        if (p && p > colon + 1 && p[0] == ':' && p[1] == ' ') {
+            free(err->file);
+            err->file = xstrndup(msg, (size_t)(colon - msg));
+            err->line = 0; /* taken from the message below */
+        }
+    }
     err->msg = S_strip_position(msg, err->file, &err->line);
     err->limit = sb->budget_hit || sb->mem_hit;
     if (sb->mem_hit && !sb->budget_hit) {
@@ -383,11 +395,12 @@ static int S_module_pairs(lua_State *L)
     return 3;
 }
 
-/* Replaces the module table on top of the stack by a read-only view of it. */
-static void S_read_only(lua_State *L, const char *name)
+/* Pushes the metatable of read-only views of the table at mod. A view is an
+ * empty table with this metatable; each page gets views of its own, so not
+ * even rawset on one reaches another page. */
+static void S_push_view_meta(lua_State *L, int mod, const char *name)
 {
-    int mod = lua_gettop(L);
-    lua_newtable(L);
+    mod = lua_absindex(L, mod);
     lua_createtable(L, 0, 5);
     lua_pushvalue(L, mod);
     lua_setfield(L, -2, "__index");
@@ -402,6 +415,14 @@ static void S_read_only(lua_State *L, const char *name)
     lua_setfield(L, -2, "__pairs");
     lua_pushliteral(L, "locked");
     lua_setfield(L, -2, "__metatable");
+}
+
+/* Replaces the module table on top of the stack by a read-only view of it. */
+static void S_read_only(lua_State *L, const char *name)
+{
+    int mod = lua_gettop(L);
+    lua_newtable(L);
+    S_push_view_meta(L, mod, name);
     lua_setmetatable(L, -2);
     lua_remove(L, mod);
 }
@@ -462,7 +483,11 @@ static int S_require(lua_State *L)
     lua_pushlightuserdata(L, sb); /* marks "loading" to catch cycles */
     lua_setfield(L, loaded, name);
     lua_pushstring(L, name);
-    lua_call(L, 1, 1);
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+        lua_pushnil(L); /* a module that failed can be required again */
+        lua_setfield(L, loaded, name);
+        return lua_error(L);
+    }
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
         lua_pushboolean(L, 1);
@@ -654,12 +679,21 @@ static int S_setup(lua_State *L)
                                        "pairs", "pcall", "rawequal", "rawget", "rawlen",
                                        "rawset", "select", "tonumber", "tostring", "type",
                                        "xpcall", "_VERSION", "string", "table", "math", "utf8"};
+    lua_newtable(L); /* library name -> metatable of its views */
+    int libs = lua_gettop(L);
     for (size_t i = 0; i < sizeof base_names / sizeof base_names[0]; i++) {
         lua_getglobal(L, base_names[i]);
-        if (lua_istable(L, -1))
-            S_read_only(L, base_names[i]); /* one shared, read-only view per library */
-        lua_setfield(L, proto, base_names[i]);
+        if (lua_istable(L, -1)) {
+            S_push_view_meta(L, -1, base_names[i]);
+            lua_setfield(L, libs, base_names[i]);
+            lua_pop(L, 1);
+        } else {
+            lua_setfield(L, proto, base_names[i]);
+        }
     }
+    lua_pushvalue(L, libs);
+    sb->libs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pop(L, 1);
     lua_getglobal(L, "setmetatable");
     lua_pushcclosure(L, S_setmetatable, 1);
     lua_setfield(L, proto, "setmetatable");
@@ -754,6 +788,18 @@ static int S_make_env(lua_State *L)
     while (lua_next(L, -2)) {
         /* library tables are shared read-only views: no page can change
          * what another sees, and nothing is copied per page */
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, env);
+    }
+    lua_pop(L, 1);
+    /* fresh read-only views of the libraries */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->libs_ref);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_newtable(L);
+        lua_insert(L, -2);
+        lua_setmetatable(L, -2);
         lua_pushvalue(L, -2);
         lua_insert(L, -2);
         lua_rawset(L, env);
@@ -884,6 +930,10 @@ int sandbox_pcall(sandbox *sb, int nargs, int *nres, sandbox_error *err)
         return S_limit_error(sb, err);
     }
     int fn = lua_gettop(L) - nargs;
+    /* memory errors skip the handler: never report an older error's place */
+    free(sb->err_file);
+    sb->err_file = NULL;
+    sb->err_line = 0;
     lua_pushcfunction(L, S_msgh);
     lua_insert(L, fn);
     int status = lua_pcall(L, nargs, LUA_MULTRET, fn);

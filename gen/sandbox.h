@@ -1,7 +1,7 @@
 /* sandbox: the Lua 5.4 state of a worker and the environment each page runs in.
  *
  * One sandbox per worker process. Every page gets a fresh environment table
- * (sandbox_page_begin) holding copies of the allowed libraries, its own module
+ * (sandbox_page_begin) holding read-only views of the allowed libraries, its own module
  * instances from checks/NAME.lua and the host functions (require, data, print,
  * kvsite.*), so pages cannot see or change what another page sees. Allowed:
  * base (without dofile, loadfile, collectgarbage; load text-only; setmetatable

@@ -142,7 +142,8 @@ static int S_out(lua_State *L)
     if (!s)
         return luaL_error(L, "template output must be text, not a %s", luaL_typename(L, 1));
     if (out->len + n > t->max_output)
-        return luaL_error(L, "template output larger than %zu bytes", t->max_output);
+        return luaL_error(L, "template output larger than %I bytes (limits.output_bytes)",
+                          (lua_Integer)t->max_output);
     buf_put(out, s, n);
     return 0;
 }

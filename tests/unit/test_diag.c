@@ -1,0 +1,291 @@
+/* Unit tests for gen/diag.c: located diagnostics, counts, moving, promotion,
+ * stable sorting and both output formats (compiler style, GitHub commands). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "diag.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Prints dl into a malloc'ed string. */
+static char *S_print(const diag_list *dl, bool github)
+{
+    char *s = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&s, &n);
+    assert_non_null(f);
+    diag_print(dl, f, github);
+    fclose(f);
+    return s;
+}
+
+static void test_add_copies_and_counts(void **state)
+{
+    (void)state;
+    diag_list dl;
+    diag_list_init(&dl);
+    assert_int_equal(dl.n, 0);
+    assert_int_equal(dl.errors, 0);
+    assert_int_equal(dl.warnings, 0);
+
+    char file[32] = "content/a.md";
+    diag_error(&dl, file, 3, 7, "quoted %d %s", 40, "GB");
+    strcpy(file, "XXXXXXXX"); /* the list made its own copy */
+    diag_warning(&dl, NULL, 0, 0, "no file");
+    diag_add(&dl, DIAG_NOTE, "n.md", 1, 0, "a note");
+    diag_add(&dl, DIAG_ERROR, "e.md", 2, 2, "%s", "via add");
+    diag_add(&dl, DIAG_WARNING, "w.md", 0, 0, "100%% sure");
+
+    assert_int_equal(dl.n, 5);
+    assert_int_equal(dl.errors, 2);
+    assert_int_equal(dl.warnings, 2);
+    assert_string_equal(dl.v[0].file, "content/a.md");
+    assert_int_equal(dl.v[0].line, 3);
+    assert_int_equal(dl.v[0].col, 7);
+    assert_int_equal(dl.v[0].level, DIAG_ERROR);
+    assert_string_equal(dl.v[0].msg, "quoted 40 GB");
+    assert_null(dl.v[1].file);
+    assert_int_equal(dl.v[1].level, DIAG_WARNING);
+    assert_int_equal(dl.v[2].level, DIAG_NOTE);
+    assert_string_equal(dl.v[3].msg, "via add");
+    assert_string_equal(dl.v[4].msg, "100% sure");
+    diag_list_free(&dl);
+    assert_int_equal(dl.n, 0);
+    assert_null(dl.v);
+    assert_int_equal(dl.errors, 0);
+    diag_list_free(&dl); /* twice is harmless */
+}
+
+static void test_many_and_long(void **state)
+{
+    (void)state;
+    diag_list dl;
+    diag_list_init(&dl);
+    for (int i = 0; i < 1000; i++)
+        diag_error(&dl, "f.md", i + 1, 1, "error %d", i);
+    assert_int_equal(dl.n, 1000);
+    assert_int_equal(dl.errors, 1000);
+    for (int i = 0; i < 1000; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "error %d", i);
+        assert_string_equal(dl.v[i].msg, want);
+        assert_int_equal(dl.v[i].line, i + 1);
+    }
+    char *big = xmalloc(20001);
+    memset(big, 'm', 20000);
+    big[20000] = '\0';
+    diag_warning(&dl, "f.md", 1, 1, "%s!", big);
+    assert_int_equal(strlen(dl.v[1000].msg), 20001);
+    free(big);
+    diag_list_free(&dl);
+}
+
+static void test_move(void **state)
+{
+    (void)state;
+    diag_list a, b;
+    diag_list_init(&a);
+    diag_list_init(&b);
+    diag_error(&a, "a.md", 1, 1, "a1");
+    diag_error(&b, "b.md", 1, 1, "b1");
+    diag_warning(&b, "b.md", 2, 1, "b2");
+    diag_add(&b, DIAG_NOTE, "b.md", 3, 1, "b3");
+    diag_move(&a, &b);
+    assert_int_equal(a.n, 4);
+    assert_int_equal(a.errors, 2);
+    assert_int_equal(a.warnings, 1);
+    assert_string_equal(a.v[0].msg, "a1");
+    assert_string_equal(a.v[1].msg, "b1");
+    assert_string_equal(a.v[2].msg, "b2");
+    assert_string_equal(a.v[3].msg, "b3");
+    assert_int_equal(b.n, 0);
+    assert_int_equal(b.errors, 0);
+    assert_int_equal(b.warnings, 0);
+    assert_null(b.v);
+    /* src is reusable, and moving an empty list changes nothing */
+    diag_error(&b, "c.md", 1, 1, "c1");
+    assert_int_equal(b.n, 1);
+    diag_list empty;
+    diag_list_init(&empty);
+    diag_move(&a, &empty);
+    assert_int_equal(a.n, 4);
+    /* into an empty list */
+    diag_move(&empty, &a);
+    assert_int_equal(empty.n, 4);
+    assert_int_equal(empty.errors, 2);
+    assert_int_equal(a.n, 0);
+    diag_list_free(&a);
+    diag_list_free(&b);
+    diag_list_free(&empty);
+}
+
+static void test_promote(void **state)
+{
+    (void)state;
+    diag_list dl;
+    diag_list_init(&dl);
+    diag_warning(&dl, "a.md", 1, 1, "w1");
+    diag_error(&dl, "a.md", 2, 1, "e1");
+    diag_add(&dl, DIAG_NOTE, "a.md", 3, 1, "n1");
+    diag_warning(&dl, "a.md", 4, 1, "w2");
+    diag_promote_warnings(&dl);
+    assert_int_equal(dl.errors, 3);
+    assert_int_equal(dl.warnings, 0);
+    assert_int_equal(dl.v[0].level, DIAG_ERROR);
+    assert_int_equal(dl.v[1].level, DIAG_ERROR);
+    assert_int_equal(dl.v[2].level, DIAG_NOTE); /* notes stay notes */
+    assert_int_equal(dl.v[3].level, DIAG_ERROR);
+    diag_promote_warnings(&dl);
+    assert_int_equal(dl.errors, 3);
+    diag_list_free(&dl);
+}
+
+/* ---- sorting -------------------------------------------------------------- */
+
+typedef struct {
+    const char *file;
+    int line, col;
+    const char *msg;
+} sort_item;
+
+static void test_sort_order_and_stability(void **state)
+{
+    (void)state;
+    static const sort_item in[] = {
+        {"b.md", 2, 1, "b2-first"}, {"a.md", 10, 1, "a10"},    {NULL, 0, 0, "nofile-1"},
+        {"a.md", 2, 5, "a2c5"},     {"b.md", 2, 1, "b2-second"}, {"a.md", 2, 0, "a2c0"},
+        {"a.md", 0, 0, "a0"},       {NULL, 0, 0, "nofile-2"},   {"b.md", 2, 1, "b2-third"},
+        {"a.md", 9, 99, "a9"},      {"", 1, 1, "empty-name"},
+    };
+    static const char *want[] = {
+        "nofile-1", "nofile-2", "empty-name", "a0", "a2c0", "a2c5", "a9", "a10",
+        "b2-first", "b2-second", "b2-third",
+    };
+    diag_list dl;
+    diag_list_init(&dl);
+    for (size_t i = 0; i < N(in); i++)
+        diag_error(&dl, in[i].file, in[i].line, in[i].col, "%s", in[i].msg);
+    diag_sort(&dl);
+    assert_int_equal(dl.n, N(want));
+    for (size_t i = 0; i < N(want); i++)
+        if (strcmp(dl.v[i].msg, want[i]) != 0)
+            fail_msg("position %zu: %s, expected %s", i, dl.v[i].msg, want[i]);
+    /* sorting a sorted list changes nothing */
+    diag_sort(&dl);
+    for (size_t i = 0; i < N(want); i++)
+        assert_string_equal(dl.v[i].msg, want[i]);
+    diag_list_free(&dl);
+}
+
+static void test_sort_large_stable(void **state)
+{
+    (void)state;
+    diag_list dl;
+    diag_list_init(&dl);
+    /* 600 entries on 3 files x 10 lines, inserted in a scrambled order; each
+     * message carries its insertion number, which must rise within a key */
+    for (int i = 0; i < 600; i++) {
+        int k = (i * 7919) % 30;
+        char file[8];
+        snprintf(file, sizeof file, "%c.md", 'c' - k % 3);
+        diag_error(&dl, file, 10 - k / 3, 1, "%d", i);
+    }
+    diag_sort(&dl);
+    for (size_t i = 1; i < dl.n; i++) {
+        const diag *a = &dl.v[i - 1], *b = &dl.v[i];
+        int c = strcmp(a->file, b->file);
+        assert_true(c <= 0);
+        if (c == 0) {
+            assert_true(a->line <= b->line);
+            if (a->line == b->line)
+                assert_true(atoi(a->msg) < atoi(b->msg));
+        }
+    }
+    assert_int_equal(dl.errors, 600);
+    diag_list_free(&dl);
+}
+
+/* ---- printing ------------------------------------------------------------- */
+
+static void test_print_plain(void **state)
+{
+    (void)state;
+    diag_list dl;
+    diag_list_init(&dl);
+    diag_error(&dl, "content/articles/kv-12.md", 88, 14,
+               "quoted 40 GB, but kv.bytes(llama70b, 131072) = 42.95 GB (40.00 GiB); did you "
+               "mean GiB?");
+    diag_warning(&dl, "site.yaml", 3, 0, "line only");
+    diag_add(&dl, DIAG_NOTE, "a.md", 0, 5, "col without line is not shown");
+    diag_error(&dl, NULL, 7, 7, "no file");
+    char *s = S_print(&dl, false);
+    assert_string_equal(s,
+                        "content/articles/kv-12.md:88:14: error: quoted 40 GB, but "
+                        "kv.bytes(llama70b, 131072) = 42.95 GB (40.00 GiB); did you mean GiB?\n"
+                        "site.yaml:3: warning: line only\n"
+                        "a.md: note: col without line is not shown\n"
+                        "kvsite: error: no file\n");
+    free(s);
+    /* github=false never prints workflow commands; an empty list prints nothing */
+    diag_list empty;
+    diag_list_init(&empty);
+    s = S_print(&empty, true);
+    assert_string_equal(s, "");
+    free(s);
+    diag_list_free(&dl);
+}
+
+static void test_print_github(void **state)
+{
+    (void)state;
+    diag_list dl;
+    diag_list_init(&dl);
+    diag_error(&dl, "content/a.md", 2, 3, "50%% off\nsecond line\r");
+    diag_warning(&dl, "dir,with:odd%name.md", 4, 0, "a: b, c");
+    diag_add(&dl, DIAG_NOTE, "content/a.md", 1, 1, "notes are not commands");
+    diag_error(&dl, NULL, 0, 0, "global");
+    char *s = S_print(&dl, true);
+    /* the plain lines come first (test_print_plain); then one command per
+     * error or warning, each on one line */
+    const char *cmds = strstr(s, "\n::error file=");
+    assert_non_null(cmds);
+    assert_true(strstr(s, "kvsite: error: global\n") < cmds);
+    assert_string_equal(cmds + 1,
+                        "::error file=content/a.md,line=2,col=3::50%25 off%0Asecond line%0D\n"
+                        "::warning file=dir%2Cwith%3Aodd%25name.md,line=4::a: b, c\n"
+                        "::error::global\n");
+    free(s);
+    diag_list_free(&dl);
+}
+
+static void test_level_names(void **state)
+{
+    (void)state;
+    assert_string_equal(diag_level_name(DIAG_ERROR), "error");
+    assert_string_equal(diag_level_name(DIAG_WARNING), "warning");
+    assert_string_equal(diag_level_name(DIAG_NOTE), "note");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_add_copies_and_counts),
+        cmocka_unit_test(test_many_and_long),
+        cmocka_unit_test(test_move),
+        cmocka_unit_test(test_promote),
+        cmocka_unit_test(test_sort_order_and_stability),
+        cmocka_unit_test(test_sort_large_stable),
+        cmocka_unit_test(test_print_plain),
+        cmocka_unit_test(test_print_github),
+        cmocka_unit_test(test_level_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

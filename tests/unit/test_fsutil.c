@@ -1,0 +1,556 @@
+/* Unit tests for gen/fsutil.c: joins, bounded reads, mkdir -p, writes and
+ * copies that refuse symlinks, and rm -rf that never follows a symlink.
+ * Every test works in its own temporary folder, set up with plain POSIX calls
+ * so that the functions under test never prepare their own fixtures. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "fsutil.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- fixtures ------------------------------------------------------------- */
+
+static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int S_setup(void **state)
+{
+    char *dir = strdup("/tmp/kvsite-test-fsutil-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    *state = dir;
+    return 0;
+}
+
+static int S_teardown(void **state)
+{
+    nftw(*state, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    free(*state);
+    return 0;
+}
+
+/* root/rel, malloc'ed */
+static char *S_path(void **state, const char *rel)
+{
+    size_t n = strlen(*state) + strlen(rel) + 2;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/%s", (char *)*state, rel);
+    return p;
+}
+
+static void S_put(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    close(fd);
+}
+
+static void S_put_rel(void **state, const char *rel, const char *text)
+{
+    char *p = S_path(state, rel);
+    S_put(p, text, strlen(text));
+    free(p);
+}
+
+static void S_mkdir_rel(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    assert_int_equal(mkdir(p, 0755), 0);
+    free(p);
+}
+
+/* The whole file, read with plain POSIX; *len set. */
+static char *S_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *s = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            s = realloc(s, cap);
+        }
+        size_t r = fread(s + n, 1, 4096, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    fclose(f);
+    *len = n;
+    return s;
+}
+
+static bool S_lexists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* ---- fs_join -------------------------------------------------------------- */
+
+typedef struct {
+    const char *a, *b, *out;
+} join_case;
+
+static void test_join(void **state)
+{
+    (void)state;
+    static const join_case cases[] = {
+        {"a", "b", "a/b"},
+        {"a/", "b", "a/b"},
+        {"", "b", "b"},
+        {".", "content", "content"},
+        {"/", "b", "/b"},
+        {"./x", "y", "./x/y"},
+        {"/tmp/site", "content/a.md", "/tmp/site/content/a.md"},
+        {"a", "", "a/"},
+        {"..", "b", "../b"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char *j = fs_join(cases[i].a, cases[i].b);
+        if (strcmp(j, cases[i].out) != 0)
+            fail_msg("join(\"%s\", \"%s\") = \"%s\", expected \"%s\"", cases[i].a, cases[i].b,
+                     j, cases[i].out);
+        free(j);
+    }
+}
+
+/* ---- fs_read_file --------------------------------------------------------- */
+
+static void test_read_appends_and_caps(void **state)
+{
+    S_put_rel(state, "five", "hello");
+    char *p = S_path(state, "five");
+    buf b = BUF_INIT;
+    buf_puts(&b, "pre:");
+    assert_int_equal(fs_read_file(p, 5, &b), FS_OK); /* exactly the cap is fine */
+    assert_string_equal(b.ptr, "pre:hello");
+    assert_int_equal(b.len, 9);
+    buf_clear(&b);
+    assert_int_equal(fs_read_file(p, 4, &b), FS_ETOOBIG);
+    assert_string_equal(fs_strerror(FS_ETOOBIG, 4), "file too large (limit 4 bytes)");
+    buf_free(&b);
+    free(p);
+}
+
+static void test_read_empty_file(void **state)
+{
+    S_put_rel(state, "empty", "");
+    char *p = S_path(state, "empty");
+    buf b = BUF_INIT;
+    assert_int_equal(fs_read_file(p, 0, &b), FS_OK);
+    assert_non_null(b.ptr); /* a C string, even for an empty file */
+    assert_int_equal(b.len, 0);
+    assert_string_equal(b.ptr, "");
+    buf_free(&b);
+    free(p);
+}
+
+static void test_read_large_binary(void **state)
+{
+    enum { SIZE = 200001 };
+    char *data = malloc(SIZE);
+    for (size_t i = 0; i < SIZE; i++)
+        data[i] = (char)(i * 31 + i / 256);
+    data[1000] = '\0';
+    char *p = S_path(state, "big.bin");
+    S_put(p, data, SIZE);
+    buf b = BUF_INIT;
+    assert_int_equal(fs_read_file(p, SIZE, &b), FS_OK);
+    assert_int_equal(b.len, SIZE);
+    assert_memory_equal(b.ptr, data, SIZE);
+    assert_int_equal(b.ptr[SIZE], '\0');
+    buf_free(&b);
+    assert_int_equal(fs_read_file(p, SIZE - 1, &b), FS_ETOOBIG);
+    buf_free(&b);
+    free(p);
+    free(data);
+}
+
+static void test_read_errors(void **state)
+{
+    buf b = BUF_INIT;
+    char *missing = S_path(state, "missing.md");
+    assert_int_equal(fs_read_file(missing, 100, &b), FS_ENOENT);
+    assert_string_equal(fs_strerror(FS_ENOENT, 100), "no such file");
+    assert_int_equal(b.len, 0);
+
+    /* a folder */
+    S_mkdir_rel(state, "dir");
+    char *dir = S_path(state, "dir");
+    errno = 0;
+    assert_int_equal(fs_read_file(dir, 100, &b), FS_EOTHER);
+    assert_int_equal(errno, EISDIR);
+    assert_string_equal(fs_strerror(FS_EOTHER, 100), strerror(EISDIR));
+
+    /* a path through a regular file */
+    S_put_rel(state, "file", "x");
+    char *through = S_path(state, "file/x");
+    assert_int_equal(fs_read_file(through, 100, &b), FS_EOTHER);
+    assert_int_equal(errno, ENOTDIR);
+    assert_int_equal(b.len, 0);
+    assert_string_equal(fs_strerror(FS_OK, 0), "ok");
+    buf_free(&b);
+    free(missing);
+    free(dir);
+    free(through);
+}
+
+static void test_read_device_is_bounded(void **state)
+{
+    (void)state;
+    /* a device has no size to check up front: the cap holds while reading */
+    buf b = BUF_INIT;
+    assert_int_equal(fs_read_file("/dev/zero", 1000, &b), FS_ETOOBIG);
+    assert_true(b.len < 200000);
+    buf_free(&b);
+    assert_int_equal(fs_read_file("/dev/null", 10, &b), FS_OK);
+    assert_int_equal(b.len, 0);
+    buf_free(&b);
+}
+
+/* ---- fs_mkdir_p ----------------------------------------------------------- */
+
+static void test_mkdir_p(void **state)
+{
+    char *deep = S_path(state, "a/b/c/d");
+    assert_int_equal(fs_mkdir_p(deep), 0);
+    assert_true(fs_is_dir(deep));
+    assert_int_equal(fs_mkdir_p(deep), 0); /* existing: fine */
+    char *trail = S_path(state, "x/y/");
+    assert_int_equal(fs_mkdir_p(trail), 0);
+    char *y = S_path(state, "x/y");
+    assert_true(fs_is_dir(y));
+    char *dbl = S_path(state, "p//q");
+    assert_int_equal(fs_mkdir_p(dbl), 0);
+    char *q = S_path(state, "p/q");
+    assert_true(fs_is_dir(q));
+    free(deep);
+    free(trail);
+    free(y);
+    free(dbl);
+    free(q);
+}
+
+static void test_mkdir_p_through_file(void **state)
+{
+    S_put_rel(state, "file", "x");
+    char *p = S_path(state, "file/sub/deeper");
+    errno = 0;
+    assert_int_equal(fs_mkdir_p(p), -1);
+    assert_int_equal(errno, ENOTDIR);
+    free(p);
+}
+
+static void test_mkdir_p_existing_file_fails(void **state)
+{
+    /* `mkdir -p FILE` fails: the folder asked for does not exist afterwards */
+    S_put_rel(state, "plain", "x");
+    char *p = S_path(state, "plain");
+    errno = 0;
+    int rc = fs_mkdir_p(p);
+    assert_false(fs_is_dir(p));
+    assert_int_equal(rc, -1);
+    assert_int_equal(errno, EEXIST);
+    free(p);
+}
+
+/* fs_mkdir_p("") in a child, so that a sanitizer report cannot end the run. */
+static void test_mkdir_p_empty_path(void **state)
+{
+    (void)state;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        errno = 0;
+        int rc = fs_mkdir_p("");
+        _exit(rc == -1 && errno == ENOENT ? 0 : 1);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* ---- fs_write_file and fs_copy_file --------------------------------------- */
+
+static void test_write_file(void **state)
+{
+    char *p = S_path(state, "out.bin");
+    assert_int_equal(fs_write_file(p, "a\0b\nc", 5), 0);
+    size_t n = 0;
+    char *s = S_slurp(p, &n);
+    assert_int_equal(n, 5);
+    assert_memory_equal(s, "a\0b\nc", 5);
+    free(s);
+    /* rewrites truncate */
+    assert_int_equal(fs_write_file(p, "xy", 2), 0);
+    s = S_slurp(p, &n);
+    assert_int_equal(n, 2);
+    assert_memory_equal(s, "xy", 2);
+    free(s);
+    assert_int_equal(fs_write_file(p, "", 0), 0);
+    s = S_slurp(p, &n);
+    assert_int_equal(n, 0);
+    free(s);
+
+    char *nodir = S_path(state, "no/such/dir/f");
+    errno = 0;
+    assert_int_equal(fs_write_file(nodir, "x", 1), -1);
+    assert_int_equal(errno, ENOENT);
+    S_mkdir_rel(state, "adir");
+    char *dir = S_path(state, "adir");
+    errno = 0;
+    assert_int_equal(fs_write_file(dir, "x", 1), -1);
+    assert_int_equal(errno, EISDIR);
+    free(p);
+    free(nodir);
+    free(dir);
+}
+
+static void test_write_refuses_symlink(void **state)
+{
+    S_put_rel(state, "target", "precious");
+    char *target = S_path(state, "target");
+    char *link = S_path(state, "link");
+    assert_int_equal(symlink(target, link), 0);
+    errno = 0;
+    assert_int_equal(fs_write_file(link, "overwritten", 11), -1);
+    assert_int_equal(errno, ELOOP);
+    size_t n = 0;
+    char *s = S_slurp(target, &n);
+    assert_int_equal(n, 8);
+    assert_memory_equal(s, "precious", 8);
+    free(s);
+    free(target);
+    free(link);
+}
+
+static void test_copy_file(void **state)
+{
+    enum { SIZE = 150000 };
+    char *data = malloc(SIZE);
+    for (size_t i = 0; i < SIZE; i++)
+        data[i] = (char)(i % 251);
+    char *from = S_path(state, "from.bin");
+    char *to = S_path(state, "to.bin");
+    S_put(from, data, SIZE);
+    S_put(to, "old content that is longer than nothing", 39);
+    size_t copied = 0;
+    assert_int_equal(fs_copy_file(from, to, &copied), 0);
+    assert_int_equal(copied, SIZE);
+    size_t n = 0;
+    char *s = S_slurp(to, &n);
+    assert_int_equal(n, SIZE);
+    assert_memory_equal(s, data, SIZE);
+    free(s);
+    /* copied may be NULL */
+    char *to2 = S_path(state, "to2.bin");
+    assert_int_equal(fs_copy_file(from, to2, NULL), 0);
+    s = S_slurp(to2, &n);
+    assert_int_equal(n, SIZE);
+    free(s);
+    free(data);
+    free(from);
+    free(to);
+    free(to2);
+}
+
+static void test_copy_errors(void **state)
+{
+    char *missing = S_path(state, "missing");
+    char *to = S_path(state, "to");
+    errno = 0;
+    assert_int_equal(fs_copy_file(missing, to, NULL), -1);
+    assert_int_equal(errno, ENOENT);
+    assert_false(S_lexists(to)); /* nothing created */
+
+    S_put_rel(state, "src", "data");
+    S_put_rel(state, "target", "precious");
+    char *src = S_path(state, "src");
+    char *target = S_path(state, "target");
+    char *link = S_path(state, "link");
+    assert_int_equal(symlink(target, link), 0);
+    errno = 0;
+    assert_int_equal(fs_copy_file(src, link, NULL), -1);
+    assert_int_equal(errno, ELOOP);
+    size_t n = 0;
+    char *s = S_slurp(target, &n);
+    assert_int_equal(n, 8);
+    assert_memory_equal(s, "precious", 8);
+    free(s);
+    char *nodir = S_path(state, "no/dir/x");
+    errno = 0;
+    assert_int_equal(fs_copy_file(src, nodir, NULL), -1);
+    assert_int_equal(errno, ENOENT);
+    free(missing);
+    free(to);
+    free(src);
+    free(target);
+    free(link);
+    free(nodir);
+}
+
+/* ---- fs_remove_tree ------------------------------------------------------- */
+
+static void test_remove_tree_keeps_symlink_targets(void **state)
+{
+    /* keep/ lives outside the tree; the tree links to it three ways */
+    S_mkdir_rel(state, "keep");
+    S_mkdir_rel(state, "keep/inner");
+    S_put_rel(state, "keep/precious.txt", "precious");
+    S_put_rel(state, "keep/inner/deep.txt", "deep");
+    S_mkdir_rel(state, "t");
+    S_mkdir_rel(state, "t/a");
+    S_mkdir_rel(state, "t/a/b");
+    S_mkdir_rel(state, "t/empty");
+    S_put_rel(state, "t/x.txt", "x");
+    S_put_rel(state, "t/a/b/c.txt", "c");
+    char *keep = S_path(state, "keep");
+    char *precious = S_path(state, "keep/precious.txt");
+    char *l1 = S_path(state, "t/dirlink");
+    char *l2 = S_path(state, "t/a/filelink");
+    char *l3 = S_path(state, "t/a/b/dangling");
+    assert_int_equal(symlink(keep, l1), 0);
+    assert_int_equal(symlink(precious, l2), 0);
+    assert_int_equal(symlink("/nonexistent/kvsite", l3), 0);
+
+    char *t = S_path(state, "t");
+    assert_int_equal(fs_remove_tree(t), 0);
+    assert_false(S_lexists(t));
+    assert_true(fs_is_dir(keep));
+    size_t n = 0;
+    char *s = S_slurp(precious, &n);
+    assert_non_null(s);
+    assert_int_equal(n, 8);
+    assert_memory_equal(s, "precious", 8);
+    free(s);
+    char *deep = S_path(state, "keep/inner/deep.txt");
+    assert_true(S_lexists(deep));
+    free(deep);
+    free(keep);
+    free(precious);
+    free(l1);
+    free(l2);
+    free(l3);
+    free(t);
+}
+
+static void test_remove_tree_on_symlink_itself(void **state)
+{
+    S_mkdir_rel(state, "keep");
+    S_put_rel(state, "keep/f", "f");
+    char *keep = S_path(state, "keep");
+    char *link = S_path(state, "link");
+    assert_int_equal(symlink(keep, link), 0);
+    assert_int_equal(fs_remove_tree(link), 0);
+    assert_false(S_lexists(link));
+    char *f = S_path(state, "keep/f");
+    assert_true(S_lexists(f));
+    free(keep);
+    free(link);
+    free(f);
+}
+
+static void test_remove_tree_simple_cases(void **state)
+{
+    char *missing = S_path(state, "missing");
+    assert_int_equal(fs_remove_tree(missing), 0);
+    S_put_rel(state, "file", "x");
+    char *file = S_path(state, "file");
+    assert_int_equal(fs_remove_tree(file), 0);
+    assert_false(S_lexists(file));
+
+    /* a deep chain of folders */
+    char rel[512] = "deep";
+    S_mkdir_rel(state, rel);
+    for (int i = 0; i < 60; i++) {
+        strcat(rel, "/d");
+        S_mkdir_rel(state, rel);
+    }
+    strcat(rel, "/leaf.txt");
+    S_put_rel(state, rel, "leaf");
+    char *deep = S_path(state, "deep");
+    assert_int_equal(fs_remove_tree(deep), 0);
+    assert_false(S_lexists(deep));
+    free(missing);
+    free(file);
+    free(deep);
+}
+
+static void test_is_dir_exists(void **state)
+{
+    S_mkdir_rel(state, "d");
+    S_put_rel(state, "f", "x");
+    char *d = S_path(state, "d");
+    char *f = S_path(state, "f");
+    char *m = S_path(state, "m");
+    char *ld = S_path(state, "ld");
+    char *dang = S_path(state, "dang");
+    assert_int_equal(symlink(d, ld), 0);
+    assert_int_equal(symlink("/nonexistent/kvsite", dang), 0);
+    assert_true(fs_is_dir(d));
+    assert_false(fs_is_dir(f));
+    assert_false(fs_is_dir(m));
+    assert_true(fs_is_dir(ld)); /* follows the link */
+    assert_true(fs_exists(d));
+    assert_true(fs_exists(f));
+    assert_false(fs_exists(m));
+    assert_true(fs_exists(dang)); /* the link itself exists */
+    assert_false(fs_is_dir(dang));
+    free(d);
+    free(f);
+    free(m);
+    free(ld);
+    free(dang);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_join),
+        T(test_read_appends_and_caps),
+        T(test_read_empty_file),
+        T(test_read_large_binary),
+        T(test_read_errors),
+        cmocka_unit_test(test_read_device_is_bounded),
+        T(test_mkdir_p),
+        T(test_mkdir_p_through_file),
+        T(test_mkdir_p_existing_file_fails),
+        cmocka_unit_test(test_mkdir_p_empty_path),
+        T(test_write_file),
+        T(test_write_refuses_symlink),
+        T(test_copy_file),
+        T(test_copy_errors),
+        T(test_remove_tree_keeps_symlink_targets),
+        T(test_remove_tree_on_symlink_itself),
+        T(test_remove_tree_simple_cases),
+        T(test_is_dir_exists),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

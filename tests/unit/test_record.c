@@ -1,0 +1,364 @@
+/* Unit tests for gen/record.c: a page record survives encode/decode with every
+ * field, encoding is deterministic, and decode refuses every truncation and
+ * the corruptions a broken pipe or a confused worker could produce. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "diag.h"
+#include "figure.h"
+#include "markdown.h"
+#include "record.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char S_inputs[] = "templates/page.html\0checks/kv.lua\0checks/m/x.yaml";
+
+static void S_fig(figure *g, int line, int col, const char *q, const char *e, const char *m,
+                  fig_tier tier, bool ok, double v, const char *detail, const char *prov,
+                  const char *anchor)
+{
+    g->line = line;
+    g->col = col;
+    g->quote = xstrdup(q);
+    g->expr = xstrdup(e);
+    g->mode = xstrdup(m);
+    g->tier = tier;
+    g->ok = ok;
+    g->value = v;
+    g->detail = xstrdup(detail);
+    g->provenance = xstrdup(prov);
+    g->anchor = xstrdup(anchor);
+}
+
+/* A record with every field set, and values that are easy to get wrong:
+ * UTF-8, 64-bit sizes, negative zero, a link from a template, a diagnostic
+ * without a file. */
+static void S_full(page_record *r)
+{
+    record_init(r);
+    r->job = 7;
+    r->done = 1;
+    r->url = xstrdup("/articles/kv/");
+    r->src = xstrdup("content/articles/kv.md");
+    r->summary = xstrdup("Sum … 键值缓存");
+    r->nids = 3;
+    r->ids = xcalloc(3, sizeof *r->ids);
+    r->ids[0] = xstrdup("a");
+    r->ids[1] = xstrdup("b-1");
+    r->ids[2] = xstrdup("键值");
+    r->nlinks = 2;
+    r->links = xcalloc(2, sizeof *r->links);
+    r->links[0] = (md_link){xstrdup("/articles/b/#x"), 3, 14, NULL};
+    r->links[1] = (md_link){xstrdup("/about/"), 9, 2, xstrdup("templates/page.html")};
+    r->nfigs = 2;
+    r->figs = xcalloc(2, sizeof *r->figs);
+    S_fig(&r->figs[0], 5, 8, "224 MiB", "kv.bytes(qwen, 4096)", "=", FIG_MEASURED, true,
+          234881024.0, "234,881,024 B = 224.0 MiB", "source: bench; machine: A100", "fig-1");
+    S_fig(&r->figs[1], 6, 1, "7.03×", "quest2024", "cite", FIG_CITED, false, -0.0, "", "",
+          "articles-kv-2");
+    diag_error(&r->diags, "content/articles/kv.md", 3, 4, "quoted 40 GB, but …");
+    diag_warning(&r->diags, NULL, 0, 0, "no file");
+    diag_add(&r->diags, DIAG_NOTE, "content/articles/kv.md", 1, 0, "print: x\ty");
+    r->out_bytes = ((uint64_t)1 << 40) + 5;
+    r->inputs = xmalloc(sizeof S_inputs);
+    memcpy(r->inputs, S_inputs, sizeof S_inputs);
+    r->inputs_len = sizeof S_inputs;
+}
+
+static void S_same_fig(const figure *a, const figure *b)
+{
+    assert_int_equal(a->line, b->line);
+    assert_int_equal(a->col, b->col);
+    assert_string_equal(a->quote, b->quote);
+    assert_string_equal(a->expr, b->expr);
+    assert_string_equal(a->mode, b->mode);
+    assert_int_equal(a->tier, b->tier);
+    assert_int_equal(a->ok, b->ok);
+    assert_memory_equal(&a->value, &b->value, sizeof a->value); /* bit for bit */
+    assert_string_equal(a->detail, b->detail);
+    assert_string_equal(a->provenance, b->provenance);
+    assert_string_equal(a->anchor, b->anchor);
+}
+
+static void test_round_trip_every_field(void **state)
+{
+    (void)state;
+    page_record r, d;
+    S_full(&r);
+    buf enc = BUF_INIT;
+    record_encode(&r, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+
+    assert_int_equal(d.job, 7);
+    assert_int_equal(d.done, 1);
+    assert_string_equal(d.url, "/articles/kv/");
+    assert_string_equal(d.src, "content/articles/kv.md");
+    assert_string_equal(d.summary, "Sum … 键值缓存");
+    assert_int_equal(d.nids, 3);
+    assert_string_equal(d.ids[0], "a");
+    assert_string_equal(d.ids[1], "b-1");
+    assert_string_equal(d.ids[2], "键值");
+    assert_int_equal(d.nlinks, 2);
+    assert_string_equal(d.links[0].target, "/articles/b/#x");
+    assert_int_equal(d.links[0].line, 3);
+    assert_int_equal(d.links[0].col, 14);
+    assert_null(d.links[0].file);
+    assert_string_equal(d.links[1].target, "/about/");
+    assert_int_equal(d.links[1].line, 9);
+    assert_int_equal(d.links[1].col, 2);
+    assert_string_equal(d.links[1].file, "templates/page.html");
+    assert_int_equal(d.nfigs, 2);
+    S_same_fig(&d.figs[0], &r.figs[0]);
+    S_same_fig(&d.figs[1], &r.figs[1]);
+    assert_true(signbit(d.figs[1].value));
+    assert_int_equal(d.diags.n, 3);
+    assert_int_equal(d.diags.errors, 1);
+    assert_int_equal(d.diags.warnings, 1);
+    for (size_t i = 0; i < 3; i++) {
+        const diag *a = &r.diags.v[i], *b = &d.diags.v[i];
+        if (a->file)
+            assert_string_equal(b->file, a->file);
+        else
+            assert_null(b->file);
+        assert_int_equal(b->line, a->line);
+        assert_int_equal(b->col, a->col);
+        assert_int_equal(b->level, a->level);
+        assert_string_equal(b->msg, a->msg);
+    }
+    assert_true(d.out_bytes == ((uint64_t)1 << 40) + 5);
+    assert_int_equal(d.inputs_len, sizeof S_inputs);
+    assert_memory_equal(d.inputs, S_inputs, sizeof S_inputs);
+
+    /* encoding is deterministic: the decoded record encodes to the same bytes */
+    buf again = BUF_INIT;
+    record_encode(&d, &again);
+    assert_int_equal(again.len, enc.len);
+    assert_memory_equal(again.ptr, enc.ptr, enc.len);
+    buf_free(&again);
+    record_free(&d);
+    assert_null(d.url);
+    record_free(&d); /* twice is harmless */
+    record_free(&r);
+    buf_free(&enc);
+}
+
+static void test_round_trip_empty(void **state)
+{
+    (void)state;
+    page_record r, d;
+    record_init(&r);
+    buf enc = BUF_INIT;
+    record_encode(&r, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+    assert_int_equal(d.job, 0);
+    assert_int_equal(d.done, 0);
+    assert_string_equal(d.url, ""); /* NULL strings travel as "" */
+    assert_string_equal(d.src, "");
+    assert_string_equal(d.summary, "");
+    assert_int_equal(d.nids, 0);
+    assert_int_equal(d.nlinks, 0);
+    assert_int_equal(d.nfigs, 0);
+    assert_int_equal(d.diags.n, 0);
+    assert_true(d.out_bytes == 0);
+    assert_int_equal(d.inputs_len, 0);
+    record_free(&d);
+    /* appending to a buffer that holds something already */
+    buf_clear(&enc);
+    buf_puts(&enc, "HDR");
+    record_encode(&r, &enc);
+    assert_int_equal(record_decode(enc.ptr + 3, enc.len - 3, &d), 0);
+    record_free(&d);
+    record_free(&r);
+    buf_free(&enc);
+}
+
+static void test_round_trip_many(void **state)
+{
+    (void)state;
+    page_record r, d;
+    record_init(&r);
+    r.nids = 1000;
+    r.ids = xcalloc(r.nids, sizeof *r.ids);
+    for (size_t i = 0; i < r.nids; i++)
+        r.ids[i] = xasprintf("id-%zu", i);
+    for (int i = 0; i < 500; i++)
+        diag_error(&r.diags, "f.md", i, i, "e%d", i);
+    buf enc = BUF_INIT;
+    record_encode(&r, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+    assert_int_equal(d.nids, 1000);
+    assert_string_equal(d.ids[999], "id-999");
+    assert_int_equal(d.diags.n, 500);
+    assert_int_equal(d.diags.errors, 500);
+    assert_string_equal(d.diags.v[499].msg, "e499");
+    record_free(&d);
+    record_free(&r);
+    buf_free(&enc);
+}
+
+/* ---- refusals ------------------------------------------------------------- */
+
+static void test_every_prefix_refused(void **state)
+{
+    (void)state;
+    page_record r, d;
+    S_full(&r);
+    buf enc = BUF_INIT;
+    record_encode(&r, &enc);
+    for (size_t n = 0; n < enc.len; n++) {
+        /* a copy of exactly n bytes, so a sanitizer sees any read past it */
+        char *part = xmalloc(n ? n : 1);
+        memcpy(part, enc.ptr, n);
+        if (record_decode(part, n, &d) != -1)
+            fail_msg("a prefix of %zu of %zu bytes was accepted", n, enc.len);
+        /* a refused record is left empty */
+        assert_null(d.url);
+        assert_int_equal(d.nfigs, 0);
+        assert_int_equal(d.diags.n, 0);
+        free(part);
+    }
+    /* one byte too many is refused as well */
+    buf_putc(&enc, 0);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &d), -1);
+    record_free(&r);
+    buf_free(&enc);
+}
+
+/* Offsets into the encoding of a record with one figure and one diagnostic. */
+static void S_small(page_record *r)
+{
+    record_init(r);
+    r->nfigs = 1;
+    r->figs = xcalloc(1, sizeof *r->figs);
+    S_fig(&r->figs[0], 1, 2, "1 B", "1", "=", FIG_COMPUTED, true, 1.0, "d", "", "fig-1");
+    diag_error(&r->diags, "a.md", 1, 1, "m");
+}
+
+enum {
+    OFF_URL_LEN = 8,
+    OFF_NIDS = 8 + 4 * 3,
+    OFF_NLINKS = OFF_NIDS + 4,
+    OFF_NFIGS = OFF_NLINKS + 4,
+    OFF_TIER = OFF_NFIGS + 4 + 4 + 4 + (4 + 3) + (4 + 1) + (4 + 1),
+    OFF_OK = OFF_TIER + 4,
+    OFF_NDIAGS = OFF_OK + 4 + 8 + (4 + 1) + 4 + (4 + 5),
+    OFF_LEVEL = OFF_NDIAGS + 4 + (4 + 4) + 4 + 4,
+};
+
+static void S_put_u32(buf *b, size_t off, uint32_t v) { memcpy(b->ptr + off, &v, 4); }
+
+static int S_decode_with(const buf *enc, size_t off, uint32_t v)
+{
+    buf b = BUF_INIT;
+    buf_put(&b, enc->ptr, enc->len);
+    S_put_u32(&b, off, v);
+    page_record d;
+    int rc = record_decode(b.ptr, b.len, &d);
+    if (rc == 0)
+        record_free(&d);
+    buf_free(&b);
+    return rc;
+}
+
+static void test_corruption_refused(void **state)
+{
+    (void)state;
+    page_record r;
+    S_small(&r);
+    buf enc = BUF_INIT;
+    record_encode(&r, &enc);
+    /* the offsets above describe this encoding */
+    uint32_t v;
+    memcpy(&v, enc.ptr + OFF_NFIGS, 4);
+    assert_int_equal(v, 1);
+    memcpy(&v, enc.ptr + OFF_TIER, 4);
+    assert_int_equal(v, FIG_COMPUTED);
+    memcpy(&v, enc.ptr + OFF_NDIAGS, 4);
+    assert_int_equal(v, 1);
+    memcpy(&v, enc.ptr + OFF_LEVEL, 4);
+    assert_int_equal(v, DIAG_ERROR);
+    assert_int_equal(S_decode_with(&enc, OFF_TIER, FIG_CITED), 0);
+
+    /* counts and lengths beyond what is there: refused without allocating them */
+    assert_int_equal(S_decode_with(&enc, OFF_URL_LEN, 0xFFFFFFFFu), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_URL_LEN, 1), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_NIDS, 0xFFFFFFFFu), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_NIDS, 1), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_NLINKS, 0x40000000u), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_NFIGS, 0xFFFFFFFFu), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_NFIGS, 2), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_NFIGS, 0), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_NDIAGS, 0xFFFFFFFFu), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_NDIAGS, 0), -1);
+    record_free(&r);
+    buf_free(&enc);
+}
+
+static void test_enum_out_of_range_refused(void **state)
+{
+    (void)state;
+    page_record r;
+    S_small(&r);
+    buf enc = BUF_INIT;
+    record_encode(&r, &enc);
+    /* values outside their enums are not well-formed records */
+    int tier3 = S_decode_with(&enc, OFF_TIER, 3);
+    int tier_big = S_decode_with(&enc, OFF_TIER, 0x80000001u);
+    int level3 = S_decode_with(&enc, OFF_LEVEL, 3);
+    record_free(&r);
+    buf_free(&enc);
+    assert_int_equal(tier3, -1);
+    assert_int_equal(tier_big, -1);
+    assert_int_equal(level3, -1);
+}
+
+static void test_bit_flips_never_crash(void **state)
+{
+    (void)state;
+    page_record r, d;
+    S_full(&r);
+    buf enc = BUF_INIT;
+    record_encode(&r, &enc);
+    /* every byte flipped in turn: decode may accept or refuse, but never reads
+     * out of bounds, leaks or allocates what is not there (the sanitizer run
+     * checks the first two) */
+    size_t accepted = 0;
+    for (size_t i = 0; i < enc.len; i++) {
+        char *copy = xmalloc(enc.len);
+        memcpy(copy, enc.ptr, enc.len);
+        copy[i] ^= (char)0xA5;
+        if (record_decode(copy, enc.len, &d) == 0) {
+            accepted++;
+            record_free(&d);
+        } else {
+            assert_null(d.url);
+        }
+        free(copy);
+    }
+    assert_true(accepted < enc.len);
+    record_free(&r);
+    buf_free(&enc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_every_field),
+        cmocka_unit_test(test_round_trip_empty),
+        cmocka_unit_test(test_round_trip_many),
+        cmocka_unit_test(test_every_prefix_refused),
+        cmocka_unit_test(test_corruption_refused),
+        cmocka_unit_test(test_enum_out_of_range_refused),
+        cmocka_unit_test(test_bit_flips_never_crash),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,843 @@
+/* Unit tests for gen/sandbox.c: the page environment of the worker's Lua
+ * state. What is absent or refuses, the instruction budget (also inside
+ * pcall), the memory cap, isolation between pages, require from checks/ only,
+ * data() and its path refusals, provenance of measured figures, user units,
+ * error locations in the Markdown file and hostile error objects. */
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "buf.h"
+#include "diag.h"
+#include "fsutil.h"
+#include "quote.h"
+#include "sandbox.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+#define PAGE "content/p.md"
+
+/* ---- fixtures ------------------------------------------------------------- */
+
+typedef struct {
+    char *root;  /* project with checks/ */
+    char *other; /* a folder outside the project */
+    sandbox_opts o;
+    sandbox *sb;
+    diag_list dl;
+} fx;
+
+static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void S_write(const char *root, const char *rel, const char *text)
+{
+    char *p = fs_join(root, rel);
+    char *slash = strrchr(p, '/');
+    *slash = '\0';
+    assert_int_equal(fs_mkdir_p(p), 0);
+    *slash = '/';
+    assert_int_equal(fs_write_file(p, text, strlen(text)), 0);
+    free(p);
+}
+
+static void S_project(fx *f)
+{
+    S_write(f->root, "checks/m.lua",
+            "local M = {}\n"
+            "count = (count or 0) + 1\n"
+            "function M.twice(x) return 2 * x end\n"
+            "M.count = count\n"
+            "return M\n");
+    S_write(f->root, "checks/nothing.lua", "nothing_ran = true\n");
+    S_write(f->root, "checks/syn.lua", "return {\n");
+    S_write(f->root, "checks/boom.lua", "local x = 1\nerror('boom')\n");
+    S_write(f->root, "checks/ca.lua", "return require \"cb\"\n");
+    S_write(f->root, "checks/cb.lua", "return require \"ca\"\n");
+    S_write(f->root, "checks/fail.lua",
+            "local M = {}\nfunction M.f() error(\"bad input\") end\nreturn M\n");
+    S_write(f->root, "checks/measurements/x.yaml",
+            "model: qwen\nlayers: 28\ngib: 0.21875\nlist: [1, 2, 3]\nnone: ~\n");
+    S_write(f->root, "checks/x.yml", "a: 1\n");
+    S_write(f->root, "checks/x.json", "{\"a\": [1, 2.5, \"s\"], \"b\": {\"c\": true}}");
+    S_write(f->root, "checks/x.csv", "tokens,bytes\n4096,234881024\n8192,469762048\n");
+    S_write(f->root, "checks/log.txt", "line1\nline2\n");
+    S_write(f->root, "checks/bad.json", "{\"a\": }");
+    S_write(f->other, "evil.lua", "return 'evil'\n");
+    S_write(f->other, "out.yaml", "secret: 1\n");
+    S_write(f->other, "x.yaml", "secret: 2\n");
+    char *evil = fs_join(f->other, "evil.lua");
+    char *out = fs_join(f->other, "out.yaml");
+    char *p;
+    p = fs_join(f->root, "checks/evil.lua");
+    assert_int_equal(symlink(evil, p), 0);
+    free(p);
+    p = fs_join(f->root, "checks/out.yaml");
+    assert_int_equal(symlink(out, p), 0);
+    free(p);
+    p = fs_join(f->root, "checks/ext");
+    assert_int_equal(symlink(f->other, p), 0);
+    free(p);
+    p = fs_join(f->root, "checks/alias.yaml");
+    assert_int_equal(symlink("measurements/x.yaml", p), 0);
+    free(p);
+    free(evil);
+    free(out);
+}
+
+static int S_setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->root = strdup("/tmp/kvsite-test-sandbox-XXXXXX");
+    f->other = strdup("/tmp/kvsite-test-sandbox-other-XXXXXX");
+    if (!mkdtemp(f->root) || !mkdtemp(f->other))
+        return -1;
+    S_project(f);
+    f->o = (sandbox_opts){f->root, 1000000, 8u << 20, 1u << 20, 32};
+    diag_list_init(&f->dl);
+    *state = f;
+    return 0;
+}
+
+static int S_teardown(void **state)
+{
+    fx *f = *state;
+    if (f->sb) {
+        sandbox_page_end(f->sb);
+        sandbox_free(f->sb);
+    }
+    diag_list_free(&f->dl);
+    nftw(f->root, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    nftw(f->other, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    free(f->root);
+    free(f->other);
+    free(f);
+    return 0;
+}
+
+/* Creates the sandbox (with f->o as set by the test) and begins a page. */
+static sandbox *S_sb(fx *f)
+{
+    f->sb = sandbox_new(&f->o);
+    assert_non_null(f->sb);
+    sandbox_page_begin(f->sb, PAGE, &f->dl);
+    return f->sb;
+}
+
+static void S_new_page(fx *f) { sandbox_page_begin(f->sb, PAGE, &f->dl); }
+
+/* Runs code that must succeed; returns its first result as text (malloc'ed). */
+static char *S_eval_at(fx *f, const char *code, int first_line)
+{
+    int nres = -1;
+    sandbox_error err;
+    lua_State *L = sandbox_lua(f->sb);
+    if (sandbox_run(f->sb, code, strlen(code), PAGE, first_line, &nres, &err) != 0) {
+        fail_msg("Lua failed: %s:%d: %s\n  code: %s", err.file ? err.file : "-", err.line,
+                 err.msg, code);
+    }
+    buf b = BUF_INIT;
+    if (nres > 0)
+        sandbox_tostring(L, -nres, &b);
+    lua_pop(L, nres);
+    assert_int_equal(lua_gettop(L), 0);
+    return buf_detach(&b);
+}
+
+static char *S_eval(fx *f, const char *code) { return S_eval_at(f, code, 1); }
+
+static void S_expect(fx *f, const char *code, const char *want)
+{
+    char *got = S_eval(f, code);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s\n  gave \"%s\", expected \"%s\"", code, got, want);
+    free(got);
+}
+
+/* Runs code that must fail; fills *err (caller frees). */
+static void S_fail_at(fx *f, const char *code, int first_line, sandbox_error *err)
+{
+    int nres = -1;
+    if (sandbox_run(f->sb, code, strlen(code), PAGE, first_line, &nres, err) == 0)
+        fail_msg("expected an error from: %s", code);
+    assert_int_equal(lua_gettop(sandbox_lua(f->sb)), 0);
+}
+
+/* The error message of code run at line 1. */
+static void S_expect_error(fx *f, const char *code, const char *msg)
+{
+    sandbox_error err;
+    S_fail_at(f, code, 1, &err);
+    if (strcmp(err.msg, msg) != 0)
+        fail_msg("%s\n  error \"%s\"\n  expected \"%s\"", code, err.msg, msg);
+    assert_false(err.limit);
+    sandbox_error_free(&err);
+}
+
+/* ---- what a page cannot reach --------------------------------------------- */
+
+static void test_forbidden_absent(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    static const char *absent[] = {
+        "dofile",        "loadfile",        "collectgarbage",   "io",
+        "os",            "debug",           "package",          "string.dump",
+        "(\"\").dump",   "loadstring",      "module",           "setfenv",
+        "_G.io",         "_ENV.os",         "rawget(_G, 'os')", "_G.debug",
+        "utf8.dump",     "_G.package",      "newproxy",         "unpack",
+    };
+    for (size_t i = 0; i < N(absent); i++) {
+        char code[100];
+        snprintf(code, sizeof code, "return type(%s)", absent[i]);
+        S_expect(f, code, "nil");
+    }
+    static const char *present[][2] = {
+        {"string.format", "function"}, {"table.concat", "function"}, {"math.floor", "function"},
+        {"utf8.char", "function"},     {"pcall", "function"},       {"load", "function"},
+        {"require", "function"},       {"data", "function"},        {"print", "function"},
+        {"kvsite.measured", "function"}, {"kvsite.unit", "function"}, {"_G", "table"},
+        {"setmetatable", "function"},  {"select", "function"},      {"tonumber", "function"},
+    };
+    for (size_t i = 0; i < N(present); i++) {
+        char code[100];
+        snprintf(code, sizeof code, "return type(%s)", present[i][0]);
+        S_expect(f, code, present[i][1]);
+    }
+    S_expect(f, "return _VERSION", "Lua 5.4");
+    S_expect(f, "return _G == _ENV", "true");
+    /* the shared string metatable is not handed out */
+    S_expect(f, "return getmetatable('')", "false");
+    S_expect(f, "return ('ab'):rep(2)", "abab");
+}
+
+static void test_load_is_text_only(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    S_expect(f, "return load('return 6 * 7')()", "42");
+    S_expect(f, "x = 5 return load('return x')()", "5"); /* the page's environment */
+    S_expect(f, "return load('return y', 'n', 't', {y = 7})()", "7");
+    S_expect(f, "return load('return _G')() == _G", "true");
+    S_expect(f, "local f, e = load('\\27Lua binary') return e",
+             "attempt to load a binary chunk (mode is 't')");
+    S_expect(f, "local f, e = load('return +') return type(f) .. ' ' .. e",
+             "nil (load):1: unexpected symbol near '+'");
+    S_expect_error(f, "return load('return 1', 'n', 'bt')", "load: binary chunks are not allowed");
+    S_expect_error(f, "return load('return 1', 'n', 'b')", "load: binary chunks are not allowed");
+    S_expect_error(f, "return load(function() return nil end)",
+                   "load: only a string chunk is accepted here");
+    S_expect(f, "return select(2, load(42))", "(load):1: unexpected symbol near '42'");
+}
+
+static void test_setmetatable_refuses_gc(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    S_expect_error(f, "setmetatable({}, {__gc = function() end})",
+                   "setmetatable: __gc metamethods are not allowed here");
+    S_expect_error(f, "setmetatable({}, {__gc = true})",
+                   "setmetatable: __gc metamethods are not allowed here");
+    S_expect(f, "return getmetatable(setmetatable({}, {__index = {a = 1}})).__index.a", "1");
+    S_expect(f, "return setmetatable({}, {__index = function(t, k) return k .. '!' end}).hi",
+             "hi!");
+    S_expect(f, "local t = setmetatable({}, nil) return type(t)", "table");
+}
+
+static void test_random_same_on_every_page(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    const char *code = "return math.random(1, 1000000000) .. ',' .. math.random(1, 1000000000)";
+    char *a = S_eval(f, code);
+    S_new_page(f);
+    char *b = S_eval(f, code);
+    assert_string_equal(a, b);
+    /* a page may reseed its own generator without changing the next page's */
+    S_expect(f, "math.randomseed(1) return 1", "1");
+    S_new_page(f);
+    char *c = S_eval(f, code);
+    assert_string_equal(a, c);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* ---- limits --------------------------------------------------------------- */
+
+static void test_budget_exceeded(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 100000;
+    S_sb(f);
+    sandbox_error err;
+    S_fail_at(f, "local n = 0\nwhile true do n = n + 1 end\n", 10, &err);
+    assert_true(err.limit);
+    assert_string_equal(err.msg, "instruction budget exceeded (limits.lua_instructions = 100000)");
+    assert_string_equal(err.file, PAGE);
+    assert_int_equal(err.line, 11);
+    sandbox_error_free(&err);
+    /* everything after fails the same way, without running */
+    S_fail_at(f, "return 1", 20, &err);
+    assert_true(err.limit);
+    assert_string_equal(err.msg, "instruction budget exceeded (limits.lua_instructions = 100000)");
+    assert_string_equal(err.file, PAGE);
+    sandbox_error_free(&err);
+    /* a new page has a new budget */
+    S_new_page(f);
+    S_expect(f, "local s = 0 for i = 1, 1000 do s = s + i end return s", "500500");
+}
+
+static void test_budget_inside_pcall(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 100000;
+    S_sb(f);
+    static const char *codes[] = {
+        "local ok, e = pcall(function() while true do end end)\nreturn ok, e",
+        "for i = 1, 100 do pcall(function() while true do end end) end\nreturn 1",
+        "local ok = xpcall(function() while true do end end, function(m) return m end)\n"
+        "while true do end",
+        "local ok = pcall(error, 'x')\nlocal t = {}\nfor i = 1, 1e9 do\n"
+        "  pcall(function() t[#t % 10 + 1] = i end)\nend\nreturn 1",
+    };
+    for (size_t i = 0; i < N(codes); i++) {
+        sandbox_error err;
+        S_fail_at(f, codes[i], 1, &err);
+        if (!err.limit ||
+            strcmp(err.msg, "instruction budget exceeded (limits.lua_instructions = 100000)"))
+            fail_msg("case %zu: %s (limit %d)", i, err.msg, err.limit);
+        sandbox_error_free(&err);
+        S_new_page(f);
+    }
+}
+
+static void test_memory_cap(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 1000000000;
+    f->o.memory = 2u << 20;
+    S_sb(f);
+    static const char *codes[] = {
+        "local t = {}\nfor i = 1, 1e8 do t[i] = i end\nreturn #t",
+        "return #string.rep('x', 1e8)",
+        "local s = 'x'\nfor i = 1, 40 do s = s .. s end\nreturn #s",
+        "local t = {}\nfor i = 1, 1e7 do t[#t + 1] = tostring(i) end",
+    };
+    for (size_t i = 0; i < N(codes); i++) {
+        sandbox_error err;
+        S_fail_at(f, codes[i], 1, &err);
+        if (!err.limit || strcmp(err.msg, "memory cap exceeded (limits.lua_memory = 2097152 bytes)"))
+            fail_msg("case %zu: %s (limit %d)", i, err.msg, err.limit);
+        /* located at the page (or left to the caller's location) */
+        assert_true(!err.file || strcmp(err.file, PAGE) == 0);
+        sandbox_error_free(&err);
+        /* later runs on the page fail the same way */
+        S_fail_at(f, "return 1", 1, &err);
+        assert_true(err.limit);
+        assert_string_equal(err.msg, "memory cap exceeded (limits.lua_memory = 2097152 bytes)");
+        sandbox_error_free(&err);
+        /* and the next page starts afresh */
+        S_new_page(f);
+        S_expect(f, "return #string.rep('y', 100000)", "100000");
+    }
+}
+
+/* ---- isolation ------------------------------------------------------------ */
+
+static void test_memory_error_location_not_stale(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 1000000000;
+    f->o.memory = 2u << 20;
+    S_sb(f);
+    sandbox_error err;
+    S_fail_at(f, "\n\nerror('earlier block')", 1, &err);
+    assert_int_equal(err.line, 3);
+    sandbox_error_free(&err);
+    /* a later block of the page hits the cap: the earlier error's line must
+     * not be reused for it */
+    S_fail_at(f, "local a = 1\nlocal b = 2\nreturn #string.rep('x', 1e8)", 50, &err);
+    assert_true(err.limit);
+    assert_string_equal(err.msg, "memory cap exceeded (limits.lua_memory = 2097152 bytes)");
+    if (err.line != 0 && err.line != 52)
+        fail_msg("memory cap reported at %s:%d", err.file ? err.file : "-", err.line);
+    sandbox_error_free(&err);
+}
+
+static void test_page_isolation(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    S_expect(f, "x = 1; _G.y = 5; kvsite.extra = 4; return x + y", "6");
+    S_expect(f, "return x + y", "6"); /* runs of one page share its environment */
+    /* the libraries are shared views that no page can change */
+    S_expect_error(f, "string.foo = 2", "module \"string\" is read-only: cannot set string.foo");
+    S_expect_error(f, "math.pi = 3", "module \"math\" is read-only: cannot set math.pi");
+    S_expect_error(f, "table.insert = nil",
+                   "module \"table\" is read-only: cannot set table.insert");
+    S_expect(f, "return getmetatable(string)", "locked");
+    S_expect_error(f, "setmetatable(string, nil)", "cannot change a protected metatable");
+    /* not even with rawset: whatever it does, the next page must not see it */
+    S_expect(f,
+             "pcall(rawset, string, 'foo', 2) pcall(rawset, math, 'pi', 3)\n"
+             "pcall(rawset, string, 'upper', function() return 'hacked' end) return 1",
+             "1");
+    S_new_page(f);
+    S_expect(f,
+             "return tostring(x) .. tostring(y) .. tostring(kvsite.extra) .. "
+             "tostring(string.foo) .. tostring(math.pi) .. string.upper('a') .. ('b'):upper()",
+             "nilnilnilnil3.1415926535898AB");
+}
+
+/* ---- require -------------------------------------------------------------- */
+
+static void test_require_from_checks(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    S_expect(f, "local m = require 'm' return m.twice(21)", "42");
+    S_expect(f, "return require('m') == require('m')", "true"); /* once per page */
+    S_expect(f, "return count", "1"); /* the module ran in the page's environment */
+    S_expect(f, "return require 'nothing'", "true");
+    S_expect(f, "return nothing_ran", "true");
+    /* pages get a read-only view of a module */
+    S_expect_error(f, "local m = require 'm' m.x = 1", "module \"m\" is read-only: cannot set m.x");
+    S_expect(f, "local n = 0 for k in pairs(require 'm') do n = n + 1 end return n", "2");
+    /* a fresh instance on the next page */
+    S_new_page(f);
+    S_expect(f, "return tostring(count) .. ' ' .. require('m').count .. ' ' .. count", "nil 1 1");
+}
+
+static void test_require_refusals(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    static const char *bad_names[] = {"../x", "Kv", "a.b", "", "x/y", "1abc", "a-b"};
+    for (size_t i = 0; i < N(bad_names); i++) {
+        char code[100], msg[200];
+        snprintf(code, sizeof code, "return require '%s'", bad_names[i]);
+        snprintf(msg, sizeof msg,
+                 "require \"%s\": module names are lower-case letters, digits and _ (a file "
+                 "checks/NAME.lua)",
+                 bad_names[i]);
+        S_expect_error(f, code, msg);
+    }
+    S_expect_error(f, "return require 'os'",
+                   "require \"os\": checks/os.lua: no such file under checks/");
+    S_expect_error(f, "return require 'evil'",
+                   "require \"evil\": checks/evil.lua: resolves outside checks/ (through a "
+                   "symbolic link): refused");
+    S_expect_error(f, "return require 'syn'", "checks/syn.lua:2: unexpected symbol near <eof>");
+    S_expect_error(f, "return require 'ca'", "checks/cb.lua:1: require \"ca\": circular require");
+}
+
+static void test_require_error_then_retry(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    sandbox_error err;
+    S_fail_at(f, "\n\nrequire 'boom'", 5, &err);
+    assert_string_equal(err.msg, "checks/boom.lua:2: boom");
+    assert_string_equal(err.file, PAGE);
+    assert_int_equal(err.line, 7); /* the page line that required it */
+    sandbox_error_free(&err);
+    /* a module that failed is not "being loaded" forever: asking again gives
+     * its own error again, not a circular require */
+    S_expect(f, "local ok, e = pcall(require, 'boom') return e", "checks/boom.lua:2: boom");
+}
+
+static void test_require_size_cap_and_no_checks(void **state)
+{
+    fx *f = *state;
+    f->o.data_bytes = 1024;
+    char big[2000];
+    memset(big, '-', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    S_write(f->root, "checks/bigmod.lua", big);
+    S_sb(f);
+    S_expect_error(f, "return require 'bigmod'",
+                   "require \"bigmod\": cannot read checks/bigmod.lua: file too large (limit "
+                   "1024 bytes)");
+    sandbox_page_end(f->sb);
+    sandbox_free(f->sb);
+    f->sb = NULL;
+
+    /* a project without checks/ */
+    f->o.root = f->other;
+    S_sb(f);
+    S_expect_error(f, "return require 'm'", "require \"m\": checks/m.lua: there is no checks/ folder");
+    S_expect_error(f, "return data 'x.yaml'", "data \"x.yaml\": there is no checks/ folder");
+}
+
+/* ---- data ----------------------------------------------------------------- */
+
+static void test_data_kinds(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    S_expect(f, "local d = data 'measurements/x.yaml' return d.model .. d.layers .. #d.list",
+             "qwen283");
+    S_expect(f, "local d = data 'measurements/x.yaml' return math.type(d.gib) .. d.gib",
+             "float0.21875");
+    S_expect(f, "return tostring(data('measurements/x.yaml').none)", "nil");
+    S_expect(f, "return data('x.yml').a", "1");
+    S_expect(f, "local d = data 'x.json' return d.a[2] + (d.b.c and 1 or 0) .. d.a[3]", "3.5s");
+    S_expect(f, "local d = data 'x.csv' return #d .. ':' .. d[2].bytes .. ':' .. d[1].tokens",
+             "2:469762048:4096");
+    S_expect(f, "return data 'log.txt'", "line1\nline2\n");
+    S_expect(f, "return data('alias.yaml').model", "qwen"); /* a link inside checks/ */
+    /* each call gives fresh tables: a page cannot spoil the cache */
+    S_expect(f, "local a = data 'x.json' a.a = nil return type(data('x.json').a)", "table");
+    S_new_page(f);
+    S_expect(f, "return #data('x.json').a", "3");
+}
+
+static void test_data_refusals(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    static const char *unsafe[] = {"../site.yaml", "/etc/hosts.txt", "a/../x.yaml",
+                                   ".secret.yaml", "a//b.yaml",      "a b.yaml",
+                                   "./x.yaml",     "measurements/../x.json"};
+    for (size_t i = 0; i < N(unsafe); i++) {
+        char code[100], msg[200];
+        snprintf(code, sizeof code, "return data '%s'", unsafe[i]);
+        snprintf(msg, sizeof msg,
+                 "data \"%s\": not a plain relative path under checks/ (no \"..\", no absolute "
+                 "paths, no dotfiles)",
+                 unsafe[i]);
+        S_expect_error(f, code, msg);
+    }
+    S_expect_error(f, "return data 'x.xml'",
+                   "data \"x.xml\": unknown kind of file (.yaml, .yml, .json, .csv, .txt, .log "
+                   "or .md)");
+    S_expect_error(f, "return data 'noext'",
+                   "data \"noext\": unknown kind of file (.yaml, .yml, .json, .csv, .txt, .log "
+                   "or .md)");
+    S_expect_error(f, "return data 'nope.yaml'", "data \"nope.yaml\": no such file under checks/");
+    S_expect_error(f, "return data 'out.yaml'",
+                   "data \"out.yaml\": resolves outside checks/ (through a symbolic link): "
+                   "refused");
+    S_expect_error(f, "return data 'ext/x.yaml'",
+                   "data \"ext/x.yaml\": resolves outside checks/ (through a symbolic link): "
+                   "refused");
+
+    sandbox_error err;
+    S_fail_at(f, "return data 'bad.json'", 1, &err);
+    const char *prefix = "data \"bad.json\": checks/bad.json:1:7: ";
+    if (strncmp(err.msg, prefix, strlen(prefix)) != 0 || strlen(err.msg) <= strlen(prefix))
+        fail_msg("parse error reads \"%s\"", err.msg);
+    sandbox_error_free(&err);
+}
+
+static void test_data_size_cap(void **state)
+{
+    fx *f = *state;
+    f->o.data_bytes = 1024;
+    char big[2000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    S_write(f->root, "checks/big.txt", big);
+    S_sb(f);
+    S_expect_error(f, "return data 'big.txt'",
+                   "data \"big.txt\": cannot read: file too large (limit 1024 bytes)");
+    S_expect(f, "return data('x.yml').a", "1");
+}
+
+static void test_page_inputs(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    assert_int_equal(sandbox_page_inputs(f->sb)->len, 0);
+    S_expect(f, "require 'm' data 'x.json' require 'm' data 'x.json' data 'log.txt' return 1",
+             "1");
+    const buf *in = sandbox_page_inputs(f->sb);
+    const char want[] = "checks/m.lua\0checks/x.json\0checks/log.txt";
+    assert_int_equal(in->len, sizeof want);
+    assert_memory_equal(in->ptr, want, sizeof want);
+    S_new_page(f);
+    assert_int_equal(sandbox_page_inputs(f->sb)->len, 0);
+}
+
+/* ---- kvsite.measured and kvsite.unit -------------------------------------- */
+
+static void test_measured_provenance(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    const char *prov = "unset";
+    sandbox_figure_begin(f->sb);
+    assert_false(sandbox_figure_measured(f->sb, &prov));
+    assert_string_equal(prov, "");
+    S_expect(f, "return 1", "1");
+    assert_false(sandbox_figure_measured(f->sb, NULL));
+
+    S_expect(f,
+             "kvsite.measured{source = 'bench', machine = 'A100', engine = 'vllm',\n"
+             "                date = '2024-05-01', other = 'ignored', build = 7}\n"
+             "return 1",
+             "1");
+    assert_true(sandbox_figure_measured(f->sb, &prov));
+    assert_string_equal(prov, "source: bench; machine: A100; engine: vllm; build: 7; "
+                              "date: 2024-05-01");
+    /* several measurements in one figure are all kept, each once */
+    S_expect(f, "kvsite.measured('second run') kvsite.measured('second run') return 1", "1");
+    assert_true(sandbox_figure_measured(f->sb, &prov));
+    assert_string_equal(prov, "source: bench; machine: A100; engine: vllm; build: 7; "
+                              "date: 2024-05-01 | second run");
+    sandbox_figure_begin(f->sb);
+    assert_false(sandbox_figure_measured(f->sb, &prov));
+    assert_string_equal(prov, "");
+    S_expect(f, "kvsite.measured('only') return 1", "1");
+    assert_true(sandbox_figure_measured(f->sb, &prov));
+    assert_string_equal(prov, "only");
+    S_expect_error(f, "kvsite.measured(42)",
+                   "kvsite.measured: provenance must be a table or a string");
+    S_expect_error(f, "kvsite.measured()",
+                   "kvsite.measured: provenance must be a table or a string");
+}
+
+static void test_user_units(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    assert_null(quote_units_find(sandbox_units(f->sb), "tok", 3));
+    S_expect(f, "kvsite.unit('tok', 1, 'count') return 1", "1");
+    const quote_unit *u = quote_units_find(sandbox_units(f->sb), "tok", 3);
+    assert_non_null(u);
+    assert_int_equal(u->kind, QUOTE_COUNT);
+    assert_true(u->scale == 1.0);
+    assert_false(u->builtin);
+    sandbox_error err;
+    S_fail_at(f, "kvsite.unit('GB', 1, 'bytes')", 1, &err);
+    assert_true(strncmp(err.msg, "kvsite.unit: ", 13) == 0 && strlen(err.msg) > 13);
+    sandbox_error_free(&err);
+    S_expect_error(f, "kvsite.unit('x', 'y', 'count')",
+                   "bad argument #2 to 'unit' (number expected, got string)");
+    /* units belong to the page that defined them */
+    S_new_page(f);
+    assert_null(quote_units_find(sandbox_units(f->sb), "tok", 3));
+    assert_non_null(quote_units_find(sandbox_units(f->sb), "GiB", 3));
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+typedef struct {
+    const char *code;
+    int first_line;
+    int line;
+    const char *msg;
+} err_case;
+
+static void test_error_lines(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    static const err_case cases[] = {
+        {"local a = 1\nlocal b = 2\nerror('boom')\n", 40, 42, "boom"},
+        {"local x = 1\nlocal = 2\n", 10, 11, "<name> expected near '='"},
+        {"local function g()\n  return nil + 1\nend\n\ng()\n", 100, 101,
+         "attempt to perform arithmetic on a nil value"},
+        {"local m = require 'fail'\n\nm.f()\n", 20, 22, "checks/fail.lua:2: bad input"},
+        {"\nerror('plain', 0)", 7, 8, "plain"},
+        {"error(42)", 3, 3, "42"},
+        {"error()", 5, 5, "error object is a nil value"},
+        {"error({code = 1})", 6, 6, "error object is a table value"},
+        {"load('error(\"in load\")')()", 9, 9, "(load):1: in load"},
+        {"return 1 +", 1, 1, "unexpected symbol near <eof>"},
+        {"x = 1\nreturn undefined_fn()", 0, 2,
+         "attempt to call a nil value (global 'undefined_fn')"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        sandbox_error err;
+        S_fail_at(f, cases[i].code, cases[i].first_line, &err);
+        if (!err.file || strcmp(err.file, PAGE) != 0 || err.line != cases[i].line ||
+            strcmp(err.msg, cases[i].msg) != 0 || err.limit)
+            fail_msg("case %zu: %s:%d: %s (limit %d)", i, err.file ? err.file : "-", err.line,
+                     err.msg, err.limit);
+        sandbox_error_free(&err);
+    }
+}
+
+static void test_long_error_truncated(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    sandbox_error err;
+    S_fail_at(f, "error(string.rep('x', 1000), 0)", 1, &err);
+    assert_int_equal(strlen(err.msg), 603);
+    assert_string_equal(err.msg + 600, "...");
+    assert_int_equal(err.msg[599], 'x');
+    sandbox_error_free(&err);
+}
+
+static void test_hostile_tostring_not_run(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    sandbox_error err;
+    S_fail_at(f,
+              "hit = false\n"
+              "error(setmetatable({}, {__tostring = function() hit = true; while true do end end,\n"
+              "                        __index = function() hit = true end}))",
+              1, &err);
+    assert_string_equal(err.msg, "error object is a table value");
+    assert_false(err.limit);
+    assert_int_equal(err.line, 2);
+    sandbox_error_free(&err);
+    S_expect(f, "return hit", "false");
+    /* inside the page's own pcall the error object stays what it was */
+    S_expect(f, "return select('#', pcall(error, setmetatable({}, {__tostring = error})))", "2");
+}
+
+static void test_print_is_a_note(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    char *s = S_eval_at(f, "local t = {}\nprint('a', 1, nil, true, 2.5, t)\nreturn 1", 10);
+    free(s);
+    assert_int_equal(f->dl.n, 1);
+    assert_int_equal(f->dl.v[0].level, DIAG_NOTE);
+    assert_string_equal(f->dl.v[0].file, PAGE);
+    assert_int_equal(f->dl.v[0].line, 11);
+    assert_int_equal(f->dl.v[0].col, 0);
+    assert_string_equal(f->dl.v[0].msg, "print: a\t1\t\ttrue\t2.5\t(a table value)");
+    assert_int_equal(f->dl.errors, 0);
+    s = S_eval(f, "print(string.rep('y', 10000)) return 1");
+    free(s);
+    assert_int_equal(f->dl.n, 2);
+    assert_int_equal(strlen(f->dl.v[1].msg), strlen("print: ") + 4096 + 3);
+}
+
+static void test_pcall_api(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    free(S_eval_at(f, "function add(a, b)\n  return a + b\nend", 30));
+    lua_State *L = sandbox_lua(f->sb);
+    sandbox_push_env(f->sb);
+    lua_getfield(L, -1, "add");
+    lua_remove(L, -2);
+    lua_pushinteger(L, 2);
+    lua_pushinteger(L, 3);
+    int nres = -1;
+    sandbox_error err;
+    assert_int_equal(sandbox_pcall(f->sb, 2, &nres, &err), 0);
+    assert_int_equal(nres, 1);
+    assert_int_equal(lua_tointeger(L, -1), 5);
+    lua_pop(L, 1);
+    assert_int_equal(lua_gettop(L), 0);
+
+    sandbox_push_env(f->sb);
+    lua_getfield(L, -1, "add");
+    lua_remove(L, -2);
+    lua_pushnil(L);
+    lua_pushinteger(L, 3);
+    assert_int_equal(sandbox_pcall(f->sb, 2, &nres, &err), -1);
+    assert_string_equal(err.file, PAGE);
+    assert_int_equal(err.line, 31);
+    assert_string_equal(err.msg, "attempt to perform arithmetic on a nil value (local 'a')");
+    assert_int_equal(lua_gettop(L), 0);
+    sandbox_error_free(&err);
+}
+
+/* ---- sandbox_tostring ----------------------------------------------------- */
+
+static void test_tostring(void **state)
+{
+    (void)state;
+    lua_State *L = luaL_newstate();
+    static const struct {
+        const char *expr, *text;
+        bool ok;
+    } cases[] = {
+        {"42", "42", true},
+        {"-7", "-7", true},
+        {"math.maxinteger", "9223372036854775807", true},
+        {"2.5", "2.5", true},
+        {"2.0", "2", true},
+        {"1e15", "1e+15", true},
+        {"1e20", "1e+20", true},
+        {"123456789012345.0", "123456789012345", true},
+        {"0.1", "0.1", true},
+        {"0.1 + 0.2", "0.3", true},
+        {"1 / 3", "0.33333333333333", true},
+        {"234881024 / 2^20", "224", true},
+        {"math.huge", "inf", true},
+        {"-math.huge", "-inf", true},
+        {"true", "true", true},
+        {"false", "false", true},
+        {"nil", "", true},
+        {"'text'", "text", true},
+        {"'a\\0b'", "a\0b", true},
+        {"{}", "(a table value)", false},
+        {"print", "(a function value)", false},
+        {"setmetatable({}, {__tostring = function() return 'no' end})", "(a table value)", false},
+        {"coroutine.create(print)", "(a thread value)", false},
+    };
+    luaL_openlibs(L);
+    for (size_t i = 0; i < N(cases); i++) {
+        char code[200];
+        snprintf(code, sizeof code, "return %s", cases[i].expr);
+        assert_int_equal(luaL_dostring(L, code), LUA_OK);
+        buf b = BUF_INIT;
+        bool ok = sandbox_tostring(L, -1, &b);
+        size_t want_len = strcmp(cases[i].expr, "'a\\0b'") == 0 ? 3 : strlen(cases[i].text);
+        if (ok != cases[i].ok || b.len != want_len || memcmp(buf_cstr(&b), cases[i].text, want_len))
+            fail_msg("%s gave \"%s\" (%d)", cases[i].expr, buf_cstr(&b), ok);
+        buf_free(&b);
+        lua_settop(L, 0);
+    }
+    lua_close(L);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_forbidden_absent),
+        T(test_load_is_text_only),
+        T(test_setmetatable_refuses_gc),
+        T(test_random_same_on_every_page),
+        T(test_budget_exceeded),
+        T(test_budget_inside_pcall),
+        T(test_memory_cap),
+        T(test_memory_error_location_not_stale),
+        T(test_page_isolation),
+        T(test_require_from_checks),
+        T(test_require_refusals),
+        T(test_require_error_then_retry),
+        T(test_require_size_cap_and_no_checks),
+        T(test_data_kinds),
+        T(test_data_refusals),
+        T(test_data_size_cap),
+        T(test_page_inputs),
+        T(test_measured_provenance),
+        T(test_user_units),
+        T(test_error_lines),
+        T(test_long_error_truncated),
+        T(test_hostile_tostring_not_run),
+        T(test_print_is_a_note),
+        T(test_pcall_api),
+        cmocka_unit_test(test_tostring),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,460 @@
+/* Unit tests for gen/template.c: translation to Lua with the template's line
+ * numbers, escaped and raw output, statement lines, includes (and include
+ * cycles), errors at templates/<file>:<line>, unterminated tags, caps. */
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <lua.h>
+
+#include "buf.h"
+#include "diag.h"
+#include "fsutil.h"
+#include "sandbox.h"
+#include "template.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+#define PAGE "content/p.md"
+
+/* ---- fixtures ------------------------------------------------------------- */
+
+typedef struct {
+    char *root;
+    sandbox_opts o;
+    size_t max_bytes, max_output;
+    sandbox *sb;
+    templates *t;
+    diag_list dl;
+} fx;
+
+static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void S_tpl(fx *f, const char *name, const char *text)
+{
+    char *rel = fs_join("templates", name);
+    char *p = fs_join(f->root, rel);
+    char *slash = strrchr(p, '/');
+    *slash = '\0';
+    assert_int_equal(fs_mkdir_p(p), 0);
+    *slash = '/';
+    assert_int_equal(fs_write_file(p, text, strlen(text)), 0);
+    free(p);
+    free(rel);
+}
+
+static int S_setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->root = strdup("/tmp/kvsite-test-template-XXXXXX");
+    if (!mkdtemp(f->root))
+        return -1;
+    f->o = (sandbox_opts){f->root, 1000000, 16u << 20, 1u << 20, 32};
+    f->max_bytes = 1u << 20;
+    f->max_output = 1u << 20;
+    diag_list_init(&f->dl);
+    *state = f;
+    return 0;
+}
+
+static int S_teardown(void **state)
+{
+    fx *f = *state;
+    tpl_free(f->t); /* before the sandbox */
+    if (f->sb) {
+        sandbox_page_end(f->sb);
+        sandbox_free(f->sb);
+    }
+    diag_list_free(&f->dl);
+    nftw(f->root, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    free(f->root);
+    free(f);
+    return 0;
+}
+
+/* Starts the sandbox, the templates and a page whose globals are set by lua. */
+static void S_start(fx *f, const char *lua)
+{
+    f->sb = sandbox_new(&f->o);
+    assert_non_null(f->sb);
+    f->t = tpl_new(f->sb, f->root, f->max_bytes, f->max_output);
+    sandbox_page_begin(f->sb, PAGE, &f->dl);
+    int nres = 0;
+    sandbox_error err;
+    if (sandbox_run(f->sb, lua, strlen(lua), PAGE, 1, &nres, &err) != 0)
+        fail_msg("page Lua: %s", err.msg);
+    lua_pop(sandbox_lua(f->sb), nres);
+}
+
+/* Renders name, which must succeed, and compares the output. */
+static void S_render_ok(fx *f, const char *name, const char *want)
+{
+    buf out = BUF_INIT;
+    if (tpl_render(f->t, name, &out, &f->dl) != 0)
+        fail_msg("render %s: %s:%d: %s", name, f->dl.n ? f->dl.v[f->dl.n - 1].file : "-",
+                 f->dl.n ? f->dl.v[f->dl.n - 1].line : 0, f->dl.n ? f->dl.v[f->dl.n - 1].msg : "");
+    if (strcmp(buf_cstr(&out), want) != 0)
+        fail_msg("render %s:\n--- got\n%s\n--- expected\n%s", name, buf_cstr(&out), want);
+    assert_int_equal(lua_gettop(sandbox_lua(f->sb)), 0);
+    buf_free(&out);
+}
+
+/* Renders name, which must fail with exactly one new error. */
+static void S_render_err(fx *f, const char *name, const char *file, int line, const char *msg)
+{
+    buf out = BUF_INIT;
+    buf_puts(&out, "before|");
+    size_t n0 = f->dl.n;
+    assert_int_equal(tpl_render(f->t, name, &out, &f->dl), -1);
+    assert_int_equal(f->dl.n, n0 + 1);
+    const diag *d = &f->dl.v[n0];
+    if (d->level != DIAG_ERROR || strcmp(d->file, file) != 0 || d->line != line ||
+        strcmp(d->msg, msg) != 0)
+        fail_msg("render %s: %s:%d: \"%s\"\n  expected %s:%d: \"%s\"", name, d->file, d->line,
+                 d->msg, file, line, msg);
+    assert_int_equal(d->col, 0);
+    /* nothing of a failed render is left in the output */
+    assert_string_equal(buf_cstr(&out), "before|");
+    assert_int_equal(lua_gettop(sandbox_lua(f->sb)), 0);
+    buf_free(&out);
+}
+
+/* ---- translation ---------------------------------------------------------- */
+
+typedef struct {
+    const char *src, *lua;
+} tr_case;
+
+static void test_translate_exact(void **state)
+{
+    (void)state;
+    static const tr_case cases[] = {
+        {"", "local _o, _esc, _raw = ...; \n"},
+        {"Hi {{ name }}!\n",
+         "local _o, _esc, _raw = ...; _o(\"Hi \") _o(_esc( name )) _o(\"!\\n\")\n\n"},
+        {"{{{ x }}}", "local _o, _esc, _raw = ...; _o(_raw( x )) \n"},
+        {"a\"b\\c\td\x7f", "local _o, _esc, _raw = ...; _o(\"a\\\"b\\\\c\\009d\\127\") \n"},
+        {"{% for i = 1, 2 do %}\n{{ i }}\n{% end %}\n",
+         "local _o, _esc, _raw = ...;  for i = 1, 2 do  \n_o(_esc( i )) _o(\"\\n\")\n end  \n\n"},
+        {"{{ include \"partials/h.html\" }}",
+         "local _o, _esc, _raw = ...; _o( include \"partials/h.html\" ) \n"},
+        {"{{include('x.html')}}", "local _o, _esc, _raw = ...; _o(include('x.html')) \n"},
+        {"{{ included }}", "local _o, _esc, _raw = ...; _o(_esc( included )) \n"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        buf lua = BUF_INIT;
+        diag_list dl;
+        diag_list_init(&dl);
+        assert_int_equal(tpl_translate(cases[i].src, strlen(cases[i].src), "templates/t.html",
+                                       &lua, &dl),
+                         0);
+        assert_int_equal(dl.n, 0);
+        if (strcmp(buf_cstr(&lua), cases[i].lua) != 0)
+            fail_msg("case %zu:\n--- got\n%s--- expected\n%s", i, buf_cstr(&lua), cases[i].lua);
+        buf_free(&lua);
+        diag_list_free(&dl);
+    }
+}
+
+static size_t S_count_nl(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += s[i] == '\n';
+    return c;
+}
+
+static void test_translate_keeps_lines(void **state)
+{
+    (void)state;
+    static const char *srcs[] = {
+        "a\nb\nc\n",
+        "{% if x then %}\nyes\n{% else %}\nno\n{% end %}\n",
+        "  {% for i = 1, 3 do %}  \n<li>{{ i }}</li>\n  {% end %}\n",
+        "{{\n  x\n}}\n{%\nlocal y = 1\n%}\n{{{\n y\n}}}",
+        "text {% if a then %}inline{% end %} more\n\n\n",
+        "{% a() %}{% b() %}\n{% c() %}\n",
+    };
+    for (size_t i = 0; i < N(srcs); i++) {
+        buf lua = BUF_INIT;
+        diag_list dl;
+        diag_list_init(&dl);
+        assert_int_equal(tpl_translate(srcs[i], strlen(srcs[i]), "t", &lua, &dl), 0);
+        /* one Lua line per template line, plus the final newline */
+        size_t want = S_count_nl(srcs[i], strlen(srcs[i])) + 1;
+        if (S_count_nl(lua.ptr, lua.len) != want)
+            fail_msg("case %zu: %zu Lua lines, expected %zu:\n%s", i, S_count_nl(lua.ptr, lua.len),
+                     want, lua.ptr);
+        buf_free(&lua);
+        diag_list_free(&dl);
+    }
+}
+
+typedef struct {
+    const char *src;
+    int line;
+    const char *msg;
+} unterminated_case;
+
+static void test_translate_unterminated(void **state)
+{
+    (void)state;
+    static const unterminated_case cases[] = {
+        {"a\n{{ x", 2, "unterminated {{ tag: no closing \"}}\""},
+        {"{% if x then", 1, "unterminated {% tag: no closing \"%}\""},
+        {"a\nb\n{{{ x }}", 3, "unterminated {{{ tag: no closing \"}}}\""},
+        {"{{ ok }}\n{{ x }\n", 2, "unterminated {{ tag: no closing \"}}\""},
+        {"{%", 1, "unterminated {% tag: no closing \"%}\""},
+        {"x{{", 1, "unterminated {{ tag: no closing \"}}\""},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        buf lua = BUF_INIT;
+        diag_list dl;
+        diag_list_init(&dl);
+        assert_int_equal(tpl_translate(cases[i].src, strlen(cases[i].src), "templates/u.html",
+                                       &lua, &dl),
+                         -1);
+        assert_int_equal(dl.n, 1);
+        assert_string_equal(dl.v[0].file, "templates/u.html");
+        if (dl.v[0].line != cases[i].line || strcmp(dl.v[0].msg, cases[i].msg) != 0)
+            fail_msg("case %zu: %d: %s", i, dl.v[0].line, dl.v[0].msg);
+        assert_int_equal(dl.v[0].col, 0);
+        buf_free(&lua);
+        diag_list_free(&dl);
+    }
+    /* braces that open no tag are text */
+    buf lua = BUF_INIT;
+    diag_list dl;
+    diag_list_init(&dl);
+    const char *src = "{ x } {x} }} %} {";
+    assert_int_equal(tpl_translate(src, strlen(src), "t", &lua, &dl), 0);
+    buf_free(&lua);
+    diag_list_free(&dl);
+}
+
+/* ---- rendering ------------------------------------------------------------ */
+
+static void test_escaped_and_raw(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "e.html", "[{{ page.title }}]\n[{{{ page.title }}}]\n");
+    S_tpl(f, "v.html", "{{ 1/4 }}|{{ 2^10 }}|{{ nil }}|{{ true }}|{{ 7 // 2 }}|{{ 'a' .. 1 }}");
+    S_start(f, "page = {title = [[<b>\"x\" & 'y'</b>]]}");
+    S_render_ok(f, "e.html",
+                "[&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;]\n[<b>\"x\" & 'y'</b>]\n");
+    S_render_ok(f, "v.html", "0.25|1024||true|3|a1");
+}
+
+static void test_text_passes_through(void **state)
+{
+    fx *f = *state;
+    const char *text = "quote \" backslash \\ tab \t bell \x07 del \x7f 键值 ]] [[ ]=] "
+                       "{ x } {x} }} %} ' \\n \r\n end\n";
+    S_tpl(f, "raw.html", text);
+    S_start(f, "");
+    S_render_ok(f, "raw.html", text);
+}
+
+static void test_statement_lines_swallowed(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "list.html", "<ul>\n{% for i = 1, 3 do %}\n  <li>{{ i }}</li>\n{% end %}\n</ul>\n");
+    S_tpl(f, "indent.html", "a\n  {% if true then %}  \nyes\n\t{% else %}\nno\n  {% end %}\nb\n");
+    S_tpl(f, "inline.html", "a {% if true then %}b{% end %} c\n");
+    S_tpl(f, "local.html", "{% local n = 2 %}{{ n * 3 }}\n{% local m = 5 %}\n{{ m }}");
+    S_tpl(f, "two.html", "{% if true then %}{% end %}\nx\n");
+    S_tpl(f, "last.html", "x\n{% if false then %}\ny\n{% end %}");
+    S_start(f, "");
+    S_render_ok(f, "list.html", "<ul>\n  <li>1</li>\n  <li>2</li>\n  <li>3</li>\n</ul>\n");
+    S_render_ok(f, "indent.html", "a\nyes\nb\n");
+    S_render_ok(f, "inline.html", "a b c\n");
+    S_render_ok(f, "local.html", "6\n5");
+    S_render_ok(f, "two.html", "\nx\n"); /* two tags on a line: not alone, the line stays */
+    S_render_ok(f, "last.html", "x\n");
+}
+
+static void test_include(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "partials/head.html", "<title>{{ page.title }}</title>\n");
+    S_tpl(f, "page.html",
+          "<html>\n{{ include \"partials/head.html\" }}<body>{{ page.title }}</body>\n"
+          "{{ include('partials/head.html') }}{{{ include 'partials/head.html' }}}</html>\n");
+    S_start(f, "page = {title = 'T & U'}");
+    S_render_ok(f, "page.html",
+                "<html>\n<title>T &amp; U</title>\n<body>T &amp; U</body>\n"
+                "<title>T &amp; U</title>\n<title>T &amp; U</title>\n</html>\n");
+    const buf *in = tpl_inputs(f->t);
+    const char want[] = "templates/page.html\0templates/partials/head.html";
+    assert_int_equal(in->len, sizeof want);
+    assert_memory_equal(in->ptr, want, sizeof want);
+}
+
+static void test_include_refusals(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "unsafe.html", "a\n{{ include '../secret.html' }}");
+    S_tpl(f, "missing.html", "\n\n{{ include 'partials/none.html' }}");
+    S_tpl(f, "abs.html", "{{ include '/etc/passwd' }}");
+    S_start(f, "");
+    S_render_err(f, "unsafe.html", "templates/unsafe.html", 2,
+                 "template name \"../secret.html\" is not a plain path under templates/");
+    S_render_err(f, "missing.html", "templates/missing.html", 3,
+                 "template templates/partials/none.html: no such file");
+    S_render_err(f, "abs.html", "templates/abs.html", 1,
+                 "template name \"/etc/passwd\" is not a plain path under templates/");
+}
+
+static void test_include_cycle(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "loop.html", "a\n{{ include 'loop.html' }}");
+    S_tpl(f, "ping.html", "{{ include 'pong.html' }}");
+    S_tpl(f, "pong.html", "\n{{ include 'ping.html' }}");
+    S_start(f, "");
+    S_render_err(f, "loop.html", "templates/loop.html", 2,
+                 "include \"loop.html\": includes nested deeper than 16 (an include cycle?)");
+    /* ping includes pong includes ping ...: the 17th include is ping's */
+    S_render_err(f, "ping.html", "templates/ping.html", 1,
+                 "include \"pong.html\": includes nested deeper than 16 (an include cycle?)");
+}
+
+static void test_errors_at_template_line(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "call.html", "line1\nline2\n{{ nope() }}\n");
+    S_tpl(f, "syn.html", "a\n{% local = 1 %}\nb\n");
+    S_tpl(f, "table.html", "\n{{ page }}");
+    S_tpl(f, "rawtable.html", "{{{ page }}}");
+    S_tpl(f, "stmt.html", "{% for i = 1, 2 do %}\n{% end %}\n{% error('custom', 0) %}\n");
+    S_tpl(f, "partials/bad.html", "\n{{ page.missing.field }}");
+    S_tpl(f, "outer.html", "x\n\n{{ include 'partials/bad.html' }}");
+    S_tpl(f, "multi.html", "{{\n\n  nope2()\n}}");
+    S_tpl(f, "unterm.html", "ok\n{{ x");
+    S_start(f, "page = {title = 't'}");
+    S_render_err(f, "call.html", "templates/call.html", 3,
+                 "attempt to call a nil value (global 'nope')");
+    S_render_err(f, "syn.html", "templates/syn.html", 2, "<name> expected near '='");
+    S_render_err(f, "table.html", "templates/table.html", 2, "cannot show a table value in {{ }}");
+    S_render_err(f, "rawtable.html", "templates/rawtable.html", 1,
+                 "cannot show a table value in {{{ }}}");
+    S_render_err(f, "stmt.html", "templates/stmt.html", 3, "custom");
+    S_render_err(f, "multi.html", "templates/multi.html", 3,
+                 "attempt to call a nil value (global 'nope2')");
+    S_render_err(f, "unterm.html", "templates/unterm.html", 2,
+                 "unterminated {{ tag: no closing \"}}\"");
+    /* an error in an included template is reported where it happened */
+    S_render_err(f, "outer.html", "templates/partials/bad.html", 2,
+                 "attempt to index a nil value (field 'missing')");
+    /* a missing template */
+    S_render_err(f, "none.html", "templates/none.html", 0, "template templates/none.html: no such file");
+}
+
+/* ---- caps, cache, existence ----------------------------------------------- */
+
+static void test_output_cap(void **state)
+{
+    fx *f = *state;
+    f->max_output = 1024;
+    S_tpl(f, "big.html", "{{ string.rep('x', 2000) }}");
+    S_tpl(f, "ok.html", "{{ string.rep('x', 1000) }}");
+    S_start(f, "");
+    S_render_err(f, "big.html", "templates/big.html", 1, "template output larger than 1024 bytes (limits.output_bytes)");
+    buf out = BUF_INIT;
+    assert_int_equal(tpl_render(f->t, "ok.html", &out, &f->dl), 0);
+    assert_int_equal(out.len, 1000);
+    buf_free(&out);
+}
+
+static void test_template_size_cap(void **state)
+{
+    fx *f = *state;
+    f->max_bytes = 1024;
+    char big[2000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    S_tpl(f, "big.html", big);
+    S_start(f, "");
+    S_render_err(f, "big.html", "templates/big.html", 0,
+                 "template templates/big.html: file too large (limit 1024 bytes)");
+}
+
+static void test_budget_in_template(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 100000;
+    S_tpl(f, "spin.html", "a\n{% while true do end %}\n");
+    S_start(f, "");
+    S_render_err(f, "spin.html", "templates/spin.html", 2,
+                 "instruction budget exceeded (limits.lua_instructions = 100000)");
+}
+
+static void test_compiled_once(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "c.html", "first {{ page.n }}");
+    S_start(f, "page = {n = 1}");
+    S_render_ok(f, "c.html", "first 1");
+    S_tpl(f, "c.html", "second {{ page.n }}");
+    /* the next page reuses the compiled template, in its own environment */
+    sandbox_page_begin(f->sb, "content/q.md", &f->dl);
+    int nres = 0;
+    sandbox_error err;
+    assert_int_equal(sandbox_run(f->sb, "page = {n = 2}", 14, "content/q.md", 1, &nres, &err), 0);
+    S_render_ok(f, "c.html", "first 2");
+    const buf *in = tpl_inputs(f->t);
+    assert_int_equal(in->len, sizeof "templates/c.html");
+}
+
+static void test_exists(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "page.html", "x");
+    S_tpl(f, "partials/head.html", "x");
+    S_start(f, "");
+    assert_true(tpl_exists(f->t, "page.html"));
+    assert_true(tpl_exists(f->t, "partials/head.html"));
+    assert_false(tpl_exists(f->t, "partials"));
+    assert_false(tpl_exists(f->t, "missing.html"));
+    assert_false(tpl_exists(f->t, "../templates/page.html"));
+    assert_false(tpl_exists(f->t, "/etc/passwd"));
+    assert_false(tpl_exists(f->t, "partials//head.html"));
+    assert_false(tpl_exists(f->t, ""));
+    assert_false(tpl_exists(f->t, "page .html"));
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_translate_exact),
+        cmocka_unit_test(test_translate_keeps_lines),
+        cmocka_unit_test(test_translate_unterminated),
+        T(test_escaped_and_raw),
+        T(test_text_passes_through),
+        T(test_statement_lines_swallowed),
+        T(test_include),
+        T(test_include_refusals),
+        T(test_include_cycle),
+        T(test_errors_at_template_line),
+        T(test_output_cap),
+        T(test_template_size_cap),
+        T(test_budget_in_template),
+        T(test_compiled_once),
+        T(test_exists),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
