@@ -395,7 +395,10 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
     walk_state w = {m, p, file, dl, out, 0};
     edit *edits = NULL;
     size_t nedits = 0, cap_edits = 0;
-    int in_link = 0;
+    int in_link = 0, depth = 0;
+    /* nesting cap: lists in quotes in lists... deeper than this is an attack */
+    int max_depth = m->o.cfg ? m->o.cfg->limits.depth * 4 : 128;
+    bool too_deep = false;
     bool summary_done = out->summary != NULL;
     cmark_node *first_para = NULL; /* summarised after the edits: figures read as quotes */
     cmark_node **headings = NULL, **breaks = NULL;
@@ -410,6 +413,7 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
         int line = nl + first_line - 1;
         int col = cmark_node_get_start_column(n) + (nl == 1 ? first_col - 1 : 0);
         if (ev == CMARK_EVENT_EXIT) {
+            depth--;
             if (t == CMARK_NODE_LINK)
                 in_link--;
             if (t == CMARK_NODE_HEADING) {
@@ -423,6 +427,17 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
         }
         if (ev != CMARK_EVENT_ENTER)
             continue;
+        if (!too_deep && depth >= max_depth) {
+            too_deep = true;
+            diag_error(dl, file, line, col,
+                       "Markdown nested deeper than %d levels (limits.depth × 4)", max_depth);
+        }
+        bool leaf = t == CMARK_NODE_TEXT || t == CMARK_NODE_CODE || t == CMARK_NODE_CODE_BLOCK ||
+                    t == CMARK_NODE_HTML_BLOCK || t == CMARK_NODE_HTML_INLINE ||
+                    t == CMARK_NODE_SOFTBREAK || t == CMARK_NODE_LINEBREAK ||
+                    t == CMARK_NODE_THEMATIC_BREAK;
+        if (!leaf) /* leaves get no EXIT event */
+            depth++;
         edit e = {0};
         switch (t) {
         case CMARK_NODE_CODE_BLOCK:
