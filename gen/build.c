@@ -455,18 +455,22 @@ static void S_sitemap(build_state *s)
 static void S_json_str(buf *b, const char *s)
 {
     buf_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    const unsigned char *p = (const unsigned char *)(s ? s : ""), *run = p;
+    for (; *p; p++) {
+        if (*p >= 0x20 && *p != '"' && *p != '\\')
+            continue; /* copied in runs */
+        buf_put(b, run, (size_t)(p - run));
         if (*p == '"' || *p == '\\')
             buf_printf(b, "\\%c", *p);
         else if (*p == '\n')
             buf_puts(b, "\\n");
         else if (*p == '\t')
             buf_puts(b, "\\t");
-        else if (*p < 0x20)
-            buf_printf(b, "\\u%04x", *p);
         else
-            buf_putc(b, *p);
+            buf_printf(b, "\\u%04x", *p);
+        run = p + 1;
     }
+    buf_put(b, run, (size_t)(p - run));
     buf_putc(b, '"');
 }
 
