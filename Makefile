@@ -68,12 +68,22 @@ check-site: $(KVSITE)
 
 check-e2e: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/run.sh
+	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/hostile.sh
 
 check-spec: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) BUILD_DIR=$(abspath $(B)) bash tests/spec/run.sh
 
 bench: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/bench/run.sh
+
+# libFuzzer targets (clang), each for FUZZ_SECONDS; saved crashes are replayed first.
+FUZZ_SECONDS ?= 30
+fuzz:
+	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+# The bundled site's build under valgrind: no errors, no definite leaks.
+memcheck: $(KVSITE)
+	KVSITE=$(abspath $(KVSITE)) bash tests/fuzz/memcheck.sh
 
 deps:
 	apt-get update -qq

@@ -82,11 +82,59 @@ static bool S_within(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
+/* True when anything under dir is neither a regular file nor a folder. */
+static bool S_has_links(const char *dir)
+{
+    size_t cap = 64, n = 0;
+    char **stack = xmalloc(cap * sizeof *stack);
+    stack[n++] = xstrdup(dir);
+    bool found = false;
+    while (n > 0) {
+        char *path = stack[--n];
+        DIR *d = found ? NULL : opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) && !found) {
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                    continue;
+                unsigned char type = e->d_type;
+                if (type == DT_UNKNOWN) {
+                    struct stat st;
+                    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                        continue;
+                    type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+                }
+                if (type == DT_DIR) {
+                    if (n == cap)
+                        stack = xrealloc(stack, (cap *= 2) * sizeof *stack);
+                    stack[n++] = fs_join(path, e->d_name);
+                } else if (type != DT_REG) {
+                    found = true;
+                }
+            }
+            closedir(d);
+        }
+        free(path);
+    }
+    while (n > 0)
+        free(stack[--n]);
+    free(stack);
+    return found;
+}
+
 static int S_setup_output(build_state *s)
 {
     const build_opts *o = s->o;
     char *want = o->out ? (o->out[0] == '/' ? xstrdup(o->out) : fs_join(o->root, o->out))
                         : fs_join(o->root, "site");
+    struct stat lst;
+    if (lstat(want, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        diag_error(&s->dl, NULL, 0, 0,
+                   "output %s is a symbolic link: refused (it would replace the folder it "
+                   "points to)", want);
+        free(want);
+        return -1;
+    }
     s->out_abs = S_absolute(want);
     if (!s->out_abs) {
         diag_error(&s->dl, NULL, 0, 0, "output folder %s: its parent folder does not exist", want);
@@ -137,6 +185,9 @@ static int S_setup_output(build_state *s)
     struct stat sst;
     if (lstat(s->staging, &sst) == 0 && !S_ISDIR(sst.st_mode))
         fs_remove_tree(s->staging);
+    else if (S_has_links(s->staging))
+        fs_remove_tree(s->staging); /* planted links could lead writes out */
+
     if (mkdir(s->staging, 0777) != 0 && errno != EEXIST) {
         diag_error(&s->dl, NULL, 0, 0, "cannot create the staging folder %s: %s", s->staging,
                    strerror(errno));
@@ -525,9 +576,10 @@ static void S_checks_json(build_state *s)
 
 static void S_check_links(build_state *s)
 {
-    strmap pages, reported;
+    strmap pages, reported, idsets;
     strmap_init(&pages);
     strmap_init(&reported);
+    strmap_init(&idsets);
     for (size_t j = 0; j < s->njobs; j++) {
         const page_record *r = &s->records[j];
         if (r->done && r->url && r->url[0] && r->out_bytes > 0)
@@ -573,9 +625,16 @@ static void S_check_links(build_state *s)
                            "broken link to %s: no page or file there%s%s", l->target,
                            l->file ? "; in the output for " : "", l->file ? r->url : "");
             } else if (target && frag && frag[0]) {
-                bool found = false;
-                for (size_t i = 0; i < target->nids && !found; i++)
-                    found = strcmp(target->ids[i], frag) == 0;
+                /* each target's ids as a set, made on first use */
+                strmap *set = strmap_get(&idsets, target->url);
+                if (!set) {
+                    set = xmalloc(sizeof *set);
+                    strmap_init(set);
+                    for (size_t i = 0; i < target->nids; i++)
+                        strmap_put(set, target->ids[i], (void *)1);
+                    strmap_put(&idsets, target->url, set);
+                }
+                bool found = strmap_get(set, frag) != NULL;
                 if (!found)
                     diag_error(&s->dl, file, l->line, l->col,
                                "broken link to %s: %s has no heading or anchor with id \"%s\"",
@@ -586,6 +645,13 @@ static void S_check_links(build_state *s)
     }
     strmap_free(&pages);
     strmap_free(&reported);
+    for (size_t i = 0; i < idsets.cap; i++) {
+        if (idsets.keys[i]) {
+            strmap_free(idsets.vals[i]);
+            free(idsets.vals[i]);
+        }
+    }
+    strmap_free(&idsets);
 }
 
 /* ---------- the no-change fast path ---------- */

@@ -46,6 +46,13 @@ char *content_slugify(const char *text)
             /* keep non-ASCII as is, but map the ideographic space and the
              * full-width punctuation that separates words to '-' */
             size_t n = utf8_char_len(p);
+            for (size_t k = 1; k < n; k++)
+                if (!p[k]) { /* a truncated sequence at the end: stop */
+                    n = 0;
+                    break;
+                }
+            if (!n)
+                break;
             uint32_t cp = utf8_decode(p, n);
             if (cp == 0x3000 || cp == 0xFF0C || cp == 0x3001 || cp == 0x3002 ||
                 cp == 0xFF1A || cp == 0xFF08 || cp == 0xFF09 || cp == 0xFF1F ||

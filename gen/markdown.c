@@ -279,6 +279,46 @@ static void S_join_cjk_lines(cmark_node **breaks, size_t n)
     }
 }
 
+/* Finds where node n is written, from line `from` on (1-based, in text):
+ * code spans by their literal, other nodes by their first text. */
+static void S_locate(const char *text, size_t len, cmark_node *n, int from, int *line, int *col)
+{
+    const char *needle = NULL;
+    cmark_node *c = n;
+    while (c && !needle) {
+        cmark_node_type t = cmark_node_get_type(c);
+        if (t == CMARK_NODE_TEXT || t == CMARK_NODE_CODE)
+            needle = cmark_node_get_literal(c);
+        c = cmark_node_first_child(c);
+    }
+    *line = from;
+    *col = 1;
+    if (!needle || !needle[0])
+        return;
+    const char *p = text, *end = text + len;
+    for (int l = 1; l < from && p; l++) {
+        p = memchr(p, '\n', (size_t)(end - p));
+        p = p ? p + 1 : NULL;
+    }
+    if (!p)
+        return;
+    size_t nn = strlen(needle);
+    for (const char *q = p; q + nn <= end; q++) {
+        if (memcmp(q, needle, nn) == 0) {
+            int l = from;
+            const char *ls = p;
+            for (const char *r = p; r < q; r++)
+                if (*r == '\n') {
+                    l++;
+                    ls = r + 1;
+                }
+            *line = l;
+            *col = (int)(q - ls) + 1;
+            return;
+        }
+    }
+}
+
 /* ---------- the walk ---------- */
 
 typedef struct {
@@ -333,13 +373,22 @@ static void S_add_heading(walk_state *w, strmap *ids, int level, const char *tex
         free(slug);
         slug = xstrdup("section");
     }
+    /* ids maps an id to the next suffix to try for it, so thousands of equal
+     * headings stay linear */
     char *id = xstrdup(slug);
-    for (int k = 1; strmap_get(ids, id); k++) {
-        free(id);
-        id = xasprintf("%s-%d", slug, k);
+    uintptr_t k = (uintptr_t)strmap_get(ids, slug);
+    if (k) {
+        do {
+            free(id);
+            id = xasprintf("%s-%lu", slug, (unsigned long)k++);
+        } while (strmap_get(ids, id));
+        strmap_put(ids, slug, (void *)k);
+    } else {
+        strmap_put(ids, slug, (void *)1);
     }
+    if (!strmap_get(ids, id))
+        strmap_put(ids, id, (void *)1);
     free(slug);
-    strmap_put(ids, id, (void *)1);
     if (r->ntoc == *cap) {
         *cap = *cap ? *cap * 2 : 16;
         r->toc = xrealloc(r->toc, *cap * sizeof *r->toc);
@@ -365,6 +414,14 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
               int first_line, int first_col, bool inline_mode, md_result *out, diag_list *dl)
 {
     size_t errors = dl->errors;
+    size_t bad_at;
+    if (!utf8_valid(text, len, &bad_at)) {
+        int bl = 1, bc = 1;
+        utf8_position(text, bad_at, &bl, &bc);
+        diag_error(dl, file, first_line + bl - 1, bl == 1 ? first_col + bc - 1 : bc,
+                   "invalid UTF-8 (byte 0x%02x)", (unsigned char)text[bad_at]);
+        return -1;
+    }
     /* cmark renders with raw HTML on: kvsite's own markup (figures) travels in
      * HTML nodes, which GFM table cells accept where custom nodes are refused.
      * The author's raw HTML and dangerous URLs are then made safe by the walk
@@ -395,14 +452,14 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
     walk_state w = {m, p, file, dl, out, 0};
     edit *edits = NULL;
     size_t nedits = 0, cap_edits = 0;
-    int in_link = 0, depth = 0;
+    int in_link = 0, depth = 0, last_line = 1;
     /* nesting cap: lists in quotes in lists... deeper than this is an attack */
     int max_depth = m->o.cfg ? m->o.cfg->limits.depth * 4 : 128;
     bool too_deep = false;
     bool summary_done = out->summary != NULL;
     cmark_node *first_para = NULL; /* summarised after the edits: figures read as quotes */
     cmark_node **headings = NULL, **breaks = NULL;
-    size_t nheadings = 0, nbreaks = 0, cap_breaks = 0;
+    size_t nheadings = 0, cap_headings = 0, nbreaks = 0, cap_breaks = 0;
 
     cmark_iter *it = cmark_iter_new(doc);
     cmark_event_type ev;
@@ -410,14 +467,24 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
         cmark_node *n = cmark_iter_get_node(it);
         cmark_node_type t = cmark_node_get_type(n);
         int nl = cmark_node_get_start_line(n);
+        int ncol = cmark_node_get_start_column(n);
+        if (nl <= 0 && ev == CMARK_EVENT_ENTER) {
+            /* cmark-gfm leaves no position on a paragraph cut short by a
+             * table: find the node's text in the source after the last place */
+            S_locate(text, len, n, last_line, &nl, &ncol);
+        }
+        if (nl > 0)
+            last_line = nl;
         int line = nl + first_line - 1;
-        int col = cmark_node_get_start_column(n) + (nl == 1 ? first_col - 1 : 0);
+        int col = ncol + (nl == 1 ? first_col - 1 : 0);
         if (ev == CMARK_EVENT_EXIT) {
             depth--;
             if (t == CMARK_NODE_LINK)
                 in_link--;
             if (t == CMARK_NODE_HEADING) {
-                headings = xrealloc(headings, (nheadings + 1) * sizeof *headings);
+                if (nheadings == cap_headings)
+                    headings = xrealloc(headings, (cap_headings = cap_headings ? cap_headings * 2 : 16) *
+                                                      sizeof *headings);
                 headings[nheadings++] = n;
             }
             if (t == CMARK_NODE_PARAGRAPH && !summary_done && !first_para &&

@@ -498,8 +498,17 @@ static int S_markdown_inline(lua_State *L)
         return luaL_error(L, "markdown_inline: text longer than 64 KiB");
     int line = 0, col = 0;
     const char *file = r->cur_file ? r->cur_file : "(template)";
-    if (r->cur_page && !S_find_scalar(r->cur_page->front, s, &line, &col))
-        line = 0;
+    char *tfile = NULL;
+    if (!r->cur_page || !S_find_scalar(r->cur_page->front, s, &line, &col)) {
+        /* not a front-matter string: its place is the template's call */
+        lua_Debug ar;
+        line = col = 0;
+        if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.source[0] == '=') {
+            tfile = xstrdup(ar.source + 1);
+            file = tfile;
+            line = ar.currentline;
+        }
+    }
     md_result res;
     md_result_init(&res);
     res.summary = xstrdup(""); /* no summary wanted */
@@ -530,6 +539,7 @@ static int S_markdown_inline(lua_State *L)
     }
     lua_pushlstring(L, buf_cstr(&res.html), res.html.len);
     md_result_free(&res);
+    free(tfile);
     return 1;
 }
 
@@ -739,17 +749,53 @@ static char *S_pick_template(renderer *r, const page *p, diag_list *dl)
     return name;
 }
 
+/* page.toc: a view too (a page may have thousands of headings); valid while
+ * the page renders, which is as long as its environment lives. */
+typedef struct {
+    const md_heading *toc;
+    size_t n;
+} toc_view;
+
+static const char *const S_TOC_VIEW = "kvsite.toc";
+
+static int S_toc_index(lua_State *L)
+{
+    toc_view *v = luaL_checkudata(L, 1, S_TOC_VIEW);
+    lua_Integer i = lua_tointeger(L, 2);
+    if (!lua_isinteger(L, 2) || i < 1 || (size_t)i > v->n)
+        return 0;
+    const md_heading *h = &v->toc[i - 1];
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, h->level);
+    lua_setfield(L, -2, "level");
+    S_setstr(L, "id", h->id);
+    S_setstr(L, "text", h->text);
+    return 1;
+}
+
+static int S_toc_len(lua_State *L)
+{
+    toc_view *v = luaL_checkudata(L, 1, S_TOC_VIEW);
+    lua_pushinteger(L, (lua_Integer)v->n);
+    return 1;
+}
+
 static void S_push_toc(lua_State *L, const md_result *res)
 {
-    lua_createtable(L, (int)res->ntoc, 0);
-    for (size_t i = 0; i < res->ntoc; i++) {
-        lua_createtable(L, 0, 3);
-        lua_pushinteger(L, res->toc[i].level);
-        lua_setfield(L, -2, "level");
-        S_setstr(L, "id", res->toc[i].id);
-        S_setstr(L, "text", res->toc[i].text);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    toc_view *v = lua_newuserdatauv(L, sizeof *v, 0);
+    v->toc = res->toc;
+    v->n = res->ntoc;
+    if (luaL_newmetatable(L, S_TOC_VIEW)) {
+        lua_pushcfunction(L, S_toc_index);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, S_toc_len);
+        lua_setfield(L, -2, "__len");
+        lua_pushcfunction(L, S_view_pairs);
+        lua_setfield(L, -2, "__pairs");
+        lua_pushliteral(L, "locked");
+        lua_setfield(L, -2, "__metatable");
     }
+    lua_setmetatable(L, -2);
 }
 
 static int S_write(renderer *r, const char *out_rel, const buf *html, page_record *rec,
@@ -935,6 +981,43 @@ static void S_collect_inputs(renderer *r, page_record *rec)
     rec->inputs = buf_detach(&b);
 }
 
+/* The variables a page's template sees, built in protected mode: a page near
+ * its memory cap must fail with an error, not abort the worker. */
+typedef struct {
+    renderer *r;
+    size_t job;
+    const page *p;
+    const md_result *res;
+    const size_t *kids;
+    size_t nkids;
+} page_env_args;
+
+static int S_page_env(lua_State *L)
+{
+    const page_env_args *a = lua_touserdata(L, 1);
+    renderer *r = a->r;
+    S_set_helpers(r);
+    sandbox_push_env(r->sb);
+    S_push_page_brief(r, a->job);
+    lua_pushlstring(L, buf_cstr(&a->res->html), a->res->html.len);
+    lua_setfield(L, -2, "content");
+    S_push_toc(L, a->res);
+    lua_setfield(L, -2, "toc");
+    lua_newtable(L);
+    for (size_t i = 0; i < a->res->figs.nfigs; i++) {
+        S_push_figure(L, &a->res->figs.figs[i], a->p->src, NULL);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "figures");
+    if (a->p->kind != PAGE_REGULAR) {
+        S_push_page_list(r, a->kids, a->nkids);
+        lua_setfield(L, -2, "pages");
+    }
+    lua_setfield(L, -2, "page");
+    lua_pop(L, 1);
+    return 0;
+}
+
 static void S_render_page(renderer *r, size_t job, const page *p, page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
@@ -970,29 +1053,20 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     res.nlinks = 0;
     char *tname = sandbox_exhausted(r->sb) ? NULL : S_pick_template(r, p, &rec->diags);
     if (tname) {
-        S_set_helpers(r);
-        sandbox_push_env(r->sb);
-        S_push_page_brief(r, job);
-        lua_pushlstring(L, buf_cstr(&res.html), res.html.len);
-        lua_setfield(L, -2, "content");
-        S_push_toc(L, &res);
-        lua_setfield(L, -2, "toc");
-        lua_newtable(L);
-        for (size_t i = 0; i < res.figs.nfigs; i++) {
-            S_push_figure(L, &res.figs.figs[i], p->src, NULL);
-            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        size_t nkids = 0;
+        size_t *kids = p->kind != PAGE_REGULAR ? content_children(r->e.idx, p, &nkids) : NULL;
+        page_env_args args = {r, job, p, &res, kids, nkids};
+        lua_pushcfunction(L, S_page_env);
+        lua_pushlightuserdata(L, &args);
+        sandbox_error err;
+        if (sandbox_pcall(r->sb, 1, NULL, &err) != 0) {
+            diag_error(&rec->diags, file, 0, 0, "preparing the page for its template: %s",
+                       err.msg);
+            sandbox_error_free(&err);
+        } else {
+            S_finish(r, tname, p->out, rec, file);
         }
-        lua_setfield(L, -2, "figures");
-        if (p->kind != PAGE_REGULAR) {
-            size_t nc;
-            size_t *kids = content_children(r->e.idx, p, &nc);
-            S_push_page_list(r, kids, nc);
-            free(kids);
-            lua_setfield(L, -2, "pages");
-        }
-        lua_setfield(L, -2, "page");
-        lua_pop(L, 1);
-        S_finish(r, tname, p->out, rec, file);
+        free(kids);
         free(tname);
     }
     rec->summary = p->summary ? fig_plain_text(p->summary)
@@ -1001,6 +1075,9 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     rec->nfigs = res.figs.nfigs;
     res.figs.figs = NULL;
     res.figs.nfigs = 0;
+    const char *swallowed = sandbox_swallowed_limit(r->sb);
+    if (swallowed)
+        diag_error(&rec->diags, file, 0, 0, "%s", swallowed);
     S_collect_inputs(r, rec);
     r->cur_page = NULL;
     r->cur_file = NULL;
@@ -1009,6 +1086,44 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     sandbox_page_end(r->sb);
     md_result_free(&res);
     free(prefix);
+}
+
+typedef struct {
+    renderer *r;
+    job_kind kind;
+    size_t index;
+    const char *title, *path, *url;
+} generated_env_args;
+
+/* The variables of a generated page (tags, sources, report, 404), protected. */
+static int S_generated_env(lua_State *L)
+{
+    const generated_env_args *a = lua_touserdata(L, 1);
+    renderer *r = a->r;
+    job_kind kind = a->kind;
+    S_set_helpers(r);
+    sandbox_push_env(r->sb);
+    lua_createtable(L, 0, 8);
+    S_setstr(L, "title", a->title);
+    S_setstr(L, "kind", kind == JOB_TAGS ? "tags" : kind == JOB_TAG ? "tag"
+                         : kind == JOB_SOURCES ? "sources" : kind == JOB_CHECKS ? "checks" : "404");
+    S_setstr(L, "url", a->url);
+    S_setstr(L, "path", a->path);
+    lua_pushliteral(L, "");
+    lua_setfield(L, -2, "content");
+    lua_newtable(L);
+    lua_setfield(L, -2, "toc");
+    lua_newtable(L);
+    lua_setfield(L, -2, "params");
+    if (kind == JOB_TAG) {
+        const tag *t = &r->e.idx->tags[a->index];
+        S_push_page_list(r, t->pages, t->npages);
+        lua_setfield(L, -2, "pages");
+        S_setstr(L, "tag", t->name);
+    }
+    lua_setfield(L, -2, "page");
+    lua_pop(L, 1);
+    return 0;
 }
 
 static void S_render_generated(renderer *r, job_kind kind, size_t index, page_record *rec)
@@ -1059,35 +1174,26 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     sandbox_page_begin(r->sb, tpath, &rec->diags);
     r->cur_file = tpath;
     r->cur_rec = rec;
-    S_set_helpers(r);
-    sandbox_push_env(r->sb);
-    lua_createtable(L, 0, 8);
-    S_setstr(L, "title", title);
-    S_setstr(L, "kind", kind == JOB_TAGS ? "tags" : kind == JOB_TAG ? "tag"
-                         : kind == JOB_SOURCES ? "sources" : kind == JOB_CHECKS ? "checks" : "404");
-    char *u = S_full_url(r, url);
-    S_setstr(L, "url", u);
-    free(u);
-    S_setstr(L, "path", url);
-    lua_pushliteral(L, "");
-    lua_setfield(L, -2, "content");
-    lua_newtable(L);
-    lua_setfield(L, -2, "toc");
-    lua_newtable(L);
-    lua_setfield(L, -2, "params");
-    if (kind == JOB_TAG) {
-        const tag *t = &r->e.idx->tags[index];
-        S_push_page_list(r, t->pages, t->npages);
-        lua_setfield(L, -2, "pages");
-        S_setstr(L, "tag", t->name);
+    char *full_url = S_full_url(r, url);
+    generated_env_args args = {r, kind, index, title, url, full_url};
+    lua_pushcfunction(L, S_generated_env);
+    lua_pushlightuserdata(L, &args);
+    sandbox_error err;
+    bool ready = sandbox_pcall(r->sb, 1, NULL, &err) == 0;
+    if (!ready) {
+        diag_error(&rec->diags, tpath, 0, 0, "preparing the page for its template: %s", err.msg);
+        sandbox_error_free(&err);
     }
-    lua_setfield(L, -2, "page");
-    lua_pop(L, 1);
+    free(full_url);
     char *out = kind == JOB_404 ? xstrdup("404.html") : xasprintf("%sindex.html", url + 1);
-    S_finish(r, tname, out, rec, tpath);
+    if (ready)
+        S_finish(r, tname, out, rec, tpath);
     free(out);
     free(tag_url);
     /* the ids a link may name (report rows, sources) were read from the output */
+    const char *swallowed = sandbox_swallowed_limit(r->sb);
+    if (swallowed)
+        diag_error(&rec->diags, tpath, 0, 0, "%s", swallowed);
     S_collect_inputs(r, rec);
     r->cur_file = NULL;
     r->cur_rec = NULL;

@@ -32,6 +32,7 @@ struct sandbox {
 
     size_t used, limit; /* Lua heap accounting */
     bool mem_hit, in_handler;
+    bool limit_surfaced; /* a budget or memory error reached C (and was reported) */
     long long budget_left;
     bool budget_hit;
     size_t gc_baseline;
@@ -41,6 +42,7 @@ struct sandbox {
     diag_list *dl;
     quote_unitset *units;
     bool measured;
+    int prints;
     buf provenance;
     buf inputs;
     strmap data_cache;
@@ -213,6 +215,7 @@ static void S_fill_error(sandbox *sb, const char *msg, sandbox_error *err)
     }
     err->msg = S_strip_position(msg, err->file, &err->line);
     err->limit = sb->budget_hit || sb->mem_hit;
+    sb->limit_surfaced |= err->limit;
     if (sb->mem_hit && !sb->budget_hit) {
         free(err->msg);
         err->msg = xasprintf("memory cap exceeded (limits.lua_memory = %zu bytes)", sb->o.memory);
@@ -243,9 +246,18 @@ static int S_current_line(lua_State *L, const char **file)
     return 0;
 }
 
+#define PRINT_LINES_MAX 200 /* per page: print is for debugging, not a log flood */
+
 static int S_print(lua_State *L)
 {
     sandbox *sb = S_sb(L);
+    if (++sb->prints > PRINT_LINES_MAX) {
+        if (sb->prints == PRINT_LINES_MAX + 1 && sb->dl)
+            diag_add(sb->dl, DIAG_NOTE, sb->page_file, S_current_line(L, NULL), 0,
+                     "print: more than %d lines on this page; the rest is not shown",
+                     PRINT_LINES_MAX);
+        return 0;
+    }
     int n = lua_gettop(L);
     buf b = BUF_INIT;
     for (int i = 1; i <= n; i++) {
@@ -263,6 +275,33 @@ static int S_print(lua_State *L)
                  buf_cstr(&b));
     buf_free(&b);
     return 0;
+}
+
+/* The message handler of a page's xpcall, wrapped: once the budget or the
+ * memory cap is spent, the error goes through untouched. Lua runs a handler
+ * with hooks off when the error was raised by the count hook, so a looping
+ * handler would otherwise escape the budget. */
+static int S_xpcall_handler(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    if (sb->budget_hit || sb->mem_hit)
+        return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int S_xpcall(lua_State *L)
+{
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, lua_upvalueindex(1)); /* the real xpcall */
+    lua_insert(L, 1);
+    lua_pushvalue(L, 3); /* the page's handler */
+    lua_pushcclosure(L, S_xpcall_handler, 1);
+    lua_replace(L, 3);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
 }
 
 static int S_setmetatable(lua_State *L)
@@ -678,7 +717,7 @@ static int S_setup(lua_State *L)
     static const char *base_names[] = {"assert", "error", "getmetatable", "ipairs", "next",
                                        "pairs", "pcall", "rawequal", "rawget", "rawlen",
                                        "rawset", "select", "tonumber", "tostring", "type",
-                                       "xpcall", "_VERSION", "string", "table", "math", "utf8"};
+                                       "_VERSION", "string", "table", "math", "utf8"};
     lua_newtable(L); /* library name -> metatable of its views */
     int libs = lua_gettop(L);
     for (size_t i = 0; i < sizeof base_names / sizeof base_names[0]; i++) {
@@ -697,6 +736,9 @@ static int S_setup(lua_State *L)
     lua_getglobal(L, "setmetatable");
     lua_pushcclosure(L, S_setmetatable, 1);
     lua_setfield(L, proto, "setmetatable");
+    lua_getglobal(L, "xpcall");
+    lua_pushcclosure(L, S_xpcall, 1);
+    lua_setfield(L, proto, "xpcall");
     lua_pushcfunction(L, S_load);
     lua_setfield(L, proto, "load");
     lua_pushcfunction(L, S_print);
@@ -845,7 +887,8 @@ void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl)
         fprintf(stderr, "kvsite: cannot create a Lua environment (out of memory)\n");
         exit(70);
     }
-    sb->mem_hit = sb->budget_hit = false;
+    sb->mem_hit = sb->budget_hit = sb->limit_surfaced = false;
+    sb->prints = 0;
     sb->budget_left = sb->o.instructions;
     sb->limit = sb->used + sb->o.memory;
     lua_sethook(L, S_hook, LUA_MASKCOUNT, HOOK_STEP);
@@ -865,6 +908,17 @@ void sandbox_page_end(sandbox *sb)
 }
 
 bool sandbox_exhausted(const sandbox *sb) { return sb->budget_hit || sb->mem_hit; }
+
+const char *sandbox_swallowed_limit(const sandbox *sb)
+{
+    if (sb->limit_surfaced)
+        return NULL;
+    if (sb->budget_hit)
+        return "instruction budget exceeded (limits.lua_instructions), inside a pcall";
+    if (sb->mem_hit)
+        return "memory cap exceeded (limits.lua_memory), inside a pcall";
+    return NULL;
+}
 
 void sandbox_figure_begin(sandbox *sb)
 {
@@ -915,6 +969,7 @@ static int S_limit_error(sandbox *sb, sandbox_error *err)
     memset(err, 0, sizeof *err);
     err->file = sb->page_file ? xstrdup(sb->page_file) : NULL;
     err->limit = true;
+    sb->limit_surfaced = true;
     err->msg = sb->budget_hit
                    ? xasprintf("instruction budget exceeded (limits.lua_instructions = %lld)",
                                sb->o.instructions)

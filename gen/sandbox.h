@@ -71,6 +71,10 @@ void sandbox_error_free(sandbox_error *err);
 /* True once the page spent its instruction budget or memory: everything
  * after fails the same way, so callers stop instead of reporting it again. */
 bool sandbox_exhausted(const sandbox *sb);
+/* When the page hit a limit but its own pcall caught the error (so nobody
+ * reported it), the message to report; NULL otherwise. A limit is an error
+ * of the page whatever the page does with it. */
+const char *sandbox_swallowed_limit(const sandbox *sb);
 
 /* Figure tiers: sandbox_figure_begin() clears the record, then evaluation runs;
  * sandbox_figure_measured() tells whether kvsite.measured() was called since

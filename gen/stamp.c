@@ -22,8 +22,10 @@ uint64_t stamp_str(uint64_t h, const char *s) { return S_mix(h, s, strlen(s) + 1
 
 static uint64_t S_stat(uint64_t h, const struct stat *st)
 {
-    uint64_t v[4] = {(uint64_t)st->st_size, (uint64_t)st->st_mtim.tv_sec,
-                     (uint64_t)st->st_mtim.tv_nsec, (uint64_t)st->st_ino};
+    /* ctime too: it changes on every write, even when mtime is put back */
+    uint64_t v[6] = {(uint64_t)st->st_size, (uint64_t)st->st_mtim.tv_sec,
+                     (uint64_t)st->st_mtim.tv_nsec, (uint64_t)st->st_ino,
+                     (uint64_t)st->st_ctim.tv_sec, (uint64_t)st->st_ctim.tv_nsec};
     return S_mix(h, v, sizeof v);
 }
 

@@ -1,6 +1,7 @@
 #include "template.h"
 
 #include <lauxlib.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,16 +188,37 @@ static bool S_safe_name(const char *name)
     return true;
 }
 
-bool tpl_exists(const templates *t, const char *name)
+/* The path of templates/<name> when it is a regular file inside templates/
+ * (symbolic links that lead elsewhere are refused); NULL otherwise. */
+static char *S_resolve(const templates *t, const char *name, const char **why)
 {
+    *why = "no such file";
     if (!S_safe_name(name))
-        return false;
+        return NULL;
     char *rel = fs_join(TEMPLATES_DIR, name);
     char *path = fs_join(t->root, rel);
-    bool ok = fs_exists(path) && !fs_is_dir(path);
+    char *top = fs_join(t->root, TEMPLATES_DIR);
+    char real[PATH_MAX], real_top[PATH_MAX];
+    bool ok = realpath(path, real) && realpath(top, real_top) && !fs_is_dir(real);
+    if (ok && (strncmp(real, real_top, strlen(real_top)) != 0 || real[strlen(real_top)] != '/')) {
+        *why = "a symbolic link out of templates/: refused";
+        ok = false;
+    }
     free(rel);
+    free(top);
+    if (!ok) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+bool tpl_exists(const templates *t, const char *name)
+{
+    const char *why;
+    char *path = S_resolve(t, name, &why);
     free(path);
-    return ok;
+    return path != NULL;
 }
 
 /* Pushes the compiled function of name, compiling it on first use. On error
@@ -215,13 +237,15 @@ static int S_compiled(lua_State *L, templates *t, const char *name)
         return -1;
     }
     char *rel = fs_join(TEMPLATES_DIR, name);
-    char *path = fs_join(t->root, rel);
+    const char *why;
+    char *path = S_resolve(t, name, &why);
     buf text = BUF_INIT;
-    int rc = fs_read_file(path, t->max_bytes, &text);
+    int rc = path ? fs_read_file(path, t->max_bytes, &text) : FS_ENOENT;
     free(path);
     if (rc != FS_OK) {
         lua_pop(L, 1);
-        lua_pushfstring(L, "template %s: %s", rel, fs_strerror(rc, t->max_bytes));
+        lua_pushfstring(L, "template %s: %s", rel,
+                        path ? fs_strerror(rc, t->max_bytes) : why);
         free(rel);
         buf_free(&text);
         return -1;

@@ -547,8 +547,9 @@ t_yaml_tags_and_types() {
 
 # ---------- Markdown ----------
 
-# md_case NAME PYEXPR: a page body made by Python; must build (exit 0) or be
-# stopped by the wall clock as one error at the page, never crash or hang.
+# md_pathological PYEXPR: a page body made by Python; must build (exit 0), be
+# refused as too deeply nested (one located error), or be stopped by the wall
+# clock as one error at the page; never crash or hang.
 md_pathological() {
     { printf -- '---\ntitle: Pathological\n---\n'; python3 -c "import sys; sys.stdout.write($1)"; } \
         >"$P/content/notes/bad.md"
@@ -557,11 +558,14 @@ md_pathological() {
     if [ "$RC" -eq 0 ]; then
         expect_ok
     else
-        expect_fail 1 "^$BAD(:[0-9]+)*: error: .*(limits.page_timeout|took longer)"
+        expect_fail 1 "^($BAD: error: .*limits\.page_timeout|$BAD:[0-9]+:[0-9]+: error: .*nested deeper)"
     fi
     [ "$ELAPSED" -le 30 ] || why "took ${ELAPSED}s"
-    [ "$RC" -ne 0 ] || echo "    # $NAME: rendered in ${ELAPSED}s"
-    [ "$RC" -eq 0 ] || echo "    # $NAME: stopped by limits.page_timeout"
+    if [ "$RC" -eq 0 ]; then
+        echo "    # $NAME: rendered in ${ELAPSED}s"
+    else
+        echo "    # $NAME: $(grep -m1 -oE 'limits\.page_timeout|nested deeper[^(]*' "$LOG")"
+    fi
 }
 
 t_md_nested_brackets() { md_pathological "'[' * 50000 + 'a' + ']' * 50000 + '\n' + '[' * 50000 + '\n'"; }
@@ -584,6 +588,14 @@ t_md_many_headings() {
     grep -q 'id="a-99999"' "$P/site/notes/bad/index.html" 2>/dev/null || why "no heading id a-99999"
 }
 t_md_many_figures() { md_pathological "'\`1 {= 1}\` ' * 20000 + '\n'"; }
+
+t_md_figure_before_table_location() {
+    # a paragraph right before a table (no blank line) is split off by
+    # cmark-gfm; its figures still report their own line
+    page notes/bad.md 'Intro.' '' 'The value is `3 B {= 2}` here.' '| a | b |' '|---|---|' '| 1 | 2 |'
+    build
+    expect_fail 1 "^$BAD:6:15: error: quoted 3 B"
+}
 
 t_md_nul_bytes() {
     pybytes "$P/content/notes/bad.md" "b'---\ntitle: Nul\n---\nBody\n\nhere\x00there\n'"
@@ -752,6 +764,7 @@ Inline `{lua} "<script>alert(7)</script>"` and `1 {= 1 --"><script>alert(8)</scr
 [d](<javascript:alert(15)>) [e](vbscript:msgbox(16)) [f](data:text/html,<script>alert(17)</script>)
 [g](java&#115;cript:alert(18)) [h](&#106;avascript:alert(19)) <javascript:alert(20)>
 ![i](javascript:alert(21)) [j][ref] [k](JAVASCRIPT&colon;alert(22))
+[<script>alert(26)</script>](javascript:alert("%3Cscript%3Ealert(27)%3C/script%3E"))
 
 [ref]: javascript:alert(24)
 
@@ -887,7 +900,7 @@ with open(sys.argv[1], 'r+b') as f:
     touch -r "$W/mtime" "$f"
     rm "$W/mtime"
     build
-    expect_fail 1 '^content/notes/ok\.md:[0-9]+:[0-9]+: error: quoted 225 MiB'
+    expect_fail 1 '^content/notes/ok\.md:[0-9]+:[0-9]+: error: (value 1 of 2: )?quoted 225 MiB'
 }
 
 t_fs_missing_templates() {
