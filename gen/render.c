@@ -881,7 +881,13 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
         free(t);
     }
     const char *p = buf_cstr(html), *end = p + html->len;
-    while ((p = strstr(p, "=\"")) && p < end) {
+    /* memchr, not strstr: the scan must stay linear in the page's size
+     * (sanitizer interceptors measure a strstr haystack on every call) */
+    while (p < end && (p = memchr(p, '=', (size_t)(end - p))) && p + 1 < end) {
+        if (p[1] != '"') {
+            p++;
+            continue;
+        }
         bool attr = (p >= buf_cstr(html) + 4 && !memcmp(p - 4, "href", 4)) ||
                     (p >= buf_cstr(html) + 3 && !memcmp(p - 3, "src", 3));
         bool id = p >= buf_cstr(html) + 3 && !memcmp(p - 3, " id", 3);
