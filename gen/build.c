@@ -185,8 +185,6 @@ static int S_setup_output(build_state *s)
     struct stat sst;
     if (lstat(s->staging, &sst) == 0 && !S_ISDIR(sst.st_mode))
         fs_remove_tree(s->staging);
-    else if (S_has_links(s->staging))
-        fs_remove_tree(s->staging); /* planted links could lead writes out */
 
     if (mkdir(s->staging, 0777) != 0 && errno != EEXIST) {
         diag_error(&s->dl, NULL, 0, 0, "cannot create the staging folder %s: %s", s->staging,
@@ -679,11 +677,12 @@ static uint64_t S_input_stamp(build_state *s)
 static uint64_t S_output_stamp(build_state *s, const char *list, size_t len)
 {
     uint64_t h = STAMP_SEED;
-    for (const char *p = list; p < list + len; p += strlen(p) + 1) {
-        char *path = fs_join(s->out_abs, p);
-        h = stamp_file(h, path);
-        free(path);
-    }
+    int dir = open(s->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (dir < 0)
+        return stamp_str(h, "(no output)");
+    for (const char *p = list; p < list + len; p += strlen(p) + 1)
+        h = stamp_file_at(h, dir, p);
+    close(dir);
     return h;
 }
 
@@ -825,6 +824,11 @@ int build_run(const build_opts *o)
             free(stamp_path);
             goto out;
         }
+    }
+    /* links planted in the staging folder could lead writes out of it */
+    if (s.staging && S_has_links(s.staging)) {
+        fs_remove_tree(s.staging);
+        mkdir(s.staging, 0777);
     }
     cmark_gfm_core_extensions_ensure_registered();
     content_opts copts = {o->drafts};

@@ -38,6 +38,15 @@ uint64_t stamp_file(uint64_t h, const char *path)
     return S_stat(h, &st);
 }
 
+uint64_t stamp_file_at(uint64_t h, int dirfd, const char *path)
+{
+    struct stat st;
+    h = stamp_str(h, path);
+    if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return stamp_str(h, "(missing)");
+    return S_stat(h, &st);
+}
+
 static int S_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);

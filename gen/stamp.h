@@ -17,6 +17,8 @@ uint64_t stamp_tree(uint64_t h, const char *root, const char *rel, size_t max_fi
                     size_t *files);
 /* Adds one file (or its absence). */
 uint64_t stamp_file(uint64_t h, const char *path);
+/* The same for path relative to the open folder dirfd. */
+uint64_t stamp_file_at(uint64_t h, int dirfd, const char *path);
 /* Adds a string. */
 uint64_t stamp_str(uint64_t h, const char *s);
 #define STAMP_SEED 1469598103934665603ull
