@@ -391,18 +391,9 @@ static void S_load_markdown(walker *w, const char *rel, const char *path)
         S_page_free(p);
         return;
     }
-    size_t bad_at;
-    const char *nul = memchr(text.ptr, '\0', text.len);
-    if (nul) {
-        int line = 1, col = 1;
-        utf8_position(text.ptr, (size_t)(nul - text.ptr), &line, &col);
-        diag_error(w->dl, p->src, line, col, "the file contains a NUL byte");
-    } else if (!utf8_valid(text.ptr, text.len, &bad_at)) {
-        int line = 1, col = 1;
-        utf8_position(text.ptr, bad_at, &line, &col);
-        diag_error(w->dl, p->src, line, col, "invalid UTF-8 (byte 0x%02x)",
-                   (unsigned char)text.ptr[bad_at]);
-    } else if (content_parse_page(p, text.ptr, text.len, w->cfg, w->dl) == 0) {
+    /* the YAML reader refuses NUL bytes and invalid UTF-8 in the front
+     * matter; the body is checked where it is rendered (md_render) */
+    if (content_parse_page(p, text.ptr, text.len, w->cfg, w->dl) == 0) {
         if (!p->draft || w->opts->drafts) {
             S_add_page(w, p);
             p = NULL; /* the index owns it now */

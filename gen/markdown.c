@@ -415,11 +415,18 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
 {
     size_t errors = dl->errors;
     size_t bad_at;
-    if (!utf8_valid(text, len, &bad_at)) {
+    const char *nul = memchr(text, '\0', len);
+    bool bad_utf8 = !nul && !utf8_valid(text, len, &bad_at);
+    if (nul || bad_utf8) {
+        size_t at = nul ? (size_t)(nul - text) : bad_at;
         int bl = 1, bc = 1;
-        utf8_position(text, bad_at, &bl, &bc);
-        diag_error(dl, file, first_line + bl - 1, bl == 1 ? first_col + bc - 1 : bc,
-                   "invalid UTF-8 (byte 0x%02x)", (unsigned char)text[bad_at]);
+        utf8_position(text, at, &bl, &bc);
+        if (nul)
+            diag_error(dl, file, first_line + bl - 1, bl == 1 ? first_col + bc - 1 : bc,
+                       "the file contains a NUL byte");
+        else
+            diag_error(dl, file, first_line + bl - 1, bl == 1 ? first_col + bc - 1 : bc,
+                       "invalid UTF-8 (byte 0x%02x)", (unsigned char)text[at]);
         return -1;
     }
     /* cmark renders with raw HTML on: kvsite's own markup (figures) travels in

@@ -109,6 +109,39 @@ static const char *S_kind_name(page_kind k)
     return k == PAGE_HOME ? "home" : k == PAGE_SECTION ? "section" : "page";
 }
 
+static const char S_BRIEF_KEY = 0; /* its address keys a brief's page index */
+static const char *const S_BRIEF_META = "kvsite.brief";
+
+/* __index of a page brief: params on first use. */
+static int S_brief_index(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *k = lua_tostring(L, 2);
+    if (!k || strcmp(k, "params") != 0)
+        return 0;
+    lua_pushlightuserdata(L, (void *)&S_BRIEF_KEY);
+    lua_rawget(L, 1);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (i < 0 || (size_t)i >= r->e.idx->npages)
+        return 0;
+    const page *p = r->e.idx->pages[i];
+    if (p->front) {
+        if (luadata_push(L, p->front) != 0)
+            return lua_error(L);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_newtable(L);
+        }
+    } else {
+        lua_newtable(L);
+    }
+    lua_pushliteral(L, "params");
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 1);
+    return 1;
+}
+
 /* A page as listings see it. */
 static void S_push_page_brief(renderer *r, size_t i)
 {
@@ -151,17 +184,17 @@ static void S_push_page_brief(renderer *r, size_t i)
         lua_rawseti(L, -2, (lua_Integer)t + 1);
     }
     lua_setfield(L, -2, "tags");
-    if (p->front) {
-        if (luadata_push(L, p->front) != 0)
-            lua_error(L);
-        if (lua_isnil(L, -1)) {
-            lua_pop(L, 1);
-            lua_newtable(L);
-        }
-    } else {
-        lua_newtable(L);
+    /* params (the whole front matter) is made when a template reads it:
+     * listings of thousands of pages rarely do */
+    lua_pushlightuserdata(L, (void *)&S_BRIEF_KEY);
+    lua_pushinteger(L, (lua_Integer)i);
+    lua_rawset(L, -3);
+    if (luaL_newmetatable(L, S_BRIEF_META)) {
+        lua_pushlightuserdata(L, r);
+        lua_pushcclosure(L, S_brief_index, 1);
+        lua_setfield(L, -2, "__index");
     }
-    lua_setfield(L, -2, "params");
+    lua_setmetatable(L, -2);
 }
 
 /* Lists of pages and figures are views: their items are built when a

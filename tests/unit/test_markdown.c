@@ -188,6 +188,28 @@ static void test_plain_markdown(void **state)
     assert_string_equal(f->res.toc[0].id, "title");
 }
 
+/* A body with a NUL byte or invalid UTF-8 is refused at its place (the page
+ * index reads only front matter, so this is where bodies are checked). */
+static void test_bad_bytes(void **state)
+{
+    fx *f = *state;
+    md_result_free(&f->res);
+    md_result_init(&f->res);
+    md_ctx *m = md_new(&f->o);
+    static const char nul[] = "ok\nab\0cd\n";
+    assert_int_equal(md_render(m, NULL, FILE_A, nul, sizeof nul - 1, 4, 1, false, &f->res, &f->dl),
+                     -1);
+    S_diag(f, 0, DIAG_ERROR, 5, 3, "the file contains a NUL byte");
+    md_result_free(&f->res);
+    md_result_init(&f->res);
+    static const char utf[] = "line\nok \xC0\xAF\n";
+    assert_int_equal(md_render(m, NULL, FILE_A, utf, sizeof utf - 1, 4, 1, false, &f->res, &f->dl),
+                     -1);
+    S_diag(f, 1, DIAG_ERROR, 5, 4, "invalid UTF-8 (byte 0xc0)");
+    assert_int_equal(f->res.html.len, 0);
+    md_free(m);
+}
+
 /* ---- headings ------------------------------------------------------------- */
 
 typedef struct {
@@ -590,6 +612,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_plain_markdown),
+        T(test_bad_bytes),
         T(test_heading_ids_unique),
         T(test_heading_with_figure),
         T(test_figure_span),
