@@ -84,7 +84,7 @@ static int S_hex(char c)
     return -1;
 }
 
-static char *S_percent_decode(const char *s, size_t n)
+char *md_percent_decode(const char *s, size_t n)
 {
     buf b = BUF_INIT;
     for (size_t i = 0; i < n; i++) {
@@ -170,7 +170,7 @@ static void S_link(walk_state *w, cmark_node *n, int line, int col)
         target = xasprintf("%s%s", w->p ? w->p->url : "/", frag);
         final = NULL; /* keep as written */
     } else {
-        char *path = S_percent_decode(url, pathlen);
+        char *path = md_percent_decode(url, pathlen);
         char *site = NULL;
         if (path[0] == '/') {
             site = xstrdup(path);

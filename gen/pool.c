@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -161,7 +162,10 @@ static void S_reap(worker *w, int *status)
 
 /* The job a worker held failed as a whole: one error at the job's file. */
 static void S_fail_job(const render_env *env, page_record *records, uint32_t job,
-                       const char *fmt, double arg)
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void S_fail_job(const render_env *env, page_record *records, uint32_t job,
+                       const char *fmt, ...)
 {
     page_record *rec = &records[job];
     record_free(rec);
@@ -170,7 +174,13 @@ static void S_fail_job(const render_env *env, page_record *records, uint32_t job
     rec->url = xstrdup("");
     rec->src = xstrdup("");
     rec->summary = xstrdup("");
-    diag_add(&rec->diags, DIAG_ERROR, render_job_file(env, job), 0, 0, fmt, arg);
+    buf msg = BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&msg, fmt, ap);
+    va_end(ap);
+    diag_add(&rec->diags, DIAG_ERROR, render_job_file(env, job), 0, 0, "%s", buf_cstr(&msg));
+    buf_free(&msg);
 }
 
 int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size_t n,
@@ -196,7 +206,7 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
         for (int i = 0; i < nw; i++) {
             worker *w = &ws[i];
             if (w->pid < 0 && next < n && S_spawn(w, ws, nw, env, o) != 0) {
-                S_fail_job(env, records, (uint32_t)jobs[next], "cannot start a worker process%.0f", 0);
+                S_fail_job(env, records, (uint32_t)jobs[next], "cannot start a worker process: %s", strerror(errno));
                 next++;
                 done++;
                 continue;
@@ -264,7 +274,7 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
                 record_free(rec);
                 if (record_decode(w->in.ptr + 4, len, rec) != 0 || rec->job != w->job) {
                     record_free(rec);
-                    S_fail_job(env, records, w->job, "internal error: a worker sent a malformed record%.0f", 0);
+                    S_fail_job(env, records, w->job, "internal error: a worker sent a malformed record");
                 }
                 memmove(w->in.ptr, w->in.ptr + 4 + len, w->in.len - 4 - len);
                 buf_truncate(&w->in, w->in.len - 4 - len);
@@ -281,14 +291,14 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
                 S_reap(w, &st);
                 if (WIFSIGNALED(st))
                     S_fail_job(env, records, job,
-                               "the worker rendering this page crashed (signal %.0f); the page "
+                               "the worker rendering this page crashed (signal %d); the page "
                                "was not built",
-                               (double)WTERMSIG(st));
+                               WTERMSIG(st));
                 else
                     S_fail_job(env, records, job,
-                               "the worker rendering this page stopped (exit status %.0f, "
+                               "the worker rendering this page stopped (exit status %d, "
                                "possibly out of memory: limits.worker_memory)",
-                               (double)(WIFEXITED(st) ? WEXITSTATUS(st) : -1));
+                               WIFEXITED(st) ? WEXITSTATUS(st) : -1);
                 done++;
             } else if (now - w->started > o->deadline) {
                 uint32_t job = w->job;

@@ -277,12 +277,12 @@ static int S_view_pairs(lua_State *L)
     return 3;
 }
 
-static void S_view_meta(lua_State *L, const char *name, lua_CFunction index)
+static void S_view_meta(lua_State *L, const char *name, lua_CFunction index, lua_CFunction len)
 {
     if (luaL_newmetatable(L, name)) {
         lua_pushcfunction(L, index);
         lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, S_view_len);
+        lua_pushcfunction(L, len);
         lua_setfield(L, -2, "__len");
         lua_pushcfunction(L, S_view_pairs);
         lua_setfield(L, -2, "__pairs");
@@ -300,7 +300,7 @@ static void S_push_page_list(renderer *r, const size_t *v, size_t n)
     pv->n = n;
     if (n)
         memcpy(pv->items, v, n * sizeof *v);
-    S_view_meta(L, S_PAGE_VIEW, S_page_view_index);
+    S_view_meta(L, S_PAGE_VIEW, S_page_view_index, S_view_len);
 }
 
 static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url)
@@ -356,7 +356,7 @@ static void S_push_site_figures(renderer *r)
         nspans++;
     }
     fv->n = total;
-    S_view_meta(L, S_FIGURE_VIEW, S_figure_view_index);
+    S_view_meta(L, S_FIGURE_VIEW, S_figure_view_index, S_view_len);
     lua_setfield(L, -2, "list");
     lua_pushinteger(L, (lua_Integer)total);
     lua_setfield(L, -2, "total");
@@ -818,17 +818,7 @@ static void S_push_toc(lua_State *L, const md_result *res)
     toc_view *v = lua_newuserdatauv(L, sizeof *v, 0);
     v->toc = res->toc;
     v->n = res->ntoc;
-    if (luaL_newmetatable(L, S_TOC_VIEW)) {
-        lua_pushcfunction(L, S_toc_index);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, S_toc_len);
-        lua_setfield(L, -2, "__len");
-        lua_pushcfunction(L, S_view_pairs);
-        lua_setfield(L, -2, "__pairs");
-        lua_pushliteral(L, "locked");
-        lua_setfield(L, -2, "__metatable");
-    }
-    lua_setmetatable(L, -2);
+    S_view_meta(L, S_TOC_VIEW, S_toc_index, S_toc_len);
 }
 
 static int S_write(renderer *r, const char *out_rel, const buf *html, page_record *rec,
@@ -866,27 +856,6 @@ static char *S_anchor_prefix(const char *url)
     }
     if (!b.len)
         buf_puts(&b, "home");
-    return buf_detach(&b);
-}
-
-static int S_hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* URLs in HTML are percent-encoded (cmark encodes CJK fragments); ids are not. */
-static char *S_percent_decode(const char *s)
-{
-    buf b = BUF_INIT;
-    for (; *s; s++) {
-        if (s[0] == '%' && S_hexval(s[1]) >= 0 && S_hexval(s[2]) >= 0) {
-            buf_putc(&b, S_hexval(s[1]) * 16 + S_hexval(s[2]));
-            s += 2;
-        } else {
-            buf_putc(&b, *s);
-        }
-    }
     return buf_detach(&b);
 }
 
@@ -970,7 +939,7 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
                 target = xstrdup(url[bn] ? url + bn : "/");
         }
         if (target) {
-            char *dec = S_percent_decode(target);
+            char *dec = md_percent_decode(target, strlen(target));
             free(target);
             target = dec;
             char *q2 = strchr(target, '?');
