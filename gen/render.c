@@ -813,6 +813,39 @@ static int S_toc_len(lua_State *L)
     return 1;
 }
 
+/* page.figures: a view of the page's own figures, like page.toc. */
+typedef struct {
+    const fig_ctx *figs;
+    const char *src;
+} page_figures_view;
+
+static const char *const S_PAGE_FIGURES_VIEW = "kvsite.page_figures";
+
+static int S_page_figures_index(lua_State *L)
+{
+    page_figures_view *v = luaL_checkudata(L, 1, S_PAGE_FIGURES_VIEW);
+    lua_Integer i = lua_tointeger(L, 2);
+    if (!lua_isinteger(L, 2) || i < 1 || (size_t)i > v->figs->nfigs)
+        return 0;
+    S_push_figure(L, &v->figs->figs[i - 1], v->src, NULL);
+    return 1;
+}
+
+static int S_page_figures_len(lua_State *L)
+{
+    page_figures_view *v = luaL_checkudata(L, 1, S_PAGE_FIGURES_VIEW);
+    lua_pushinteger(L, (lua_Integer)v->figs->nfigs);
+    return 1;
+}
+
+static void S_push_page_figures(lua_State *L, const fig_ctx *figs, const char *src)
+{
+    page_figures_view *v = lua_newuserdatauv(L, sizeof *v, 0);
+    v->figs = figs;
+    v->src = src;
+    S_view_meta(L, S_PAGE_FIGURES_VIEW, S_page_figures_index, S_page_figures_len);
+}
+
 static void S_push_toc(lua_State *L, const md_result *res)
 {
     toc_view *v = lua_newuserdatauv(L, sizeof *v, 0);
@@ -1011,11 +1044,7 @@ static int S_page_env(lua_State *L)
     lua_setfield(L, -2, "content");
     S_push_toc(L, a->res);
     lua_setfield(L, -2, "toc");
-    lua_newtable(L);
-    for (size_t i = 0; i < a->res->figs.nfigs; i++) {
-        S_push_figure(L, &a->res->figs.figs[i], a->p->src, NULL);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
+    S_push_page_figures(L, &a->res->figs, a->p->src);
     lua_setfield(L, -2, "figures");
     if (a->p->kind != PAGE_REGULAR) {
         S_push_page_list(r, a->kids, a->nkids);
