@@ -1,0 +1,131 @@
+/* Unit tests for gen/sources.c: the bibliography in checks/sources.yaml. */
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sources.h"
+
+static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int S_setup(void **state)
+{
+    char *dir = strdup("/tmp/kvsite-test-sources-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    char checks[512];
+    snprintf(checks, sizeof checks, "%s/checks", dir);
+    mkdir(checks, 0777);
+    *state = dir;
+    return 0;
+}
+
+static int S_teardown(void **state)
+{
+    nftw(*state, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    free(*state);
+    return 0;
+}
+
+static void S_write(void **state, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", (char *)*state, SOURCES_FILE);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_absent(void **state)
+{
+    sources s;
+    diag_list dl;
+    diag_list_init(&dl);
+    assert_int_equal(sources_load(&s, *state, 1 << 20, &dl), 0);
+    assert_false(sources_present(&s));
+    assert_null(sources_get(&s, "quest2024"));
+    assert_int_equal(dl.n, 0);
+    sources_free(&s);
+    diag_list_free(&dl);
+}
+
+static void test_entries(void **state)
+{
+    S_write(state, "quest2024:\n  title: Quest\n  year: 2024\n"
+                   "kwon2023:\n  title: PagedAttention\n  authors: [Kwon]\n");
+    sources s;
+    diag_list dl;
+    diag_list_init(&dl);
+    assert_int_equal(sources_load(&s, *state, 1 << 20, &dl), 0);
+    assert_true(sources_present(&s));
+    const yv *q = sources_get(&s, "quest2024");
+    assert_non_null(q);
+    assert_string_equal(yv_string(yv_get(q, "title")), "Quest");
+    assert_non_null(sources_get(&s, "kwon2023"));
+    assert_null(sources_get(&s, "nokey"));
+    sources_free(&s);
+    diag_list_free(&dl);
+}
+
+static void test_errors(void **state)
+{
+    static const struct {
+        const char *yaml;
+        int line, col;
+        const char *msg;
+    } cases[] = {
+        {"- a\n- b\n", 1, 1,
+         "sources must be a map from a key to its entry (title, authors, year, url)"},
+        {"ok:\n  title: T\nbad: 3\n", 3, 1, "source \"bad\" must be a map with at least a title"},
+        {"notitle:\n  year: 2024\n", 1, 1,
+         "source \"notitle\" must be a map with at least a title"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        S_write(state, cases[i].yaml);
+        sources s;
+        diag_list dl;
+        diag_list_init(&dl);
+        assert_int_equal(sources_load(&s, *state, 1 << 20, &dl), -1);
+        assert_int_equal(dl.n, 1);
+        assert_string_equal(dl.v[0].file, SOURCES_FILE);
+        assert_int_equal(dl.v[0].line, cases[i].line);
+        assert_int_equal(dl.v[0].col, cases[i].col);
+        assert_string_equal(dl.v[0].msg, cases[i].msg);
+        sources_free(&s);
+        diag_list_free(&dl);
+    }
+    /* too large for the cap */
+    S_write(state, "a:\n  title: T\n");
+    sources s;
+    diag_list dl;
+    diag_list_init(&dl);
+    assert_int_equal(sources_load(&s, *state, 4, &dl), -1);
+    assert_int_equal(dl.n, 1);
+    assert_non_null(strstr(dl.v[0].msg, "too large"));
+    sources_free(&s);
+    diag_list_free(&dl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_absent, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_entries, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_errors, S_setup, S_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
