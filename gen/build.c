@@ -699,8 +699,7 @@ static char *S_stamp_path(build_state *s)
 
 /* The stamp file: "kvsite-stamp 1", the input and output stamps, the counts
  * line, then the diagnostics of that build (warnings), printed again. */
-static bool S_up_to_date(build_state *s, const char *path, uint64_t in_stamp, bool github,
-                         double t0)
+static bool S_up_to_date(build_state *s, const char *path, uint64_t in_stamp, double t0)
 {
     buf text = BUF_INIT;
     if (fs_read_file(path, 16u << 20, &text) != FS_OK) {
@@ -722,8 +721,7 @@ static bool S_up_to_date(build_state *s, const char *path, uint64_t in_stamp, bo
         else {
             memcpy(counts, rest, (size_t)(nl - rest));
             counts[nl - rest] = '\0';
-            fputs(nl + 1, stderr);
-            (void)github;
+            fputs(nl + 1, stderr); /* the last build's warnings, as it printed them */
             fprintf(stderr, "kvsite: up to date: %s, 0 errors in %.2f s (nothing changed; "
                             "--no-cache rebuilds)\n", counts, S_now() - t0);
         }
@@ -820,7 +818,7 @@ int build_run(const build_opts *o)
     if (!o->check_only) {
         in_stamp = S_input_stamp(&s);
         stamp_path = S_stamp_path(&s);
-        if (!o->no_cache && S_up_to_date(&s, stamp_path, in_stamp, github, t0)) {
+        if (!o->no_cache && S_up_to_date(&s, stamp_path, in_stamp, t0)) {
             free(stamp_path);
             goto out;
         }

@@ -211,8 +211,9 @@ static void S_link(walk_state *w, cmark_node *n, int line, int col)
 }
 
 /* cmark's safe mode, applied by hand (see md_render): javascript:, vbscript:,
- * file: and data: URLs are dropped, except data: images for images. */
-static void S_defuse_url(cmark_node *n, bool image)
+ * file: and data: URLs are dropped, except data: URLs of images (png, gif,
+ * jpeg, webp), in links and images alike, as cmark does. */
+static void S_defuse_url(cmark_node *n)
 {
     const char *u = cmark_node_get_url(n);
     if (!u)
@@ -229,7 +230,6 @@ static void S_defuse_url(cmark_node *n, bool image)
                 if (strncasecmp(u + 5, ok[k], strlen(ok[k])) == 0)
                     return;
         }
-        (void)image;
         cmark_node_set_url(n, "");
         return;
     }
@@ -554,12 +554,12 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
         case CMARK_NODE_LINK:
             in_link++;
             if (safe)
-                S_defuse_url(n, false);
+                S_defuse_url(n);
             S_link(&w, n, line, col);
             break;
         case CMARK_NODE_IMAGE:
             if (safe)
-                S_defuse_url(n, true);
+                S_defuse_url(n);
             S_link(&w, n, line, col);
             break;
         case CMARK_NODE_TEXT: {

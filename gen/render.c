@@ -1166,9 +1166,7 @@ static int S_generated_env(lua_State *L)
 static void S_render_generated(renderer *r, job_kind kind, size_t index, page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
-    const char *tfile = S_job_template(&r->e, render_job_count(&r->e) - 1);
     const char *tname = NULL, *title = NULL, *url = NULL;
-    char *tag_url = NULL;
     switch (kind) {
     case JOB_TAGS:
         if (r->e.idx->ntags == 0)
@@ -1203,7 +1201,6 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
         break;
     default: return;
     }
-    (void)tfile;
     char *tpath = xasprintf("templates/%s", tname);
     rec->url = xstrdup(url);
     rec->src = xstrdup("");
@@ -1226,7 +1223,6 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     if (ready)
         S_finish(r, tname, out, rec, tpath);
     free(out);
-    free(tag_url);
     /* the ids a link may name (report rows, sources) were read from the output */
     const char *swallowed = sandbox_swallowed_limit(r->sb);
     if (swallowed)

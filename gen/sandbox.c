@@ -326,14 +326,13 @@ static int S_load(lua_State *L)
     const char *s = lua_tolstring(L, 1, &len);
     if (!s || lua_type(L, 1) != LUA_TSTRING)
         return luaL_error(L, "load: only a string chunk is accepted here");
-    const char *name = luaL_optstring(L, 2, "=(load)");
+    luaL_optstring(L, 2, NULL); /* a chunk name is accepted but not used: see below */
     const char *mode = luaL_optstring(L, 3, "t");
     if (strchr(mode, 'b'))
         return luaL_error(L, "load: binary chunks are not allowed");
     bool has_env = lua_gettop(L) >= 4;
     /* "@" keeps loaded chunks apart from page and template chunks ("="), so a
      * page cannot forge the location of its errors */
-    (void)name;
     int status = luaL_loadbufferx(L, s, len, "@(load)", "t");
     if (status != LUA_OK) {
         luaL_pushfail(L);
