@@ -133,20 +133,22 @@ static int S_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-int fs_write_file(const char *path, const void *data, size_t len)
+/* Writes data to fd and closes it; 0 or -1 with errno (of the first failure). */
+static int S_write_close(int fd, const void *data, size_t len)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
-    if (fd < 0)
-        return -1;
     if (S_write_all(fd, data, len) != 0) {
         int e = errno;
         close(fd);
         errno = e;
         return -1;
     }
-    if (close(fd) != 0)
-        return -1;
-    return 0;
+    return close(fd) != 0 ? -1 : 0;
+}
+
+int fs_write_file(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    return fd < 0 ? -1 : S_write_close(fd, data, len);
 }
 
 int fs_copy_file(const char *from, const char *to, size_t *copied)
@@ -291,15 +293,7 @@ int fs_sync_file(const char *path, const void *data, size_t len)
     if (S_same(path, data, len))
         return 0;
     int fd = S_open_for_write(path);
-    if (fd < 0)
-        return -1;
-    if (S_write_all(fd, data, len) != 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return close(fd);
+    return fd < 0 ? -1 : S_write_close(fd, data, len);
 }
 
 int fs_sync_copy(const char *from, const char *to, size_t *copied)

@@ -96,39 +96,36 @@ typedef struct {
     bool bad;
 } reader;
 
+/* Copies the next n bytes into out, or marks the input bad (out zeroed). */
+static void S_get(reader *rd, void *out, size_t n)
+{
+    if ((size_t)(rd->end - rd->p) < n) {
+        rd->bad = true;
+        memset(out, 0, n);
+        return;
+    }
+    memcpy(out, rd->p, n);
+    rd->p += n;
+}
+
 static uint32_t S_get_u32(reader *rd)
 {
-    uint32_t v = 0;
-    if ((size_t)(rd->end - rd->p) < sizeof v) {
-        rd->bad = true;
-        return 0;
-    }
-    memcpy(&v, rd->p, sizeof v);
-    rd->p += sizeof v;
+    uint32_t v;
+    S_get(rd, &v, sizeof v);
     return v;
 }
 
 static uint64_t S_get_u64(reader *rd)
 {
-    uint64_t v = 0;
-    if ((size_t)(rd->end - rd->p) < sizeof v) {
-        rd->bad = true;
-        return 0;
-    }
-    memcpy(&v, rd->p, sizeof v);
-    rd->p += sizeof v;
+    uint64_t v;
+    S_get(rd, &v, sizeof v);
     return v;
 }
 
 static double S_get_f64(reader *rd)
 {
-    double v = 0;
-    if ((size_t)(rd->end - rd->p) < sizeof v) {
-        rd->bad = true;
-        return 0;
-    }
-    memcpy(&v, rd->p, sizeof v);
-    rd->p += sizeof v;
+    double v;
+    S_get(rd, &v, sizeof v);
     return v;
 }
 

@@ -2,6 +2,7 @@
 
 #include <lauxlib.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,8 @@ struct templates {
     int depth;      /* include nesting */
     diag_list *dl;  /* of the current render */
     buf inputs;
+    strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
+                       run for every page, realpath only once per name */
 };
 
 /* ---------- translation ---------- */
@@ -215,9 +218,14 @@ static char *S_resolve(const templates *t, const char *name, const char **why)
 
 bool tpl_exists(const templates *t, const char *name)
 {
+    uintptr_t known = (uintptr_t)strmap_get(&t->found, name);
+    if (known)
+        return known == 1;
     const char *why;
     char *path = S_resolve(t, name, &why);
     free(path);
+    /* the cache is an implementation detail of a const lookup */
+    strmap_put((strmap *)&t->found, name, (void *)(uintptr_t)(path ? 1 : 2));
     return path != NULL;
 }
 
@@ -323,6 +331,7 @@ templates *tpl_new(sandbox *sb, const char *root, size_t max_bytes, size_t max_o
     t->root = xstrdup(root);
     t->max_bytes = max_bytes;
     t->max_output = max_output;
+    strmap_init(&t->found);
     lua_State *L = sandbox_lua(sb);
     lua_newtable(L);
     t->cache_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -335,6 +344,7 @@ void tpl_free(templates *t)
         return;
     luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->cache_ref);
     buf_free(&t->inputs);
+    strmap_free(&t->found);
     free(t->root);
     free(t);
 }
