@@ -813,6 +813,9 @@ int build_run(const build_opts *o)
         status = 2;
         goto out;
     }
+    bool trace = getenv("KVSITE_TRACE") != NULL;
+#define TRACE(what) do { if (trace) fprintf(stderr, "kvsite: trace: %s at %.3f s\n", what, S_now() - t0); } while (0)
+    TRACE("configured");
     uint64_t in_stamp = 0;
     char *stamp_path = NULL;
     if (!o->check_only) {
@@ -823,15 +826,19 @@ int build_run(const build_opts *o)
             goto out;
         }
     }
+    TRACE("input stamp");
     /* links planted in the staging folder could lead writes out of it */
     if (s.staging && S_has_links(s.staging)) {
         fs_remove_tree(s.staging);
         mkdir(s.staging, 0777);
     }
+    TRACE("staging checked");
     cmark_gfm_core_extensions_ensure_registered();
     content_opts copts = {o->drafts};
     content_load(&s.idx, o->root, &s.cfg, &copts, &s.dl);
+    TRACE("content loaded");
     sources_load(&s.src, o->root, s.cfg.limits.data_bytes, &s.dl);
+    TRACE("sources loaded");
 
     render_env env = {o->root, s.staging, &s.cfg, &s.idx, &s.src, o->strict, NULL, 0};
     s.njobs = render_job_count(&env);
@@ -842,7 +849,6 @@ int build_run(const build_opts *o)
     env.nrecords = s.njobs;
     int jobs = o->jobs > 0 ? o->jobs : s.cfg.jobs > 0 ? s.cfg.jobs : S_cores();
     pool_opts po = {jobs, s.cfg.limits.page_timeout, s.cfg.limits.worker_memory};
-    bool trace = getenv("KVSITE_TRACE") != NULL;
     for (int phase = 1; phase <= 3; phase++) {
         double tp = S_now();
         S_phase(&s, &env, &po, phase);
