@@ -1,5 +1,7 @@
 #include "build.h"
 
+#include "cache.h"
+
 #include <cmark-gfm-core-extensions.h>
 #include <dirent.h>
 #include <errno.h>
@@ -43,7 +45,17 @@ typedef struct {
     int lock_fd;
     size_t asset_bytes;
     size_t pages_built;
+    /* incremental builds */
+    strmap stamps;     /* "content/a.md" -> (void *)(stamp | 1), every input file */
+    cache prev;        /* the last successful build's cache, when its key matches */
+    bool incremental;  /* render only what changed, into incr_dir, then move it in */
+    char *incr_dir;
+    uint64_t *digests; /* record_digest of each job's record, once it is known */
+    size_t rendered, reused;
 } build_state;
+
+static int S_emit(build_state *s, const char *rel, const char *data, size_t len);
+static void S_output_list(build_state *s, buf *list);
 
 static double S_now(void)
 {
@@ -297,17 +309,19 @@ static int S_copy_one(build_state *s, const char *from, const char *to_rel, cons
     char *site = xasprintf("/%s", to_rel);
     S_note_file(s, site);
     free(site);
-    if (!s->staging)
+    if (!s->staging && !s->incremental)
         return 0;
-    char *to = fs_join(s->staging, to_rel);
-    size_t copied = 0;
-    int rc = 0;
-    if (fs_sync_copy(from, to, &copied) != 0) {
-        diag_error(&s->dl, shown, 0, 0, "cannot copy to %s: %s", to_rel, strerror(errno));
-        rc = -1;
+    buf b = BUF_INIT;
+    int rc = fs_read_file(from, s->cfg.limits.output_bytes, &b);
+    if (rc != FS_OK) {
+        diag_error(&s->dl, shown, 0, 0, "cannot copy to %s: %s", to_rel,
+                   fs_strerror(rc, s->cfg.limits.output_bytes));
+        buf_free(&b);
+        return -1;
     }
-    s->asset_bytes += copied;
-    free(to);
+    s->asset_bytes += b.len;
+    rc = S_emit(s, to_rel, buf_cstr(&b), b.len);
+    buf_free(&b);
     return rc;
 }
 
@@ -407,10 +421,24 @@ static int S_write_output(build_state *s, const char *rel, const buf *b)
     S_note_file(s, site);
     free(site);
     s->asset_bytes += b->len;
-    if (!s->staging)
+    return S_emit(s, rel, buf_cstr(b), b->len);
+}
+
+/* Makes the output file rel hold data: in a full build, in the staging
+ * folder; in an incremental one, only when the published file differs. */
+static int S_emit(build_state *s, const char *rel, const char *data, size_t len)
+{
+    if (!s->staging && !s->incremental)
         return 0;
-    char *path = fs_join(s->staging, rel);
-    int rc = fs_sync_file(path, buf_cstr(b), b->len);
+    if (s->incremental) {
+        char *published = fs_join(s->out_abs, rel);
+        bool same = fs_same(published, data, len);
+        free(published);
+        if (same)
+            return 0;
+    }
+    char *path = fs_join(s->incremental ? s->incr_dir : s->staging, rel);
+    int rc = fs_sync_file(path, data, len);
     if (rc != 0)
         diag_error(&s->dl, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
     free(path);
@@ -654,8 +682,13 @@ static void S_check_links(build_state *s)
 
 /* ---------- the no-change fast path ---------- */
 
+static void S_note_stamp(void *ctx, const char *path, uint64_t stamp)
+{
+    strmap_put(ctx, path, (void *)(uintptr_t)(stamp | 1));
+}
+
 /* Everything a build reads: the binary, the flags, site.yaml, content/,
- * templates/ and checks/. */
+ * templates/ and checks/. Each file's own stamp goes to s->stamps. */
 static uint64_t S_input_stamp(build_state *s)
 {
     uint64_t h = stamp_str(STAMP_SEED, "kvsite " KVSITE_VERSION);
@@ -669,7 +702,8 @@ static uint64_t S_input_stamp(build_state *s)
     free(cfg);
     static const char *const dirs[] = {"content", "templates", "checks"};
     for (size_t i = 0; i < 3; i++)
-        h = stamp_tree(h, s->o->root, dirs[i], s->cfg.limits.files * 2, NULL);
+        h = stamp_tree_each(h, s->o->root, dirs[i], s->cfg.limits.files * 2, NULL,
+                            S_note_stamp, &s->stamps);
     return h;
 }
 
@@ -732,17 +766,8 @@ static bool S_up_to_date(build_state *s, const char *path, uint64_t in_stamp, do
 
 static void S_save_stamp(build_state *s, const char *path, uint64_t in_stamp, const char *counts)
 {
-    /* the output's files, sorted, NUL-separated */
-    char **names = xmalloc((s->outputs.len + 1) * sizeof *names);
-    size_t n = 0;
-    for (size_t i = 0; i < s->outputs.cap; i++)
-        if (s->outputs.keys[i])
-            names[n++] = s->outputs.keys[i];
-    qsort(names, n, sizeof *names, S_cmp_cstr);
     buf list = BUF_INIT;
-    for (size_t i = 0; i < n; i++)
-        buf_put(&list, names[i], strlen(names[i]) + 1);
-    free(names);
+    S_output_list(s, &list);
     buf b = BUF_INIT;
     buf_printf(&b, "kvsite-stamp 2\n%016llx\n%016llx\n%zu\n", (unsigned long long)in_stamp,
                (unsigned long long)S_output_stamp(s, buf_cstr(&list), list.len), list.len);
@@ -762,18 +787,261 @@ static void S_save_stamp(build_state *s, const char *path, uint64_t in_stamp, co
     buf_free(&b);
 }
 
+
+/* ---------- incremental builds ---------- */
+
+static uint64_t S_mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static char *S_side_path(build_state *s, const char *what)
+{
+    char *slash = strrchr(s->out_abs, '/');
+    return xasprintf("%.*s/.%s.%s", (int)(slash - s->out_abs), s->out_abs, slash + 1, what);
+}
+
+/* A file's stamp as the build saw it at the start. A file the input stamp did
+ * not see as a regular file is either missing (a state like any other) or
+ * something that cannot be fingerprinted (*ok = false). */
+static uint64_t S_file_stamp(build_state *s, const char *path, bool *ok)
+{
+    void *v = strmap_get(&s->stamps, path);
+    if (v)
+        return (uint64_t)(uintptr_t)v;
+    char *full = fs_join(s->o->root, path);
+    if (fs_exists(full))
+        *ok = false;
+    free(full);
+    return stamp_str(stamp_str(STAMP_SEED, path), "(missing)");
+}
+
+static uint64_t S_str_key(uint64_t h, const char *s) { return stamp_str(h, s ? s : "\x01"); }
+
+/* What every page may see: the binary, the flags, site.yaml, the sources and
+ * the whole page index (front matter included, since listings sort and show
+ * it). When it changes, every page is rendered again. */
+static uint64_t S_global_key(build_state *s)
+{
+    uint64_t h = stamp_str(STAMP_SEED, "kvsite " KVSITE_VERSION);
+    char exe[PATH_MAX];
+    if (realpath("/proc/self/exe", exe))
+        h = stamp_file(h, exe);
+    h = stamp_str(h, s->o->strict ? "strict" : "-");
+    h = stamp_str(h, s->o->drafts ? "drafts" : "-");
+    char *cfg = fs_join(s->o->root, "site.yaml");
+    h = stamp_file(h, cfg);
+    free(cfg);
+    bool ok = true;
+    h = S_mix(h, S_file_stamp(s, SOURCES_FILE, &ok));
+    const content_index *x = &s->idx;
+    h = S_mix(h, x->npages);
+    for (size_t i = 0; i < x->npages; i++) {
+        const page *p = x->pages[i];
+        h = S_mix(h, (uint64_t)p->kind);
+        const char *fields[] = {p->src, p->section, p->url, p->out, p->title, p->date,
+                                p->updated, p->summary, p->slug, p->template_name};
+        for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+            h = S_str_key(h, fields[k]);
+        for (size_t t = 0; t < p->ntags; t++)
+            h = S_str_key(h, p->tags[t]);
+        h = S_mix(h, p->ntags);
+        h = S_mix(h, (uint64_t)p->weight);
+        h = S_mix(h, (uint64_t)p->draft);
+        h = S_mix(h, (uint64_t)p->body_line);
+        h = yv_hash(p->front, h);
+    }
+    h = S_mix(h, x->nassets);
+    for (size_t i = 0; i < x->nassets; i++) {
+        h = S_str_key(h, x->assets[i].src);
+        h = S_str_key(h, x->assets[i].out);
+    }
+    h = S_mix(h, x->ntags);
+    for (size_t t = 0; t < x->ntags; t++)
+        h = S_str_key(h, x->tags[t].name);
+    return ok ? h : 0;
+}
+
+/* A job's own inputs: its source and every file it read. 0 when one of them
+ * cannot be fingerprinted: such a page is always rendered. */
+static uint64_t S_deps(build_state *s, size_t job, const page_record *r)
+{
+    bool ok = true;
+    uint64_t h = STAMP_SEED;
+    if (job < s->idx.npages && s->idx.pages[job]->src)
+        h = S_mix(h, S_file_stamp(s, s->idx.pages[job]->src, &ok));
+    for (const char *p = r->inputs; p && p < r->inputs + r->inputs_len; p += strlen(p) + 1)
+        h = S_mix(h, S_file_stamp(s, p, &ok));
+    return ok ? h | 1 : 0;
+}
+
+/* "/a/b/" is the file a/b/index.html */
+static char *S_out_rel(const char *url)
+{
+    size_t n = strlen(url);
+    return n && url[n - 1] == '/' ? xasprintf("%sindex.html", url + 1) : xstrdup(url + 1);
+}
+
+static uint64_t S_out_stamp(int outfd, const page_record *r)
+{
+    if (!r->url || !r->url[0] || r->out_bytes == 0 || outfd < 0)
+        return STAMP_SEED;
+    char *rel = S_out_rel(r->url);
+    uint64_t h = stamp_file_at(STAMP_SEED, outfd, rel);
+    free(rel);
+    return h;
+}
+
+/* The digests of the records a job read, in order; 0 if one is unknown. */
+static uint64_t S_reads_digest(build_state *s, const page_record *r)
+{
+    uint64_t h = STAMP_SEED;
+    for (size_t i = 0; i < r->nreads; i++) {
+        uint32_t k = r->reads[i];
+        if (k >= s->njobs)
+            return 0;
+        h = S_mix(S_mix(h, k), s->digests[k]);
+    }
+    return h | 1;
+}
+
+/* Takes the job's record from the cache when nothing it depends on changed. */
+static bool S_reuse(build_state *s, size_t job, int outfd)
+{
+    if (!s->incremental || job >= s->prev.njobs)
+        return false;
+    const cache_entry *e = &s->prev.jobs[job];
+    if (!e->present || e->deps == 0)
+        return false;
+    page_record rec;
+    if (record_decode(e->rec, e->rec_len, &rec) != 0)
+        return false;
+    bool ok = rec.job == job && rec.done && S_deps(s, job, &rec) == e->deps &&
+              S_out_stamp(outfd, &rec) == e->out_stamp && S_reads_digest(s, &rec) == e->reads;
+    if (!ok) {
+        record_free(&rec);
+        return false;
+    }
+    record_free(&s->records[job]);
+    s->records[job] = rec;
+    return true;
+}
+
+/* The output's files, sorted, NUL-separated. */
+static void S_output_list(build_state *s, buf *list)
+{
+    char **names = xmalloc((s->outputs.len + 1) * sizeof *names);
+    size_t n = 0;
+    for (size_t i = 0; i < s->outputs.cap; i++)
+        if (s->outputs.keys[i])
+            names[n++] = s->outputs.keys[i];
+    qsort(names, n, sizeof *names, S_cmp_cstr);
+    for (size_t i = 0; i < n; i++)
+        buf_put(list, names[i], strlen(names[i]) + 1);
+    free(names);
+}
+
+static void S_save_cache(build_state *s, const char *path, uint64_t global)
+{
+    int outfd = open(s->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cache c;
+    cache_init(&c);
+    c.global = global;
+    c.njobs = s->njobs;
+    c.jobs = xcalloc(s->njobs + 1, sizeof *c.jobs);
+    size_t *offs = xcalloc(s->njobs + 1, sizeof *offs);
+    buf recs = BUF_INIT;
+    for (size_t j = 0; j < s->njobs; j++) {
+        const page_record *r = &s->records[j];
+        cache_entry *e = &c.jobs[j];
+        if (!r->done)
+            continue;
+        e->present = true;
+        e->deps = S_deps(s, j, r);
+        e->reads = S_reads_digest(s, r);
+        if (e->reads == 0)
+            e->deps = 0;
+        e->out_stamp = S_out_stamp(outfd, r);
+        e->digest = s->digests[j];
+        offs[j] = recs.len;
+        record_encode(r, &recs);
+        e->rec_len = recs.len - offs[j];
+    }
+    for (size_t j = 0; j < s->njobs; j++)
+        if (c.jobs[j].present)
+            c.jobs[j].rec = recs.ptr + offs[j];
+    buf list = BUF_INIT;
+    S_output_list(s, &list);
+    c.outputs = buf_cstr(&list);
+    c.outputs_len = list.len;
+    if (cache_save(&c, path) != 0)
+        fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", path,
+                strerror(errno));
+    buf_free(&list);
+    buf_free(&recs);
+    free(offs);
+    free(c.jobs);
+    if (outfd >= 0)
+        close(outfd);
+}
+
+/* Moves what an incremental build wrote into the output, and removes the
+ * files the last build wrote that this one did not. */
+static int S_publish_incremental(build_state *s)
+{
+    size_t moved = 0;
+    if (fs_move_into(s->incr_dir, s->out_abs, &moved) != 0) {
+        diag_error(&s->dl, NULL, 0, 0, "cannot publish %s: %s", s->out_abs, strerror(errno));
+        return -1;
+    }
+    const char *p = s->prev.outputs, *end = p + s->prev.outputs_len;
+    for (; p && p < end; p += strlen(p) + 1)
+        if (!strmap_get(&s->outputs, p))
+            fs_remove_in(s->out_abs, p);
+    return 0;
+}
+
 /* ---------- the build ---------- */
 
-static int S_phase(build_state *s, const render_env *env, const pool_opts *po, int phase)
+static int S_phase(build_state *s, const render_env *env, const pool_opts *po, int phase,
+                   int outfd)
 {
-    size_t *jobs = xmalloc((s->njobs + 1) * sizeof *jobs), n = 0;
-    for (size_t j = 0; j < s->njobs; j++)
-        if (render_job_phase(env, j) == phase)
+    size_t *jobs = xmalloc((s->njobs + 1) * sizeof *jobs), n = 0, all = 0;
+    for (size_t j = 0; j < s->njobs; j++) {
+        if (render_job_phase(env, j) != phase)
+            continue;
+        all++;
+        if (S_reuse(s, j, outfd))
+            s->reused++;
+        else
             jobs[n++] = j;
+    }
+    if (phase == 3 && n > 0 && n < all) {
+        /* the report lists home's figures as the one worker rendered them
+         * just before: the two are rendered together or not at all */
+        n = 0;
+        for (size_t j = 0; j < s->njobs; j++) {
+            if (render_job_phase(env, j) != phase)
+                continue;
+            if (s->records[j].done) {
+                record_free(&s->records[j]);
+                s->reused--;
+            }
+            jobs[n++] = j;
+        }
+    }
+    s->rendered += n;
     pool_opts o = *po;
     if (phase == 3)
         o.workers = 1; /* home before the report, in one worker */
     int rc = pool_run(env, &o, jobs, n, s->records);
+    for (size_t j = 0; j < s->njobs; j++)
+        if (render_job_phase(env, j) == phase)
+            s->digests[j] = record_digest(&s->records[j]);
     free(jobs);
     return rc;
 }
@@ -793,6 +1061,8 @@ int build_run(const build_opts *o)
     diag_list_init(&s.dl);
     strmap_init(&s.files);
     strmap_init(&s.outputs);
+    strmap_init(&s.stamps);
+    cache_init(&s.prev);
     s.lock_fd = -1;
     config_defaults(&s.cfg);
     bool github = getenv("GITHUB_ACTIONS") && strcmp(getenv("GITHUB_ACTIONS"), "true") == 0;
@@ -827,12 +1097,6 @@ int build_run(const build_opts *o)
         }
     }
     TRACE("input stamp");
-    /* links planted in the staging folder could lead writes out of it */
-    if (s.staging && S_has_links(s.staging)) {
-        fs_remove_tree(s.staging);
-        mkdir(s.staging, 0777);
-    }
-    TRACE("staging checked");
     cmark_gfm_core_extensions_ensure_registered();
     content_opts copts = {o->drafts};
     content_load(&s.idx, o->root, &s.cfg, &copts, &s.dl);
@@ -840,21 +1104,54 @@ int build_run(const build_opts *o)
     sources_load(&s.src, o->root, s.cfg.limits.data_bytes, &s.dl);
     TRACE("sources loaded");
 
-    render_env env = {o->root, s.staging, &s.cfg, &s.idx, &s.src, o->strict, NULL, 0};
+    render_env env = {o->root, s.staging, &s.cfg, &s.idx, &s.src, o->strict, NULL, 0, NULL};
     s.njobs = render_job_count(&env);
     s.records = xcalloc(s.njobs, sizeof *s.records);
+    s.digests = xcalloc(s.njobs + 1, sizeof *s.digests);
     for (size_t j = 0; j < s.njobs; j++)
         record_init(&s.records[j]);
     env.records = s.records;
     env.nrecords = s.njobs;
+
+    /* the last build's cache, when it was made from the same site */
+    uint64_t global = 0;
+    char *cache_path = NULL;
+    if (!o->check_only) {
+        global = S_global_key(&s);
+        cache_path = S_side_path(&s, "cache");
+        s.incremental = !o->no_cache && global != 0 && fs_is_dir(s.out_abs) &&
+                        cache_load(&s.prev, cache_path, s.cfg.limits.output_bytes) == 0 &&
+                        s.prev.global == global && s.prev.njobs == s.njobs;
+        if (!s.incremental)
+            cache_free(&s.prev);
+        TRACE(s.incremental ? "cache loaded" : "no usable cache");
+    }
+    if (s.incremental) {
+        /* changed files go to a folder of their own, moved in when the build succeeds */
+        s.incr_dir = S_side_path(&s, "incr");
+        fs_remove_tree(s.incr_dir);
+        if (mkdir(s.incr_dir, 0777) != 0) {
+            diag_error(&s.dl, NULL, 0, 0, "cannot create %s: %s", s.incr_dir, strerror(errno));
+            s.incremental = false;
+        }
+        env.out_dir = s.incr_dir;
+        env.same_dir = s.out_abs;
+    } else if (s.staging && S_has_links(s.staging)) {
+        /* links planted in the staging folder could lead writes out of it */
+        fs_remove_tree(s.staging);
+        mkdir(s.staging, 0777);
+    }
     int jobs = o->jobs > 0 ? o->jobs : s.cfg.jobs > 0 ? s.cfg.jobs : S_cores();
     pool_opts po = {jobs, s.cfg.limits.page_timeout, s.cfg.limits.worker_memory};
+    int outfd = s.incremental ? open(s.out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     for (int phase = 1; phase <= 3; phase++) {
         double tp = S_now();
-        S_phase(&s, &env, &po, phase);
+        S_phase(&s, &env, &po, phase, outfd);
         if (trace)
             fprintf(stderr, "kvsite: trace: phase %d: %.3f s\n", phase, S_now() - tp);
     }
+    if (outfd >= 0)
+        close(outfd);
     if (trace)
         fprintf(stderr, "kvsite: trace: loaded and rendered at %.3f s\n", S_now() - t0);
 
@@ -888,24 +1185,37 @@ int build_run(const build_opts *o)
     diag_print(&s.dl, stderr, github);
     if (stamp_path)
         unlink(stamp_path); /* the output is about to change */
-    if (s.dl.errors == 0 && s.staging) {
+    if (s.dl.errors == 0 && s.incremental) {
+        if (S_publish_incremental(&s) != 0)
+            diag_print(&s.dl, stderr, github);
+    } else if (s.dl.errors == 0 && s.staging) {
         S_sweep(&s);
         if (S_publish(&s) != 0)
             diag_print(&s.dl, stderr, github);
     }
+    if (s.incr_dir)
+        fs_remove_tree(s.incr_dir);
     status = s.dl.errors ? 1 : 0;
     char counts[256];
     snprintf(counts, sizeof counts,
              "%zu pages, %zu figures (%zu computed, %zu measured, %zu cited), %zu warning%s",
              s.pages_built, tiers[0] + tiers[1] + tiers[2], tiers[FIG_COMPUTED],
              tiers[FIG_MEASURED], tiers[FIG_CITED], s.dl.warnings, s.dl.warnings == 1 ? "" : "s");
-    fprintf(stderr, "kvsite: %s %s, %zu error%s in %.2f s%s\n",
+    char how[96] = "";
+    if (s.incremental && status == 0)
+        snprintf(how, sizeof how, " (%zu rendered, %zu unchanged since the last build)",
+                 s.rendered, s.reused);
+    fprintf(stderr, "kvsite: %s %s, %zu error%s in %.2f s%s%s\n",
             o->check_only ? "checked" : status ? "failed to build" : "built", counts,
-            s.dl.errors, s.dl.errors == 1 ? "" : "s", S_now() - t0,
+            s.dl.errors, s.dl.errors == 1 ? "" : "s", S_now() - t0, how,
             status && !o->check_only ? "; the previous output is unchanged" : "");
-    if (status == 0 && stamp_path)
+    if (status == 0 && stamp_path) {
+        S_save_cache(&s, cache_path, global);
         S_save_stamp(&s, stamp_path, in_stamp, counts);
+    }
+    TRACE("saved");
     free(stamp_path);
+    free(cache_path);
 out:
     if (s.lock_fd > 0)
         close(s.lock_fd);
@@ -917,6 +1227,10 @@ out:
     config_free(&s.cfg);
     strmap_free(&s.files);
     strmap_free(&s.outputs);
+    strmap_free(&s.stamps);
+    cache_free(&s.prev);
+    free(s.digests);
+    free(s.incr_dir);
     diag_list_free(&s.dl);
     free(s.root_real);
     free(s.out_abs);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,11 @@ static bool S_same(const char *path, const void *data, size_t len)
     return same;
 }
 
+bool fs_same(const char *path, const void *data, size_t len)
+{
+    return S_same(path, data, len);
+}
+
 /* Removes whatever blocks the folders leading to path (a file where a folder
  * must be) and makes them. */
 static int S_make_parents(const char *path)
@@ -310,5 +316,122 @@ int fs_sync_copy(const char *from, const char *to, size_t *copied)
         *copied = b.len;
     rc = fs_sync_file(to, buf_cstr(&b), b.len);
     buf_free(&b);
+    return rc;
+}
+
+/* The folder rel (a/b) under the open folder top, opened without following
+ * links. With create, missing folders are made and a file or link standing
+ * where one goes is removed first; without, -1 when it is not there. */
+static int S_open_dir_at(int top, const char *rel, bool create)
+{
+    int fd = dup(top);
+    char *copy = xstrdup(rel), *save = NULL;
+    for (char *seg = strtok_r(copy, "/", &save); seg && fd >= 0; seg = strtok_r(NULL, "/", &save)) {
+        int next = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && create) {
+            struct stat st;
+            if (fstatat(fd, seg, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+                unlinkat(fd, seg, 0);
+            if (mkdirat(fd, seg, 0777) == 0 || errno == EEXIST)
+                next = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        close(fd);
+        fd = next;
+    }
+    free(copy);
+    return fd;
+}
+
+int fs_remove_in(const char *top, const char *rel)
+{
+    int topfd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (topfd < 0)
+        return -1;
+    char *dir = xstrdup(rel);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : rel;
+    if (slash)
+        *slash = '\0';
+    int fd = slash ? S_open_dir_at(topfd, dir, false) : dup(topfd);
+    int rc = fd >= 0 && unlinkat(fd, base, 0) == 0 ? 0 : -1;
+    if (fd >= 0)
+        close(fd);
+    /* then the folders left empty, deepest first */
+    while (rc == 0 && slash) {
+        slash = strrchr(dir, '/');
+        const char *name = slash ? slash + 1 : dir;
+        if (slash)
+            *slash = '\0';
+        int parent = slash ? S_open_dir_at(topfd, dir, false) : dup(topfd);
+        bool gone = parent >= 0 && unlinkat(parent, name, AT_REMOVEDIR) == 0;
+        if (parent >= 0)
+            close(parent);
+        if (!gone)
+            break;
+    }
+    free(dir);
+    close(topfd);
+    return rc;
+}
+
+int fs_move_into(const char *from, const char *to, size_t *moved)
+{
+    size_t cap = 16, n = 0, count = 0;
+    char **stack = xmalloc(cap * sizeof *stack);
+    stack[n++] = xstrdup("");
+    int rc = 0;
+    int top = open(to, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (top < 0)
+        rc = -1;
+    while (n > 0 && rc == 0) {
+        char *rel = stack[--n];
+        char *dir = rel[0] ? fs_join(from, rel) : xstrdup(from);
+        DIR *d = opendir(dir);
+        int dst = d ? (rel[0] ? S_open_dir_at(top, rel, true) : dup(top)) : -1;
+        if (!d || dst < 0) {
+            rc = -1;
+        } else {
+            struct dirent *e;
+            while (rc == 0 && (e = readdir(d))) {
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                    continue;
+                struct stat st;
+                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                    rc = -1;
+                } else if (S_ISDIR(st.st_mode)) {
+                    if (n == cap)
+                        stack = xrealloc(stack, (cap *= 2) * sizeof *stack);
+                    stack[n++] = rel[0] ? fs_join(rel, e->d_name) : xstrdup(e->d_name);
+                } else {
+                    struct stat old;
+                    if (fstatat(dst, e->d_name, &old, AT_SYMLINK_NOFOLLOW) == 0 &&
+                        S_ISDIR(old.st_mode)) {
+                        /* a folder stands where the file goes */
+                        char *in_to = rel[0] ? xasprintf("%s/%s/%s", to, rel, e->d_name)
+                                             : fs_join(to, e->d_name);
+                        fs_remove_tree(in_to);
+                        free(in_to);
+                    }
+                    if (renameat(dirfd(d), e->d_name, dst, e->d_name) != 0)
+                        rc = -1;
+                    else
+                        count++;
+                }
+            }
+        }
+        if (d)
+            closedir(d);
+        if (dst >= 0)
+            close(dst);
+        free(dir);
+        free(rel);
+    }
+    while (n > 0)
+        free(stack[--n]);
+    free(stack);
+    if (top >= 0)
+        close(top);
+    if (moved)
+        *moved = count;
     return rc;
 }

@@ -28,6 +28,17 @@ int fs_copy_file(const char *from, const char *to, size_t *copied);
  * written. Missing folders are made, and a file or folder that stands where a
  * folder or the file must go is removed first. 0 or -1 with errno. */
 int fs_sync_file(const char *path, const void *data, size_t len);
+/* True when path is a regular file (not a link) holding exactly data. */
+bool fs_same(const char *path, const void *data, size_t len);
+/* Moves every file under from (a folder this process made) to the same place
+ * under to, replacing what is there; folders are made as needed. Folders of
+ * to are opened without following symbolic links, so a link planted in to
+ * cannot lead a file out of it. 0, or -1 with errno (files moved so far stay
+ * moved). *moved counts the files. */
+int fs_move_into(const char *from, const char *to, size_t *moved);
+/* Removes the file rel under the folder top, opening rel's folders without
+ * following links, then the folders it leaves empty. 0 or -1. */
+int fs_remove_in(const char *top, const char *rel);
 /* The same for a copy of the file at from; *copied is its size. */
 int fs_sync_copy(const char *from, const char *to, size_t *copied);
 /* rm -rf without following symbolic links; 0 or -1 with errno. A missing path is 0. */

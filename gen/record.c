@@ -29,6 +29,7 @@ void record_free(page_record *r)
     fig_ctx_free(&tmp);
     diag_list_free(&r->diags);
     free(r->inputs);
+    free(r->reads);
     record_init(r);
 }
 
@@ -87,6 +88,8 @@ void record_encode(const page_record *r, buf *out)
     }
     S_u64(out, r->out_bytes);
     S_bytes(out, r->inputs ? r->inputs : "", r->inputs ? r->inputs_len : 0);
+    S_u32(out, (uint32_t)r->nreads);
+    buf_put(out, r->reads, r->nreads * sizeof *r->reads);
 }
 
 /* ---------- decoding ---------- */
@@ -222,9 +225,53 @@ int record_decode(const char *data, size_t len, page_record *r)
     }
     r->out_bytes = S_get_u64(&rd);
     r->inputs = S_get_bytes(&rd, &r->inputs_len);
+    r->nreads = S_get_count(&rd, sizeof *r->reads);
+    r->reads = xmalloc((r->nreads + 1) * sizeof *r->reads);
+    S_get(&rd, r->reads, r->nreads * sizeof *r->reads);
     if (rd.bad || rd.p != rd.end) {
         record_free(r);
         return -1;
     }
     return 0;
+}
+
+/* ---------- digest ---------- */
+
+/* FNV-1a, 64 bits: records are small and this runs once per record. */
+static uint64_t S_mix(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= c[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t S_mix_str(uint64_t h, const char *s)
+{
+    return S_mix(h, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+uint64_t record_digest(const page_record *r)
+{
+    uint64_t h = 1469598103934665603ull;
+    h = S_mix_str(h, r->url);
+    h = S_mix_str(h, r->src);
+    h = S_mix_str(h, r->summary);
+    uint64_t n = r->nfigs;
+    h = S_mix(h, &n, sizeof n);
+    for (size_t i = 0; i < r->nfigs; i++) {
+        const figure *f = &r->figs[i];
+        int32_t v[4] = {f->line, f->col, (int32_t)f->tier, f->ok};
+        h = S_mix(h, v, sizeof v);
+        h = S_mix(h, &f->value, sizeof f->value);
+        h = S_mix_str(h, f->quote);
+        h = S_mix_str(h, f->expr);
+        h = S_mix_str(h, f->mode);
+        h = S_mix_str(h, f->detail);
+        h = S_mix_str(h, f->provenance);
+        h = S_mix_str(h, f->anchor);
+    }
+    return h;
 }

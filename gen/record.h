@@ -29,6 +29,9 @@ typedef struct {
     uint64_t out_bytes;   /* bytes written */
     char *inputs;         /* NUL-separated files read (templates, checks/) */
     size_t inputs_len;
+    uint32_t *reads;      /* jobs whose records this page read (listings, the
+                           * report), each once, in first-read order */
+    size_t nreads;
 } page_record;
 
 void record_init(page_record *r);
@@ -36,5 +39,8 @@ void record_free(page_record *r);
 void record_encode(const page_record *r, buf *out);
 /* Returns 0, or -1 when the bytes are not a well-formed record. */
 int record_decode(const char *data, size_t len, page_record *r);
+/* A fingerprint of what other pages can read of a record (url, src, summary,
+ * figures): a page that read it is stale when it changes. */
+uint64_t record_digest(const page_record *r);
 
 #endif

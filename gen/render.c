@@ -28,6 +28,13 @@ struct renderer {
      * also lists home's figures */
     page_record home;
     bool have_home;
+    /* the job being rendered sees the records of earlier phases only, and
+     * every record it reads is noted: an incremental build re-renders it
+     * when one of them changes */
+    int cur_phase;
+    unsigned char *read_mark; /* by job */
+    uint32_t *reads;
+    size_t nreads, capreads;
 };
 
 /* ---------- jobs ---------- */
@@ -97,10 +104,18 @@ static char *S_full_url(const renderer *r, const char *site_path)
     return xasprintf("%s%s", r->e.cfg->base_path, site_path);
 }
 
-static const page_record *S_record(const renderer *r, size_t job)
+static const page_record *S_record(renderer *r, size_t job)
 {
-    if (!r->e.records || job >= r->e.nrecords || !r->e.records[job].done)
+    if (!r->e.records || job >= r->e.nrecords || !r->e.records[job].done ||
+        render_job_phase(&r->e, job) >= r->cur_phase)
         return NULL;
+    if (!r->read_mark[job]) {
+        r->read_mark[job] = 1;
+        if (r->nreads == r->capreads)
+            r->reads = xrealloc(r->reads, (r->capreads = r->capreads ? 2 * r->capreads : 64) *
+                                              sizeof *r->reads);
+        r->reads[r->nreads++] = (uint32_t)job;
+    }
     return &r->e.records[job];
 }
 
@@ -712,6 +727,7 @@ renderer *render_new(const render_env *e)
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
     r->md = md_new(&mo);
     record_init(&r->home);
+    r->read_mark = xcalloc(e->nrecords + 1, 1);
     return r;
 }
 
@@ -723,6 +739,8 @@ void render_free(renderer *r)
     tpl_free(r->tpl);
     sandbox_free(r->sb);
     record_free(&r->home);
+    free(r->read_mark);
+    free(r->reads);
     free(r);
 }
 
@@ -861,10 +879,20 @@ static int S_write(renderer *r, const char *out_rel, const buf *html, page_recor
         rec->out_bytes += html->len ? html->len : 1;
         return 0;
     }
+    const char *data = html->ptr ? html->ptr : "";
+    if (r->e.same_dir) {
+        char *published = fs_join(r->e.same_dir, out_rel);
+        bool same = fs_same(published, data, html->len);
+        free(published);
+        if (same) {
+            rec->out_bytes += html->len ? html->len : 1;
+            return 0;
+        }
+    }
     char *path = fs_join(r->e.out_dir, out_rel);
     int rc = 0;
     /* unchanged output is left alone: no new inode, no write */
-    if (fs_sync_file(path, html->ptr ? html->ptr : "", html->len) != 0) {
+    if (fs_sync_file(path, data, html->len) != 0) {
         diag_error(&rec->diags, file, 0, 0, "cannot write %s: %s", out_rel, strerror(errno));
         rc = -1;
     } else {
@@ -1258,6 +1286,10 @@ void render_job(renderer *r, size_t job, page_record *rec)
     size_t index;
     job_kind kind = render_job_kind(&r->e, job, &index);
     rec->job = (uint32_t)job;
+    r->cur_phase = render_job_phase(&r->e, job);
+    for (size_t i = 0; i < r->nreads; i++)
+        r->read_mark[r->reads[i]] = 0;
+    r->nreads = 0;
     if (kind == JOB_PAGE) {
         const page *p = r->e.idx->pages[index];
         S_render_page(r, job, p, rec);
@@ -1275,6 +1307,11 @@ void render_job(renderer *r, size_t job, page_record *rec)
         rec->src = xstrdup("");
     if (!rec->summary)
         rec->summary = xstrdup("");
+    if (r->nreads) {
+        rec->reads = xmalloc(r->nreads * sizeof *rec->reads);
+        memcpy(rec->reads, r->reads, r->nreads * sizeof *rec->reads);
+        rec->nreads = r->nreads;
+    }
     rec->done = 1;
 }
 

@@ -25,8 +25,10 @@ typedef struct {
     const content_index *idx;
     const sources *src;
     bool strict;              /* unverified figures are errors */
-    const page_record *records; /* results of earlier phases, by job; NULL in phase 1 */
+    const page_record *records; /* results by job; a job sees those of earlier phases */
     size_t nrecords;
+    const char *same_dir;     /* incremental builds: the published output; a file
+                               * whose bytes are already there is not written */
 } render_env;
 
 typedef enum { JOB_PAGE, JOB_TAGS, JOB_TAG, JOB_SOURCES, JOB_CHECKS, JOB_404 } job_kind;

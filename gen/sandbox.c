@@ -477,6 +477,11 @@ static int S_require(lua_State *L)
     if (!ok)
         return luaL_error(L, "require \"%s\": module names are lower-case letters, digits and _ "
                              "(a file checks/NAME.lua)", name);
+    /* noted before it is read: a page that probes for a missing module
+     * depends on its absence */
+    char *input = xasprintf("checks/%s.lua", name);
+    S_note_input(sb, input);
+    free(input);
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->loaded_ref);
     int loaded = lua_gettop(L);
     int t = lua_getfield(L, loaded, name);
@@ -512,9 +517,6 @@ static int S_require(lua_State *L)
         lua_pushvalue(L, -1);
         lua_setfield(L, modules, name);
     }
-    char *rel = xasprintf("checks/%s.lua", name);
-    S_note_input(sb, rel);
-    free(rel);
     /* a fresh instance for this page: the chunk runs with the page's environment */
     S_push_env(sb);
     lua_setupvalue(L, -2, 1);
@@ -564,6 +566,9 @@ static int S_data(lua_State *L)
     else
         return luaL_error(L, "data \"%s\": unknown kind of file (.yaml, .yml, .json, .csv, .txt, "
                              ".log or .md)", rel);
+    char *input = xasprintf("checks/%s", rel);
+    S_note_input(sb, input); /* before reading: its absence counts too */
+    free(input);
     data_entry *e = strmap_get(&sb->data_cache, rel);
     if (!e) {
         const char *why = NULL;
@@ -611,9 +616,6 @@ static int S_data(lua_State *L)
         *e = ent;
         strmap_put(&sb->data_cache, rel, e);
     }
-    char *input = xasprintf("checks/%s", rel);
-    S_note_input(sb, input);
-    free(input);
     if (e->text) {
         lua_pushlstring(L, e->text, e->len);
         return 1;

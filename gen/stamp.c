@@ -55,6 +55,13 @@ static int S_cmp(const void *a, const void *b)
 uint64_t stamp_tree(uint64_t h, const char *root, const char *rel, size_t max_files,
                     size_t *files)
 {
+    return stamp_tree_each(h, root, rel, max_files, files, NULL, NULL);
+}
+
+uint64_t stamp_tree_each(uint64_t h, const char *root, const char *rel, size_t max_files,
+                         size_t *files, void (*each)(void *ctx, const char *path, uint64_t stamp),
+                         void *ctx)
+{
     size_t cap = 16, n = 0, seen = 0;
     char **stack = xmalloc(cap * sizeof *stack);
     stack[n++] = xstrdup(rel);
@@ -89,6 +96,11 @@ uint64_t stamp_tree(uint64_t h, const char *root, const char *rel, size_t max_fi
                         stack[n++] = fs_join(dir, names[i]);
                     } else {
                         seen++;
+                        if (each && S_ISREG(st.st_mode)) {
+                            char *file = fs_join(dir, names[i]);
+                            each(ctx, file, S_stat(stamp_str(STAMP_SEED, file), &st));
+                            free(file);
+                        }
                     }
                 }
                 free(names[i]);

@@ -15,6 +15,11 @@
  * Bounded by max_files; returns the number of files seen. */
 uint64_t stamp_tree(uint64_t h, const char *root, const char *rel, size_t max_files,
                     size_t *files);
+/* The same, and calls each(ctx, "rel/dir/name", stamp) for every regular file
+ * with a stamp of that file alone (as stamp_file gives). */
+uint64_t stamp_tree_each(uint64_t h, const char *root, const char *rel, size_t max_files,
+                         size_t *files, void (*each)(void *ctx, const char *path, uint64_t stamp),
+                         void *ctx);
 /* Adds one file (or its absence). */
 uint64_t stamp_file(uint64_t h, const char *path);
 /* The same for path relative to the open folder dirfd. */

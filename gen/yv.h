@@ -93,6 +93,10 @@ yv *yv_parse_json(const char *text, size_t len, const yv_limits *lim, const char
 yv *yv_parse_csv(const char *text, size_t len, const yv_limits *lim, const char *file,
                  diag_list *dl);
 
+/* Adds the tree's values (types, keys, scalar text; not positions) to the
+ * running 64-bit hash h; iterative; NULL-safe. */
+unsigned long long yv_hash(const yv *v, unsigned long long h);
+
 /* Frees v and everything below it; iterative; NULL-safe. */
 void yv_free(yv *v);
 

@@ -1279,6 +1279,134 @@ t_cache_incremental_equals_full() {
     show_diff "incremental output against a full build" "$W.full" "$W.inc"
 }
 
+# ---------- incremental builds ----------
+
+# same_as_full STEP: site/ equals a full build (--no-cache) of the same tree
+# in another folder, file for file, and the listing of folders too
+same_as_full() {
+    local out=$TMP/full-$NCOPY-$1
+    rm -rf "$out"
+    (cd "$W" && timeout -k 5 60 "$KVSITE" build --no-cache -o "$out") >/dev/null 2>&1 ||
+        { fail "step $1: the full build failed"; return; }
+    listing "$W/site" >"$W.inc-$1"
+    listing "$out" >"$W.full-$1"
+    show_diff "step $1: incremental output against a full build" "$W.full-$1" "$W.inc-$1"
+}
+
+# rendered N: the last build rendered N jobs and took the rest from the cache
+rendered() {
+    tail -n 1 "$W.err" | grep -q "in [0-9.]* s ($1 rendered, [0-9]* unchanged since the last build)" ||
+        fail "expected $1 rendered: $(tail -n 1 "$W.err")"
+}
+
+# Each page is rendered again when one of its inputs changes (its source, a
+# template or include, a checks/ module or data file, the records it lists,
+# its output file) and only then; after every step the output equals a full
+# build of the same tree.
+t_incremental_renders_what_changed() {
+    fresh good
+    kv build
+    expect_rc 0
+    # a paragraph added at the end of a page: that page alone
+    printf '\nOne more paragraph.\n' >>"$W/content/notes/week-1.md"
+    kv build
+    expect_rc 0
+    rendered 1
+    expect_grep site/notes/week-1/index.html "One more paragraph."
+    same_as_full body
+    # a data file a checks/ module reads: the article that reads it, then
+    # everything that lists its figures (the report, home)
+    sed -i 's/^machine: none$/machine: bench-2/' "$W/checks/measurements/run.yaml"
+    kv build
+    expect_rc 0
+    tail -n 1 "$W.err" | grep -q '(0 rendered' && fail "a changed data file rendered nothing"
+    expect_grep site/checks.json "bench-2"
+    expect_grep site/articles/kv-cache/index.html "bench-2"
+    same_as_full data
+    # an include every page uses: all of them
+    printf '<!-- edited -->\n' >>"$W/templates/partials/head.html"
+    kv build
+    expect_rc 0
+    tail -n 1 "$W.err" | grep -q '( 0 unchanged\|, 0 unchanged' || fail "an edited include left pages alone: $(tail -n 1 "$W.err")"
+    same_as_full include
+    # an output file removed by hand comes back
+    rm "$W/site/notes/week-1/index.html"
+    kv build
+    expect_rc 0
+    rendered 1
+    expect_file site/notes/week-1/index.html
+    same_as_full tampered
+    # a template asset added, then removed: it leaves the output too
+    printf 'extra\n' >"$W/templates/assets/extra.txt"
+    kv build
+    expect_rc 0
+    expect_file site/assets/extra.txt
+    rm "$W/templates/assets/extra.txt"
+    kv build
+    expect_rc 0
+    expect_no_file site/assets/extra.txt
+    same_as_full asset
+    # a wrong figure fails the build and leaves the output as it was
+    hashes "$W/site" >"$W.before"
+    printf '\nWrong: `3 {= 1+1}`.\n' >>"$W/content/notes/week-1.md"
+    kv build
+    expect_rc 1
+    hashes "$W/site" >"$W.after"
+    show_diff "output after a failed incremental build" "$W.before" "$W.after"
+    sed -i 's/^Wrong: .*$/Right: `2 {= 1+1}`./' "$W/content/notes/week-1.md"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/week-1/index.html "Right:"
+    same_as_full fixed
+    # front matter: the index changed, so every page is rendered
+    sed -i 's/^title: Week 1$/title: Week one/' "$W/content/notes/week-1.md"
+    kv build
+    expect_rc 0
+    tail -n 1 "$W.err" | grep -q 'rendered' && fail "a front matter edit was built incrementally"
+    expect_grep site/notes/index.html "Week one"
+    same_as_full front
+    # a page added, a page renamed, a page deleted
+    printf -- '---\ntitle: Week 2\ndate: 2026-01-22\n---\nNotes of the second meeting.\n' |
+        page content/notes/week-2.md
+    kv build
+    expect_rc 0
+    mv "$W/content/notes/week-2.md" "$W/content/notes/week-two.md"
+    kv build
+    expect_rc 0
+    expect_no_file site/notes/week-2
+    same_as_full renamed
+    rm "$W/content/notes/week-two.md"
+    kv build
+    expect_rc 0
+    expect_no_file site/notes/week-two
+    same_as_full deleted
+    # nothing changed: nothing rendered, the no-change check answers
+    kv build
+    tail -n 1 "$W.err" | grep -q '^kvsite: up to date: ' || fail "no-change build: $(tail -n 1 "$W.err")"
+}
+
+# --no-cache renders every page even with a usable cache, and the next build
+# uses the cache it wrote.
+t_incremental_no_cache() {
+    fresh good
+    kv build
+    printf '\nMore.\n' >>"$W/content/notes/week-1.md"
+    kv build --no-cache
+    expect_rc 0
+    tail -n 1 "$W.err" | grep -q 'rendered' && fail "--no-cache used the cache: $(tail -n 1 "$W.err")"
+    printf '\nMore again.\n' >>"$W/content/notes/week-1.md"
+    kv build
+    expect_rc 0
+    rendered 1
+    # a damaged cache is ignored: a full build, no error
+    printf 'garbage' >"$W/.site.cache"
+    printf '\nAnd again.\n' >>"$W/content/notes/week-1.md"
+    kv build
+    expect_rc 0
+    tail -n 1 "$W.err" | grep -q 'rendered' && fail "a damaged cache was used: $(tail -n 1 "$W.err")"
+    same_as_full damaged
+}
+
 # ---------- running ----------
 
 cases=$(grep -oE '^t_[a-z0-9_]+\(\)' "${BASH_SOURCE[0]}" | sed 's/()$//')

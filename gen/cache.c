@@ -1,0 +1,143 @@
+#include "cache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+
+static const char S_MAGIC[16] = "kvsite-cache 1\n";
+
+void cache_init(cache *c)
+{
+    memset(c, 0, sizeof *c);
+    buf_init(&c->data);
+}
+
+void cache_free(cache *c)
+{
+    buf_free(&c->data);
+    free(c->jobs);
+    cache_init(c);
+}
+
+typedef struct {
+    const char *p, *end;
+    bool bad;
+} reader;
+
+static void S_get(reader *rd, void *out, size_t n)
+{
+    if ((size_t)(rd->end - rd->p) < n) {
+        rd->bad = true;
+        memset(out, 0, n);
+        return;
+    }
+    memcpy(out, rd->p, n);
+    rd->p += n;
+}
+
+static uint64_t S_u64(reader *rd)
+{
+    uint64_t v;
+    S_get(rd, &v, sizeof v);
+    return v;
+}
+
+static uint32_t S_u32(reader *rd)
+{
+    uint32_t v;
+    S_get(rd, &v, sizeof v);
+    return v;
+}
+
+/* n bytes in place, or NULL (and bad) when fewer are left */
+static const char *S_span(reader *rd, size_t n)
+{
+    if ((size_t)(rd->end - rd->p) < n) {
+        rd->bad = true;
+        return NULL;
+    }
+    const char *s = rd->p;
+    rd->p += n;
+    return s;
+}
+
+int cache_load(cache *c, const char *path, size_t max_bytes)
+{
+    cache_init(c);
+    if (fs_read_file(path, max_bytes, &c->data) != FS_OK || c->data.len < sizeof S_MAGIC ||
+        memcmp(c->data.ptr, S_MAGIC, sizeof S_MAGIC) != 0) {
+        cache_free(c);
+        return -1;
+    }
+    reader rd = {c->data.ptr + sizeof S_MAGIC, c->data.ptr + c->data.len, false};
+    c->global = S_u64(&rd);
+    uint32_t n = S_u32(&rd);
+    /* every entry takes at least 4 bytes: a corrupt count cannot allocate much */
+    if (rd.bad || n > (size_t)(rd.end - rd.p) / 4) {
+        cache_free(c);
+        return -1;
+    }
+    c->njobs = n;
+    c->jobs = xcalloc((size_t)n + 1, sizeof *c->jobs);
+    for (size_t i = 0; i < n && !rd.bad; i++) {
+        cache_entry *e = &c->jobs[i];
+        e->present = S_u32(&rd) == 1;
+        if (!e->present)
+            continue;
+        e->deps = S_u64(&rd);
+        e->out_stamp = S_u64(&rd);
+        e->digest = S_u64(&rd);
+        e->reads = S_u64(&rd);
+        e->rec_len = S_u32(&rd);
+        e->rec = S_span(&rd, e->rec_len);
+    }
+    c->outputs_len = S_u32(&rd);
+    c->outputs = S_span(&rd, c->outputs_len);
+    if (rd.bad || rd.p != rd.end ||
+        (c->outputs_len && c->outputs[c->outputs_len - 1] != '\0')) {
+        cache_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+static void S_put_u64(buf *b, uint64_t v) { buf_put(b, &v, sizeof v); }
+static void S_put_u32(buf *b, uint32_t v) { buf_put(b, &v, sizeof v); }
+
+int cache_save(const cache *c, const char *path)
+{
+    buf b = BUF_INIT;
+    buf_put(&b, S_MAGIC, sizeof S_MAGIC);
+    S_put_u64(&b, c->global);
+    S_put_u32(&b, (uint32_t)c->njobs);
+    for (size_t i = 0; i < c->njobs; i++) {
+        const cache_entry *e = &c->jobs[i];
+        S_put_u32(&b, e->present ? 1 : 0);
+        if (!e->present)
+            continue;
+        S_put_u64(&b, e->deps);
+        S_put_u64(&b, e->out_stamp);
+        S_put_u64(&b, e->digest);
+        S_put_u64(&b, e->reads);
+        S_put_u32(&b, (uint32_t)e->rec_len);
+        buf_put(&b, e->rec, e->rec_len);
+    }
+    S_put_u32(&b, (uint32_t)c->outputs_len);
+    buf_put(&b, c->outputs, c->outputs_len);
+    char *tmp = xasprintf("%s.tmp-%ld", path, (long)getpid());
+    int rc = fs_write_file(tmp, buf_cstr(&b), b.len);
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -1;
+    if (rc != 0) {
+        int saved = errno;
+        unlink(tmp);
+        errno = saved;
+    }
+    free(tmp);
+    buf_free(&b);
+    return rc;
+}

@@ -1,0 +1,50 @@
+/* cache: what the last successful build knew about each page, for
+ * incremental builds. One file beside the output (.<out>.cache) holds, for
+ * every job of that build, the page's encoded record and four fingerprints:
+ *
+ *   deps       its source file and every template and checks/ file it read
+ *              (as the build's file stamps saw them: size, mtime, ctime, inode);
+ *   out_stamp  its output file as the build left it;
+ *   digest     what other pages can read of its record (record_digest);
+ *   reads      the digests of the records it read, in order.
+ *
+ * and the build's global key (binary, flags, site.yaml, the sources, the
+ * whole page index): when that differs, nothing in the file is used.
+ *
+ * A loaded cache owns the file's bytes; entries point into them. */
+#ifndef KV_CACHE_H
+#define KV_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+typedef struct {
+    bool present;
+    uint64_t deps, out_stamp, digest, reads;
+    const char *rec; /* encoded record (record_decode) */
+    size_t rec_len;
+} cache_entry;
+
+typedef struct {
+    buf data;
+    uint64_t global;
+    size_t njobs;
+    cache_entry *jobs;   /* njobs entries */
+    const char *outputs; /* NUL-separated output files of that build, sorted */
+    size_t outputs_len;
+} cache;
+
+void cache_init(cache *c);
+/* Reads path (at most max_bytes). Returns 0, or -1 when it is missing, too
+ * large or malformed: c is then empty. */
+int cache_load(cache *c, const char *path, size_t max_bytes);
+void cache_free(cache *c);
+
+/* Writes c (jobs[i].rec for present entries) to path through a temporary
+ * file and a rename. Returns 0, or -1 with errno. */
+int cache_save(const cache *c, const char *path);
+
+#endif
