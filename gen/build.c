@@ -51,6 +51,7 @@ typedef struct {
     bool incremental;  /* render only what changed, into incr_dir, then move it in */
     char *incr_dir;
     uint64_t *digests; /* record_digest of each job's record, once it is known */
+    bool *from_cache;  /* by job: its record was taken from prev */
     size_t rendered, reused;
 } build_state;
 
@@ -707,17 +708,27 @@ static uint64_t S_input_stamp(build_state *s)
     return h;
 }
 
-/* The files of the output, by a NUL-separated list of their paths. */
-static uint64_t S_output_stamp(build_state *s, const char *list, size_t len)
+/* The stamp of each file of the output, in the order of a NUL-separated list
+ * of their paths (caller frees), and of them all in *all. */
+static uint64_t *S_output_stamps(build_state *s, const char *list, size_t len, uint64_t *all)
 {
-    uint64_t h = STAMP_SEED;
-    int dir = open(s->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (dir < 0)
-        return stamp_str(h, "(no output)");
+    size_t n = 0;
     for (const char *p = list; p < list + len; p += strlen(p) + 1)
-        h = stamp_file_at(h, dir, p);
-    close(dir);
-    return h;
+        n++;
+    uint64_t *v = xmalloc((n + 1) * sizeof *v);
+    int dir = open(s->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    uint64_t h = dir < 0 ? stamp_str(STAMP_SEED, "(no output)") : STAMP_SEED;
+    size_t i = 0;
+    for (const char *p = list; p < list + len; p += strlen(p) + 1, i++) {
+        v[i] = dir < 0 ? 0 : stamp_file_at(STAMP_SEED, dir, p);
+        h = stamp_str(h, p);
+        for (int k = 0; k < 8; k++)
+            h = (h ^ ((v[i] >> (8 * k)) & 0xff)) * 1099511628211ull;
+    }
+    if (dir >= 0)
+        close(dir);
+    *all = h;
+    return v;
 }
 
 static int S_cmp_cstr(const void *a, const void *b)
@@ -743,10 +754,14 @@ static bool S_up_to_date(build_state *s, const char *path, uint64_t in_stamp, do
     unsigned long long in = 0, out = 0, listlen = 0;
     int used = 0;
     char counts[256] = "";
-    bool ok = sscanf(buf_cstr(&text), "kvsite-stamp 2\n%llx\n%llx\n%llu\n%n", &in, &out,
+    uint64_t now = 0;
+    bool ok = sscanf(buf_cstr(&text), "kvsite-stamp 3\n%llx\n%llx\n%llu\n%n", &in, &out,
                      &listlen, &used) == 3 &&
-              in == in_stamp && listlen <= text.len - (size_t)used &&
-              out == S_output_stamp(s, buf_cstr(&text) + used, (size_t)listlen);
+              in == in_stamp && listlen <= text.len - (size_t)used;
+    if (ok) {
+        free(S_output_stamps(s, buf_cstr(&text) + used, (size_t)listlen, &now));
+        ok = out == now;
+    }
     if (ok) {
         const char *rest = buf_cstr(&text) + used + listlen;
         const char *nl = strchr(rest, '\n');
@@ -764,16 +779,14 @@ static bool S_up_to_date(build_state *s, const char *path, uint64_t in_stamp, do
     return ok;
 }
 
-static void S_save_stamp(build_state *s, const char *path, uint64_t in_stamp, const char *counts)
+static void S_save_stamp(build_state *s, const char *path, uint64_t in_stamp, const char *counts,
+                         const buf *list, uint64_t out_stamp)
 {
-    buf list = BUF_INIT;
-    S_output_list(s, &list);
     buf b = BUF_INIT;
-    buf_printf(&b, "kvsite-stamp 2\n%016llx\n%016llx\n%zu\n", (unsigned long long)in_stamp,
-               (unsigned long long)S_output_stamp(s, buf_cstr(&list), list.len), list.len);
-    buf_put(&b, buf_cstr(&list), list.len);
+    buf_printf(&b, "kvsite-stamp 3\n%016llx\n%016llx\n%zu\n", (unsigned long long)in_stamp,
+               (unsigned long long)out_stamp, list->len);
+    buf_put(&b, buf_cstr(list), list->len);
     buf_printf(&b, "%s\n", counts);
-    buf_free(&list);
     char *mem = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&mem, &len);
@@ -928,6 +941,7 @@ static bool S_reuse(build_state *s, size_t job, int outfd)
     }
     record_free(&s->records[job]);
     s->records[job] = rec;
+    s->from_cache[job] = true;
     return true;
 }
 
@@ -945,9 +959,23 @@ static void S_output_list(build_state *s, buf *list)
     free(names);
 }
 
-static void S_save_cache(build_state *s, const char *path, uint64_t global)
+static int S_cmp_name(const void *key, const void *item)
 {
-    int outfd = open(s->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return strcmp(key, *(char *const *)item);
+}
+
+/* list: the output files, sorted, as S_output_list gives them; stamps: theirs */
+static void S_save_cache(build_state *s, const char *path, uint64_t global, const buf *list,
+                         const uint64_t *stamps)
+{
+    size_t nnames = 0;
+    const char *end = buf_cstr(list) + list->len;
+    for (const char *p = buf_cstr(list); p < end; p += strlen(p) + 1)
+        nnames++;
+    const char **names = xmalloc((nnames + 1) * sizeof *names);
+    nnames = 0;
+    for (const char *p = buf_cstr(list); p < end; p += strlen(p) + 1)
+        names[nnames++] = p;
     cache c;
     cache_init(&c);
     c.global = global;
@@ -961,32 +989,43 @@ static void S_save_cache(build_state *s, const char *path, uint64_t global)
         if (!r->done)
             continue;
         e->present = true;
+        e->out_stamp = STAMP_SEED;
+        if (r->url && r->url[0] && r->out_bytes > 0) {
+            char *rel = S_out_rel(r->url);
+            const char **at = bsearch(rel, names, nnames, sizeof *names, S_cmp_name);
+            e->out_stamp = at ? stamps[at - names] : 0;
+            free(rel);
+        }
+        e->digest = s->digests[j];
+        const cache_entry *old = s->from_cache[j] ? &s->prev.jobs[j] : NULL;
+        if (old) {
+            /* checked equal when it was taken from the cache */
+            e->deps = old->deps;
+            e->reads = old->reads;
+            e->rec = old->rec;
+            e->rec_len = old->rec_len;
+            continue;
+        }
         e->deps = S_deps(s, j, r);
         e->reads = S_reads_digest(s, r);
         if (e->reads == 0)
             e->deps = 0;
-        e->out_stamp = S_out_stamp(outfd, r);
-        e->digest = s->digests[j];
         offs[j] = recs.len;
         record_encode(r, &recs);
         e->rec_len = recs.len - offs[j];
     }
     for (size_t j = 0; j < s->njobs; j++)
-        if (c.jobs[j].present)
+        if (c.jobs[j].present && !s->from_cache[j])
             c.jobs[j].rec = recs.ptr + offs[j];
-    buf list = BUF_INIT;
-    S_output_list(s, &list);
-    c.outputs = buf_cstr(&list);
-    c.outputs_len = list.len;
+    c.outputs = buf_cstr(list);
+    c.outputs_len = list->len;
     if (cache_save(&c, path) != 0)
         fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", path,
                 strerror(errno));
-    buf_free(&list);
     buf_free(&recs);
     free(offs);
     free(c.jobs);
-    if (outfd >= 0)
-        close(outfd);
+    free(names);
 }
 
 /* Moves what an incremental build wrote into the output, and removes the
@@ -1029,6 +1068,7 @@ static int S_phase(build_state *s, const render_env *env, const pool_opts *po, i
                 continue;
             if (s->records[j].done) {
                 record_free(&s->records[j]);
+                s->from_cache[j] = false;
                 s->reused--;
             }
             jobs[n++] = j;
@@ -1108,6 +1148,7 @@ int build_run(const build_opts *o)
     s.njobs = render_job_count(&env);
     s.records = xcalloc(s.njobs, sizeof *s.records);
     s.digests = xcalloc(s.njobs + 1, sizeof *s.digests);
+    s.from_cache = xcalloc(s.njobs + 1, sizeof *s.from_cache);
     for (size_t j = 0; j < s.njobs; j++)
         record_init(&s.records[j]);
     env.records = s.records;
@@ -1167,10 +1208,13 @@ int build_run(const build_opts *o)
         }
         diag_move(&s.dl, &r->diags);
     }
+    TRACE("assets copied, records merged");
     S_feed(&s);
     S_sitemap(&s);
     S_checks_json(&s);
+    TRACE("feed, sitemap, checks.json");
     S_check_links(&s);
+    TRACE("links checked");
     if (out_bytes > s.cfg.limits.output_bytes)
         diag_error(&s.dl, NULL, 0, 0,
                    "the site is larger than limits.output_bytes (%llu > %zu bytes)",
@@ -1195,6 +1239,7 @@ int build_run(const build_opts *o)
     }
     if (s.incr_dir)
         fs_remove_tree(s.incr_dir);
+    TRACE("published");
     status = s.dl.errors ? 1 : 0;
     char counts[256];
     snprintf(counts, sizeof counts,
@@ -1210,8 +1255,15 @@ int build_run(const build_opts *o)
             s.dl.errors, s.dl.errors == 1 ? "" : "s", S_now() - t0, how,
             status && !o->check_only ? "; the previous output is unchanged" : "");
     if (status == 0 && stamp_path) {
-        S_save_cache(&s, cache_path, global);
-        S_save_stamp(&s, stamp_path, in_stamp, counts);
+        buf list = BUF_INIT;
+        S_output_list(&s, &list);
+        uint64_t out_stamp;
+        uint64_t *stamps = S_output_stamps(&s, buf_cstr(&list), list.len, &out_stamp);
+        S_save_cache(&s, cache_path, global, &list, stamps);
+        TRACE("cache saved");
+        S_save_stamp(&s, stamp_path, in_stamp, counts, &list, out_stamp);
+        free(stamps);
+        buf_free(&list);
     }
     TRACE("saved");
     free(stamp_path);
@@ -1230,6 +1282,7 @@ out:
     strmap_free(&s.stamps);
     cache_free(&s.prev);
     free(s.digests);
+    free(s.from_cache);
     free(s.incr_dir);
     diag_list_free(&s.dl);
     free(s.root_real);

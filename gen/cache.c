@@ -105,31 +105,40 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
     return 0;
 }
 
-static void S_put_u64(buf *b, uint64_t v) { buf_put(b, &v, sizeof v); }
-static void S_put_u32(buf *b, uint32_t v) { buf_put(b, &v, sizeof v); }
+/* Written through stdio: records are copied once, from where they are. */
+static void S_put(FILE *f, const void *p, size_t n) { fwrite(p, 1, n, f); }
+static void S_put_u64(FILE *f, uint64_t v) { S_put(f, &v, sizeof v); }
+static void S_put_u32(FILE *f, uint32_t v) { S_put(f, &v, sizeof v); }
 
 int cache_save(const cache *c, const char *path)
 {
-    buf b = BUF_INIT;
-    buf_put(&b, S_MAGIC, sizeof S_MAGIC);
-    S_put_u64(&b, c->global);
-    S_put_u32(&b, (uint32_t)c->njobs);
+    char *tmp = xasprintf("%s.tmp-%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wbx");
+    if (!f) {
+        free(tmp);
+        return -1;
+    }
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    S_put(f, S_MAGIC, sizeof S_MAGIC);
+    S_put_u64(f, c->global);
+    S_put_u32(f, (uint32_t)c->njobs);
     for (size_t i = 0; i < c->njobs; i++) {
         const cache_entry *e = &c->jobs[i];
-        S_put_u32(&b, e->present ? 1 : 0);
+        S_put_u32(f, e->present ? 1 : 0);
         if (!e->present)
             continue;
-        S_put_u64(&b, e->deps);
-        S_put_u64(&b, e->out_stamp);
-        S_put_u64(&b, e->digest);
-        S_put_u64(&b, e->reads);
-        S_put_u32(&b, (uint32_t)e->rec_len);
-        buf_put(&b, e->rec, e->rec_len);
+        S_put_u64(f, e->deps);
+        S_put_u64(f, e->out_stamp);
+        S_put_u64(f, e->digest);
+        S_put_u64(f, e->reads);
+        S_put_u32(f, (uint32_t)e->rec_len);
+        S_put(f, e->rec, e->rec_len);
     }
-    S_put_u32(&b, (uint32_t)c->outputs_len);
-    buf_put(&b, c->outputs, c->outputs_len);
-    char *tmp = xasprintf("%s.tmp-%ld", path, (long)getpid());
-    int rc = fs_write_file(tmp, buf_cstr(&b), b.len);
+    S_put_u32(f, (uint32_t)c->outputs_len);
+    S_put(f, c->outputs, c->outputs_len);
+    int rc = ferror(f) ? -1 : 0;
+    if (fclose(f) != 0)
+        rc = -1;
     if (rc == 0 && rename(tmp, path) != 0)
         rc = -1;
     if (rc != 0) {
@@ -138,6 +147,5 @@ int cache_save(const cache *c, const char *path)
         errno = saved;
     }
     free(tmp);
-    buf_free(&b);
     return rc;
 }
