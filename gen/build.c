@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -95,21 +96,37 @@ static bool S_within(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-/* True when anything under dir is neither a regular file nor a folder. */
-static bool S_has_links(const char *dir)
+/* What the staging folder holds before a full build: its regular files
+ * (relative paths, NUL-separated), and whether anything in it is neither a
+ * regular file nor a folder (a link planted there could lead writes out).
+ * One walk serves both the safety check and the sweep after the build; it
+ * runs in a thread of its own while the parent reads the content. */
+typedef struct {
+    const char *dir;
+    buf files;
+    buf empty_dirs; /* folders with nothing in them, the same way */
+    bool links;
+    pthread_t thread;
+    bool started, done;
+} staging_scan;
+
+static void *S_scan_staging(void *arg)
 {
+    staging_scan *sc = arg;
     size_t cap = 64, n = 0;
     char **stack = xmalloc(cap * sizeof *stack);
-    stack[n++] = xstrdup(dir);
-    bool found = false;
+    stack[n++] = xstrdup("");
     while (n > 0) {
-        char *path = stack[--n];
-        DIR *d = found ? NULL : opendir(path);
+        char *rel = stack[--n];
+        char *path = rel[0] ? fs_join(sc->dir, rel) : xstrdup(sc->dir);
+        DIR *d = sc->links ? NULL : opendir(path);
         if (d) {
             struct dirent *e;
-            while ((e = readdir(d)) && !found) {
+            size_t entries = 0;
+            while ((e = readdir(d)) && !sc->links) {
                 if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                     continue;
+                entries++;
                 unsigned char type = e->d_type;
                 if (type == DT_UNKNOWN) {
                     struct stat st;
@@ -120,19 +137,55 @@ static bool S_has_links(const char *dir)
                 if (type == DT_DIR) {
                     if (n == cap)
                         stack = xrealloc(stack, (cap *= 2) * sizeof *stack);
-                    stack[n++] = fs_join(path, e->d_name);
-                } else if (type != DT_REG) {
-                    found = true;
+                    stack[n++] = rel[0] ? fs_join(rel, e->d_name) : xstrdup(e->d_name);
+                } else if (type == DT_REG) {
+                    if (rel[0]) {
+                        buf_puts(&sc->files, rel);
+                        buf_putc(&sc->files, '/');
+                    }
+                    buf_put(&sc->files, e->d_name, strlen(e->d_name) + 1);
+                } else {
+                    sc->links = true;
                 }
             }
+            if (entries == 0 && rel[0])
+                buf_put(&sc->empty_dirs, rel, strlen(rel) + 1);
             closedir(d);
         }
         free(path);
+        free(rel);
     }
     while (n > 0)
         free(stack[--n]);
     free(stack);
-    return found;
+    return NULL;
+}
+
+static void S_scan_start(staging_scan *sc, const char *dir)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->dir = dir;
+    buf_init(&sc->files);
+    buf_init(&sc->empty_dirs);
+    sc->started = pthread_create(&sc->thread, NULL, S_scan_staging, sc) == 0;
+}
+
+/* The scan's result, made now if no thread is running it. */
+static void S_scan_finish(staging_scan *sc, const char *dir)
+{
+    if (sc->done)
+        return;
+    if (sc->started)
+        pthread_join(sc->thread, NULL);
+    else {
+        memset(sc, 0, sizeof *sc);
+        sc->dir = dir;
+        buf_init(&sc->files);
+        buf_init(&sc->empty_dirs);
+        S_scan_staging(sc);
+    }
+    sc->started = false;
+    sc->done = true;
 }
 
 static int S_setup_output(build_state *s)
@@ -240,56 +293,38 @@ fail:
     return -1;
 }
 
-/* Removes from the staging folder every file this build did not produce, and
- * the folders left empty: nothing stale survives. */
-static void S_sweep(build_state *s)
+/* Removes the folders above path (in the staging folder) while they are empty. */
+static void S_prune(build_state *s, char *path)
 {
-    size_t cap = 64, n = 0, ndirs = 0, capdirs = 64;
-    char **stack = xmalloc(cap * sizeof *stack);
-    char **dirs = xmalloc(capdirs * sizeof *dirs);
-    stack[n++] = xstrdup("");
-    while (n > 0) {
-        char *rel = stack[--n];
-        char *path = rel[0] ? fs_join(s->staging, rel) : xstrdup(s->staging);
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d))) {
-                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                    continue;
-                char *child = rel[0] ? xasprintf("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
-                bool is_dir = e->d_type == DT_DIR;
-                if (e->d_type == DT_UNKNOWN) {
-                    struct stat st;
-                    is_dir = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                             S_ISDIR(st.st_mode);
-                }
-                if (is_dir) {
-                    if (n == cap)
-                        stack = xrealloc(stack, (cap *= 2) * sizeof *stack);
-                    stack[n++] = child;
-                    if (ndirs == capdirs)
-                        dirs = xrealloc(dirs, (capdirs *= 2) * sizeof *dirs);
-                    dirs[ndirs++] = fs_join(s->staging, child);
-                    child = NULL;
-                } else if (!strmap_get(&s->outputs, child)) {
-                    unlinkat(dirfd(d), e->d_name, 0);
-                }
-                free(child);
-            }
-            closedir(d);
-        }
+    for (char *slash = strrchr(path, '/'); slash && slash > path + strlen(s->staging);
+         slash = strrchr(path, '/')) {
+        *slash = '\0';
+        if (rmdir(path) != 0)
+            break;
+    }
+}
+
+/* Removes from the staging folder every file this build did not produce, and
+ * the folders left empty: nothing stale survives. The files are those the
+ * scan found before the build (the build itself writes outputs only). */
+static void S_sweep(build_state *s, const staging_scan *sc)
+{
+    const char *p = buf_cstr(&sc->files), *end = p + sc->files.len;
+    for (; p < end; p += strlen(p) + 1) {
+        if (strmap_get(&s->outputs, p))
+            continue;
+        char *path = fs_join(s->staging, p);
+        unlink(path);
+        S_prune(s, path);
         free(path);
-        free(rel);
     }
-    /* deeper folders were found later: remove in reverse, empty ones only */
-    while (ndirs > 0) {
-        char *d = dirs[--ndirs];
-        rmdir(d);
-        free(d);
+    p = buf_cstr(&sc->empty_dirs), end = p + sc->empty_dirs.len;
+    for (; p < end; p += strlen(p) + 1) {
+        char *path = fs_join(s->staging, p);
+        if (rmdir(path) == 0)
+            S_prune(s, path);
+        free(path);
     }
-    free(dirs);
-    free(stack);
 }
 
 /* ---------- assets ---------- */
@@ -1137,6 +1172,15 @@ int build_run(const build_opts *o)
         }
     }
     TRACE("input stamp");
+    /* a full build needs the staging folder scanned: done beside the content */
+    staging_scan scan;
+    memset(&scan, 0, sizeof scan);
+    char *cache_path = NULL;
+    if (s.staging) {
+        cache_path = S_side_path(&s, "cache");
+        if (o->no_cache || !fs_exists(cache_path))
+            S_scan_start(&scan, s.staging);
+    }
     cmark_gfm_core_extensions_ensure_registered();
     content_opts copts = {o->drafts};
     content_load(&s.idx, o->root, &s.cfg, &copts, &s.dl);
@@ -1156,10 +1200,8 @@ int build_run(const build_opts *o)
 
     /* the last build's cache, when it was made from the same site */
     uint64_t global = 0;
-    char *cache_path = NULL;
     if (!o->check_only) {
         global = S_global_key(&s);
-        cache_path = S_side_path(&s, "cache");
         s.incremental = !o->no_cache && global != 0 && fs_is_dir(s.out_abs) &&
                         cache_load(&s.prev, cache_path, s.cfg.limits.output_bytes) == 0 &&
                         s.prev.global == global && s.prev.njobs == s.njobs;
@@ -1177,10 +1219,15 @@ int build_run(const build_opts *o)
         }
         env.out_dir = s.incr_dir;
         env.same_dir = s.out_abs;
-    } else if (s.staging && S_has_links(s.staging)) {
-        /* links planted in the staging folder could lead writes out of it */
-        fs_remove_tree(s.staging);
-        mkdir(s.staging, 0777);
+    } else if (s.staging) {
+        S_scan_finish(&scan, s.staging);
+        if (scan.links) {
+            /* links planted in the staging folder could lead writes out of it */
+            fs_remove_tree(s.staging);
+            mkdir(s.staging, 0777);
+            buf_clear(&scan.files);
+            buf_clear(&scan.empty_dirs);
+        }
     }
     int jobs = o->jobs > 0 ? o->jobs : s.cfg.jobs > 0 ? s.cfg.jobs : S_cores();
     pool_opts po = {jobs, s.cfg.limits.page_timeout, s.cfg.limits.worker_memory};
@@ -1233,13 +1280,18 @@ int build_run(const build_opts *o)
         if (S_publish_incremental(&s) != 0)
             diag_print(&s.dl, stderr, github);
     } else if (s.dl.errors == 0 && s.staging) {
-        S_sweep(&s);
+        S_sweep(&s, &scan);
+        TRACE("swept");
         if (S_publish(&s) != 0)
             diag_print(&s.dl, stderr, github);
     }
     if (s.incr_dir)
         fs_remove_tree(s.incr_dir);
     TRACE("published");
+    if (scan.started)
+        pthread_join(scan.thread, NULL);
+    buf_free(&scan.files);
+    buf_free(&scan.empty_dirs);
     status = s.dl.errors ? 1 : 0;
     char counts[256];
     snprintf(counts, sizeof counts,

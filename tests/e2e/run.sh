@@ -1279,6 +1279,25 @@ t_cache_incremental_equals_full() {
     show_diff "incremental output against a full build" "$W.full" "$W.inc"
 }
 
+# A full build reuses the staging folder (the output before last): files and
+# empty folders that the build does not produce are removed from it, so
+# nothing stale reaches the output.
+t_full_build_sweeps_staging() {
+    fresh good
+    kv build --no-cache
+    expect_rc 0
+    listing "$W/site" >"$W.l0"
+    kv build --no-cache
+    expect_rc 0
+    mkdir -p "$W/.site.prev/old" "$W/.site.prev/empty/deeper" "$W/.site.prev/notes/gone"
+    printf 'stale\n' >"$W/.site.prev/old/x.html"
+    printf 'stale\n' >"$W/.site.prev/notes/gone/index.html"
+    kv build --no-cache
+    expect_rc 0
+    listing "$W/site" >"$W.l1"
+    show_diff "listing of site/ after a full build over a stale staging folder" "$W.l0" "$W.l1"
+}
+
 # ---------- incremental builds ----------
 
 # same_as_full STEP: site/ equals a full build (--no-cache) of the same tree
