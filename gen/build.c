@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +49,9 @@ typedef struct {
     size_t pages_built;
     /* incremental builds */
     strmap stamps;     /* "content/a.md" -> (void *)(stamp | 1), every input file */
-    cache prev;        /* the last successful build's cache, when its key matches */
+    cache prev;        /* the last successful build's cache */
+    uint64_t front_key;
+    strmap fronts;     /* src -> prev.fronts entry, when prev.front_key matches */
     bool incremental;  /* render only what changed, into incr_dir, then move it in */
     char *incr_dir;
     uint64_t *digests; /* record_digest of each job's record, once it is known */
@@ -994,6 +997,67 @@ static void S_output_list(build_state *s, buf *list)
     free(names);
 }
 
+/* What parsing a page's front matter depends on besides the file. */
+static uint64_t S_front_key(build_state *s)
+{
+    uint64_t h = stamp_str(STAMP_SEED, "kvsite front " KVSITE_VERSION);
+    char exe[PATH_MAX];
+    if (realpath("/proc/self/exe", exe))
+        h = stamp_file(h, exe);
+    char *cfg = fs_join(s->o->root, "site.yaml");
+    h = stamp_file(h, cfg);
+    free(cfg);
+    return h;
+}
+
+/* content_opts.reuse: a page's front matter as the last build parsed it. */
+static bool S_reuse_front(void *ctx, page *p)
+{
+    build_state *s = ctx;
+    const cache_front *f = strmap_get(&s->fronts, p->src);
+    void *now = f ? strmap_get(&s->stamps, p->src) : NULL;
+    return now && (uint64_t)(uintptr_t)now == f->stamp &&
+           content_page_decode(p, f->page, f->page_len) == 0;
+}
+
+/* Every page's front matter for the next build, but for files with a
+ * diagnostic (their warnings come from parsing them). */
+static void S_save_fronts(build_state *s, cache *c, buf *blobs, size_t **offs)
+{
+    strmap noisy;
+    strmap_init(&noisy);
+    for (size_t i = 0; i < s->dl.n; i++)
+        if (s->dl.v[i].file)
+            strmap_put(&noisy, s->dl.v[i].file, (void *)1);
+    c->front_key = s->front_key;
+    c->fronts = xcalloc(s->idx.npages + 1, sizeof *c->fronts);
+    *offs = xcalloc(s->idx.npages + 1, sizeof **offs);
+    for (size_t i = 0; i < s->idx.npages; i++) {
+        const page *p = s->idx.pages[i];
+        void *stamp = p->src ? strmap_get(&s->stamps, p->src) : NULL;
+        if (!stamp || strmap_get(&noisy, p->src))
+            continue;
+        cache_front *f = &c->fronts[c->nfronts];
+        f->src = p->src;
+        f->stamp = (uint64_t)(uintptr_t)stamp;
+        const cache_front *old = strmap_get(&s->fronts, p->src);
+        if (old && old->stamp == f->stamp) {
+            f->page = old->page;
+            f->page_len = old->page_len;
+            (*offs)[c->nfronts] = SIZE_MAX;
+        } else {
+            (*offs)[c->nfronts] = blobs->len;
+            content_page_encode(p, blobs);
+            f->page_len = blobs->len - (*offs)[c->nfronts];
+        }
+        c->nfronts++;
+    }
+    for (size_t i = 0; i < c->nfronts; i++)
+        if ((*offs)[i] != SIZE_MAX)
+            c->fronts[i].page = blobs->ptr + (*offs)[i];
+    strmap_free(&noisy);
+}
+
 static int S_cmp_name(const void *key, const void *item)
 {
     return strcmp(key, *(char *const *)item);
@@ -1054,12 +1118,18 @@ static void S_save_cache(build_state *s, const char *path, uint64_t global, cons
             c.jobs[j].rec = recs.ptr + offs[j];
     c.outputs = buf_cstr(list);
     c.outputs_len = list->len;
+    buf blobs = BUF_INIT;
+    size_t *front_offs = NULL;
+    S_save_fronts(s, &c, &blobs, &front_offs);
     if (cache_save(&c, path) != 0)
         fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", path,
                 strerror(errno));
     buf_free(&recs);
+    buf_free(&blobs);
+    free(front_offs);
     free(offs);
     free(c.jobs);
+    free(c.fronts);
     free(names);
 }
 
@@ -1137,6 +1207,7 @@ int build_run(const build_opts *o)
     strmap_init(&s.files);
     strmap_init(&s.outputs);
     strmap_init(&s.stamps);
+    strmap_init(&s.fronts);
     cache_init(&s.prev);
     s.lock_fd = -1;
     config_defaults(&s.cfg);
@@ -1181,8 +1252,17 @@ int build_run(const build_opts *o)
         if (o->no_cache || !fs_exists(cache_path))
             S_scan_start(&scan, s.staging);
     }
+    if (cache_path && !o->no_cache && cache_load(&s.prev, cache_path, s.cfg.limits.output_bytes) == 0) {
+        s.front_key = S_front_key(&s);
+        if (s.prev.front_key == s.front_key)
+            for (size_t i = 0; i < s.prev.nfronts; i++)
+                strmap_put(&s.fronts, s.prev.fronts[i].src, &s.prev.fronts[i]);
+    } else if (cache_path) {
+        s.front_key = S_front_key(&s);
+    }
+    TRACE("cache read");
     cmark_gfm_core_extensions_ensure_registered();
-    content_opts copts = {o->drafts};
+    content_opts copts = {o->drafts, S_reuse_front, &s};
     content_load(&s.idx, o->root, &s.cfg, &copts, &s.dl);
     TRACE("content loaded");
     sources_load(&s.src, o->root, s.cfg.limits.data_bytes, &s.dl);
@@ -1203,11 +1283,8 @@ int build_run(const build_opts *o)
     if (!o->check_only) {
         global = S_global_key(&s);
         s.incremental = !o->no_cache && global != 0 && fs_is_dir(s.out_abs) &&
-                        cache_load(&s.prev, cache_path, s.cfg.limits.output_bytes) == 0 &&
-                        s.prev.global == global && s.prev.njobs == s.njobs;
-        if (!s.incremental)
-            cache_free(&s.prev);
-        TRACE(s.incremental ? "cache loaded" : "no usable cache");
+                        s.prev.njobs > 0 && s.prev.global == global && s.prev.njobs == s.njobs;
+        TRACE(s.incremental ? "incremental" : "full build");
     }
     if (s.incremental) {
         /* changed files go to a folder of their own, moved in when the build succeeds */
@@ -1318,6 +1395,13 @@ int build_run(const build_opts *o)
         buf_free(&list);
     }
     TRACE("saved");
+    if (trace) {
+        struct rusage self, kids;
+        getrusage(RUSAGE_SELF, &self);
+        getrusage(RUSAGE_CHILDREN, &kids);
+        fprintf(stderr, "kvsite: trace: peak RSS: parent %ld KiB, largest worker %ld KiB\n",
+                self.ru_maxrss, kids.ru_maxrss);
+    }
     free(stamp_path);
     free(cache_path);
 out:
@@ -1332,6 +1416,7 @@ out:
     strmap_free(&s.files);
     strmap_free(&s.outputs);
     strmap_free(&s.stamps);
+    strmap_free(&s.fronts);
     cache_free(&s.prev);
     free(s.digests);
     free(s.from_cache);

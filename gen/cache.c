@@ -8,7 +8,7 @@
 
 #include "fsutil.h"
 
-static const char S_MAGIC[16] = "kvsite-cache 1\n";
+static const char S_MAGIC[16] = "kvsite-cache 2\n";
 
 void cache_init(cache *c)
 {
@@ -20,6 +20,7 @@ void cache_free(cache *c)
 {
     buf_free(&c->data);
     free(c->jobs);
+    free(c->fronts);
     cache_init(c);
 }
 
@@ -65,6 +66,27 @@ static const char *S_span(reader *rd, size_t n)
     return s;
 }
 
+/* Output names are removed from the output folder when a build no longer
+ * writes them: each must be a plain relative path (no "..", ".", empty part,
+ * leading "/"), and the list must end in NUL. */
+static bool S_plain_names(const char *list, size_t len)
+{
+    if (len && list[len - 1] != '\0')
+        return false;
+    for (const char *p = list; p < list + len; p += strlen(p) + 1) {
+        if (!*p || *p == '/')
+            return false;
+        for (const char *seg = p; seg;) {
+            const char *slash = strchr(seg, '/');
+            size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
+            if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+                return false;
+            seg = slash ? slash + 1 : NULL;
+        }
+    }
+    return true;
+}
+
 int cache_load(cache *c, const char *path, size_t max_bytes)
 {
     cache_init(c);
@@ -97,8 +119,25 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
     }
     c->outputs_len = S_u32(&rd);
     c->outputs = S_span(&rd, c->outputs_len);
-    if (rd.bad || rd.p != rd.end ||
-        (c->outputs_len && c->outputs[c->outputs_len - 1] != '\0')) {
+    c->front_key = S_u64(&rd);
+    uint32_t nf = S_u32(&rd);
+    if (rd.bad || nf > (size_t)(rd.end - rd.p) / 16) {
+        cache_free(c);
+        return -1;
+    }
+    c->fronts = xcalloc((size_t)nf + 1, sizeof *c->fronts);
+    c->nfronts = nf;
+    for (size_t i = 0; i < nf && !rd.bad; i++) {
+        cache_front *f = &c->fronts[i];
+        uint32_t srclen = S_u32(&rd);
+        f->src = S_span(&rd, srclen);
+        if (!f->src || srclen == 0 || f->src[srclen - 1] != '\0')
+            rd.bad = true;
+        f->stamp = S_u64(&rd);
+        f->page_len = S_u32(&rd);
+        f->page = S_span(&rd, f->page_len);
+    }
+    if (rd.bad || rd.p != rd.end || !S_plain_names(c->outputs, c->outputs_len)) {
         cache_free(c);
         return -1;
     }
@@ -136,6 +175,16 @@ int cache_save(const cache *c, const char *path)
     }
     S_put_u32(f, (uint32_t)c->outputs_len);
     S_put(f, c->outputs, c->outputs_len);
+    S_put_u64(f, c->front_key);
+    S_put_u32(f, (uint32_t)c->nfronts);
+    for (size_t i = 0; i < c->nfronts; i++) {
+        const cache_front *e = &c->fronts[i];
+        S_put_u32(f, (uint32_t)strlen(e->src) + 1);
+        S_put(f, e->src, strlen(e->src) + 1);
+        S_put_u64(f, e->stamp);
+        S_put_u32(f, (uint32_t)e->page_len);
+        S_put(f, e->page, e->page_len);
+    }
     int rc = ferror(f) ? -1 : 0;
     if (fclose(f) != 0)
         rc = -1;

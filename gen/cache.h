@@ -8,6 +8,9 @@
  *   digest     what other pages can read of its record (record_digest);
  *   reads      the digests of the records it read, in order.
  *
+ * Beside them, each page's parsed front matter with its file's stamp, so an
+ * unchanged file is not read and parsed again (valid while front_key holds).
+ *
  * and the build's global key (binary, flags, site.yaml, the sources, the
  * whole page index): when that differs, nothing in the file is used.
  *
@@ -28,6 +31,14 @@ typedef struct {
     size_t rec_len;
 } cache_entry;
 
+/* A page's parsed front matter, valid while its file keeps the same stamp. */
+typedef struct {
+    const char *src;  /* "content/a.md" */
+    uint64_t stamp;
+    const char *page; /* content_page_encode */
+    size_t page_len;
+} cache_front;
+
 typedef struct {
     buf data;
     uint64_t global;
@@ -35,6 +46,9 @@ typedef struct {
     cache_entry *jobs;   /* njobs entries */
     const char *outputs; /* NUL-separated output files of that build, sorted */
     size_t outputs_len;
+    uint64_t front_key;  /* what parsing depends on (binary, site.yaml) */
+    size_t nfronts;
+    cache_front *fronts;
 } cache;
 
 void cache_init(cache *c);

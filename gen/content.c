@@ -378,6 +378,14 @@ static void S_load_markdown(walker *w, const char *rel, const char *path)
     const char *base = slash ? slash + 1 : rel;
     p->kind = strcmp(base, "_index.md") == 0 ? (p->section[0] ? PAGE_SECTION : PAGE_HOME)
                                             : PAGE_REGULAR;
+    if (w->opts->reuse && w->opts->reuse(w->opts->reuse_ctx, p)) {
+        /* unchanged since the last build: parsed then */
+        if (!p->draft || w->opts->drafts)
+            S_add_page(w, p);
+        else
+            S_page_free(p);
+        return;
+    }
     buf text = BUF_INIT;
     int rc = fs_read_file(path, w->cfg->limits.page_bytes, &text);
     if (rc != FS_OK) {
@@ -835,4 +843,115 @@ size_t *content_by_date(const content_index *idx, size_t *n)
             v[(*n)++] = i;
     qsort_r(v, *n, sizeof *v, S_cmp_date, (void *)idx);
     return v;
+}
+
+/* ---------- bytes, for the build cache ---------- */
+
+static void S_put_str(buf *b, const char *s)
+{
+    uint32_t n = s ? (uint32_t)strlen(s) + 1 : 0;
+    buf_put(b, &n, sizeof n);
+    if (s)
+        buf_put(b, s, n - 1);
+}
+
+void content_page_encode(const page *p, buf *out)
+{
+    const char *strs[] = {p->title, p->date, p->updated, p->summary, p->slug, p->template_name};
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+        S_put_str(out, strs[i]);
+    uint32_t ntags = (uint32_t)p->ntags;
+    buf_put(out, &ntags, sizeof ntags);
+    for (size_t i = 0; i < p->ntags; i++)
+        S_put_str(out, p->tags[i]);
+    int64_t nums[4] = {p->draft, p->weight, p->body_line, (int64_t)p->body_off};
+    buf_put(out, nums, sizeof nums);
+    uint8_t has_front = p->front != NULL;
+    buf_put(out, &has_front, 1);
+    if (p->front)
+        yv_encode(p->front, out);
+}
+
+typedef struct {
+    const char *p, *end;
+    bool bad;
+} S_reader;
+
+static char *S_get_str(S_reader *r)
+{
+    uint32_t n = 0;
+    if (r->bad || (size_t)(r->end - r->p) < sizeof n) {
+        r->bad = true;
+        return NULL;
+    }
+    memcpy(&n, r->p, sizeof n);
+    r->p += sizeof n;
+    if (n == 0)
+        return NULL;
+    if ((size_t)(r->end - r->p) < n - 1) {
+        r->bad = true;
+        return NULL;
+    }
+    char *s = xstrndup(r->p, n - 1);
+    r->p += n - 1;
+    return s;
+}
+
+int content_page_decode(page *p, const char *data, size_t len)
+{
+    S_reader r = {data, data + len, false};
+    char **strs[] = {&p->title, &p->date, &p->updated, &p->summary, &p->slug, &p->template_name};
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+        *strs[i] = S_get_str(&r);
+    uint32_t ntags = 0;
+    if ((size_t)(r.end - r.p) >= sizeof ntags) {
+        memcpy(&ntags, r.p, sizeof ntags);
+        r.p += sizeof ntags;
+    } else {
+        r.bad = true;
+    }
+    if (ntags > (size_t)(r.end - r.p) / 4)
+        r.bad = true;
+    if (!r.bad) {
+        p->tags = xcalloc((size_t)ntags + 1, sizeof *p->tags);
+        for (size_t i = 0; i < ntags; i++) {
+            p->tags[p->ntags++] = S_get_str(&r);
+            if (!p->tags[i])
+                r.bad = true;
+        }
+    }
+    int64_t nums[4] = {0, 0, 0, 0};
+    uint8_t has_front = 0;
+    if (!r.bad && (size_t)(r.end - r.p) >= sizeof nums + 1) {
+        memcpy(nums, r.p, sizeof nums);
+        has_front = (uint8_t)r.p[sizeof nums];
+        r.p += sizeof nums + 1;
+    } else {
+        r.bad = true;
+    }
+    p->draft = nums[0] != 0;
+    p->weight = nums[1];
+    p->body_line = (int)nums[2];
+    p->body_off = (size_t)nums[3];
+    if (!r.bad && has_front) {
+        size_t used = yv_decode(r.p, (size_t)(r.end - r.p), &p->front);
+        if (used == 0)
+            r.bad = true;
+        r.p += used;
+    }
+    if (r.bad || r.p != r.end || !p->title) {
+        for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
+            free(*strs[i]);
+            *strs[i] = NULL;
+        }
+        for (size_t i = 0; i < p->ntags; i++)
+            free(p->tags[i]);
+        free(p->tags);
+        p->tags = NULL;
+        p->ntags = 0;
+        yv_free(p->front);
+        p->front = NULL;
+        return -1;
+    }
+    return 0;
 }

@@ -21,7 +21,8 @@ typedef enum {
     PAGE_HOME     /* content/_index.md, or the site root without one */
 } page_kind;
 
-typedef struct page {
+typedef struct page page;
+struct page {
     page_kind kind;
     char *src;      /* "content/a/b.md"; NULL for a section or home with no file */
     char *rel;      /* "a/b.md" relative to content/ ("a/_index.md"); NULL like src */
@@ -42,7 +43,7 @@ typedef struct page {
     size_t body_off; /* byte offset of the body in the file */
     yv *front;       /* the whole front matter (owned); NULL for virtual pages */
     struct page *parent; /* the section page this page is listed in; NULL for home */
-} page;
+};
 
 typedef struct {
     char *src; /* "content/a/img.png" */
@@ -72,6 +73,11 @@ typedef struct {
 
 typedef struct {
     bool drafts; /* include pages with draft: true */
+    /* Incremental builds: fills what content_parse_page would set for
+     * p->src from the last build, when that file is unchanged; returns false
+     * when it cannot (the file is then read and parsed). May be NULL. */
+    bool (*reuse)(void *ctx, page *p);
+    void *reuse_ctx;
 } content_opts;
 
 /* Loads <root>/content. Errors (with file:line:col) go to dl; the index is still
@@ -90,6 +96,13 @@ int content_parse_page(page *p, const char *text, size_t len, const config *cfg,
 size_t *content_children(const content_index *idx, const page *section, size_t *n);
 /* Every regular page, newest first. Caller frees. */
 size_t *content_by_date(const content_index *idx, size_t *n);
+
+/* What content_parse_page sets (title, dates, summary, slug, template,
+ * tags, draft, weight, body position, front matter) as bytes, for the build
+ * cache; content_page_decode sets those fields of p back (0), or leaves them
+ * empty and returns -1 when the bytes are not well-formed. */
+void content_page_encode(const page *p, buf *out);
+int content_page_decode(page *p, const char *data, size_t len);
 
 /* Slug of a tag or heading text: lower-case ASCII letters, digits, '-' and '_';
  * other ASCII dropped, spaces to '-', non-ASCII (CJK) kept as is. Caller frees. */

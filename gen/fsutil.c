@@ -327,6 +327,13 @@ static int S_open_dir_at(int top, const char *rel, bool create)
     int fd = dup(top);
     char *copy = xstrdup(rel), *save = NULL;
     for (char *seg = strtok_r(copy, "/", &save); seg && fd >= 0; seg = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(seg, "..") || !strcmp(seg, ".")) {
+            /* O_NOFOLLOW stops links, not "..": it would climb out of top */
+            close(fd);
+            fd = -1;
+            errno = EINVAL;
+            break;
+        }
         int next = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (next < 0 && create) {
             struct stat st;

@@ -1308,3 +1308,153 @@ unsigned long long yv_hash(const yv *v, unsigned long long h)
     free(stack);
     return h;
 }
+
+/* ---------- bytes, for the build cache ---------- */
+
+typedef struct {
+    int32_t type, line, col;
+    uint8_t b, quoted, pad[2];
+    int64_t i;
+    double f;
+    uint32_t str_len; /* length + 1; 0 for no string */
+    uint32_t n;
+} S_wire_node;
+
+static void S_put_text(buf *out, const char *s, size_t len, int32_t line, int32_t col)
+{
+    uint32_t n = s ? (uint32_t)len + 1 : 0;
+    buf_put(out, &n, sizeof n);
+    if (s)
+        buf_put(out, s, len);
+    buf_put(out, &line, sizeof line);
+    buf_put(out, &col, sizeof col);
+}
+
+void yv_encode(const yv *v, buf *out)
+{
+    size_t cap = 16, n = 0;
+    const yv **stack = xmalloc(cap * sizeof *stack);
+    stack[n++] = v;
+    while (n > 0) {
+        const yv *x = stack[--n];
+        bool container = x->type == YV_SEQ || x->type == YV_MAP;
+        S_wire_node w = {(int32_t)x->type, x->line, x->col, x->b, x->quoted, {0, 0}, x->i, x->f,
+                         x->str ? (uint32_t)x->len + 1 : 0, container ? (uint32_t)x->n : 0};
+        buf_put(out, &w, sizeof w);
+        if (x->str)
+            buf_put(out, x->str, x->len);
+        if (!container)
+            continue;
+        if (x->type == YV_MAP)
+            for (size_t k = 0; k < x->n; k++)
+                S_put_text(out, x->keys[k], strlen(x->keys[k]), x->key_lines ? x->key_lines[k] : 0,
+                           x->key_cols ? x->key_cols[k] : 0);
+        if (n + x->n > cap) {
+            while (n + x->n > cap)
+                cap *= 2;
+            stack = xrealloc(stack, cap * sizeof *stack);
+        }
+        for (size_t k = x->n; k-- > 0;) /* first child on top */
+            stack[n++] = x->items[k];
+    }
+    free(stack);
+}
+
+typedef struct {
+    const char *p, *end;
+    bool bad;
+} S_rd;
+
+static bool S_rd_get(S_rd *r, void *out, size_t n)
+{
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        return false;
+    }
+    memcpy(out, r->p, n);
+    r->p += n;
+    return true;
+}
+
+/* A string of n - 1 bytes (n from the wire); NULL for n == 0 or when bad. */
+static char *S_rd_str(S_rd *r, uint32_t n)
+{
+    if (n == 0 || r->bad || (size_t)(r->end - r->p) < n - 1) {
+        r->bad = r->bad || n != 0;
+        return NULL;
+    }
+    char *s = xstrndup(r->p, n - 1);
+    r->p += n - 1;
+    return s;
+}
+
+size_t yv_decode(const char *data, size_t len, yv **out)
+{
+    S_rd r = {data, data + len, false};
+    /* slots still to fill, as pointers to where the next node goes */
+    size_t cap = 16, n = 0;
+    yv ***stack = xmalloc(cap * sizeof *stack);
+    yv *root = NULL;
+    stack[n++] = &root;
+    while (n > 0 && !r.bad) {
+        yv **slot = stack[--n];
+        S_wire_node w;
+        if (!S_rd_get(&r, &w, sizeof w))
+            break;
+        bool container = w.type == YV_SEQ || w.type == YV_MAP;
+        /* every node takes at least its header: a corrupt count cannot allocate much */
+        if (w.type < YV_NULL || w.type > YV_MAP || (!container && w.n) ||
+            w.n > (size_t)(r.end - r.p) / sizeof w) {
+            r.bad = true;
+            break;
+        }
+        yv *x = xcalloc(1, sizeof *x);
+        *slot = x;
+        x->type = (yv_type)w.type;
+        x->line = w.line;
+        x->col = w.col;
+        x->b = w.b != 0;
+        x->quoted = w.quoted != 0;
+        x->i = w.i;
+        x->f = w.f;
+        x->str = S_rd_str(&r, w.str_len);
+        x->len = w.str_len ? w.str_len - 1 : 0;
+        if (!container)
+            continue;
+        x->n = w.n;
+        x->items = xcalloc(w.n + 1, sizeof *x->items);
+        if (x->type == YV_MAP) {
+            x->keys = xcalloc(w.n + 1, sizeof *x->keys);
+            x->key_lines = xcalloc(w.n + 1, sizeof *x->key_lines);
+            x->key_cols = xcalloc(w.n + 1, sizeof *x->key_cols);
+            for (size_t k = 0; k < w.n && !r.bad; k++) {
+                uint32_t kn = 0;
+                S_rd_get(&r, &kn, sizeof kn);
+                x->keys[k] = S_rd_str(&r, kn);
+                if (!x->keys[k])
+                    r.bad = true;
+                int32_t kl = 0, kc = 0;
+                S_rd_get(&r, &kl, sizeof kl);
+                S_rd_get(&r, &kc, sizeof kc);
+                x->key_lines[k] = kl;
+                x->key_cols[k] = kc;
+            }
+        }
+        if (n + w.n > cap) {
+            while (n + w.n > cap)
+                cap *= 2;
+            stack = xrealloc(stack, cap * sizeof *stack);
+        }
+        for (size_t k = w.n; k-- > 0;)
+            stack[n++] = &x->items[k];
+    }
+    free(stack);
+    if (r.bad || n > 0) {
+        /* a partial tree: fill the holes so yv_free can walk it */
+        yv_free(root);
+        *out = NULL;
+        return 0;
+    }
+    *out = root;
+    return (size_t)(r.p - data);
+}

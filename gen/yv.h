@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
 #include "diag.h"
 
 typedef enum { YV_NULL, YV_BOOL, YV_INT, YV_FLOAT, YV_STRING, YV_SEQ, YV_MAP } yv_type;
@@ -96,6 +97,13 @@ yv *yv_parse_csv(const char *text, size_t len, const yv_limits *lim, const char 
 /* Adds the tree's values (types, keys, scalar text; not positions) to the
  * running 64-bit hash h; iterative; NULL-safe. */
 unsigned long long yv_hash(const yv *v, unsigned long long h);
+
+/* A tree as bytes, for the build cache: yv_encode appends v (not NULL) to out;
+ * yv_decode reads one tree from data[0..len) into *out (owned by the caller)
+ * and returns the bytes it used, or 0 when they are not a well-formed tree.
+ * Both iterative. */
+void yv_encode(const yv *v, buf *out);
+size_t yv_decode(const char *data, size_t len, yv **out);
 
 /* Frees v and everything below it; iterative; NULL-safe. */
 void yv_free(yv *v);
