@@ -1,7 +1,9 @@
 /* Unit tests for gen/fsutil.c: joins, bounded reads, mkdir -p, writes and
- * copies that refuse symlinks, and rm -rf that never follows a symlink.
+ * copies that refuse symlinks, rm -rf that never follows a symlink, and the
+ * moves and removals of incremental builds, which stay inside their folder.
  * Every test works in its own temporary folder, set up with plain POSIX calls
  * so that the functions under test never prepare their own fixtures. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -528,6 +530,348 @@ static void test_is_dir_exists(void **state)
     free(dang);
 }
 
+/* ---- fs_same -------------------------------------------------------------- */
+
+static void test_same(void **state)
+{
+    S_put_rel(state, "f", "hello");
+    S_put_rel(state, "empty", "");
+    S_mkdir_rel(state, "d");
+    char *f = S_path(state, "f");
+    char *empty = S_path(state, "empty");
+    char *d = S_path(state, "d");
+    char *m = S_path(state, "missing");
+    char *l = S_path(state, "link");
+    assert_int_equal(symlink(f, l), 0);
+
+    assert_true(fs_same(f, "hello", 5));
+    assert_false(fs_same(f, "hellO", 5));
+    assert_false(fs_same(f, "hell", 4));
+    assert_false(fs_same(f, "hello!", 6));
+    assert_false(fs_same(f, "", 0));
+    assert_true(fs_same(empty, "", 0));
+    assert_true(fs_same(empty, NULL, 0));
+    assert_false(fs_same(empty, "x", 1));
+    assert_false(fs_same(m, "", 0));
+    assert_false(fs_same(d, "", 0));
+    assert_false(fs_same(l, "hello", 5)); /* a link is not the file */
+
+    /* larger than one read: the last byte counts */
+    enum { SIZE = 200003 };
+    char *data = malloc(SIZE);
+    for (size_t i = 0; i < SIZE; i++)
+        data[i] = (char)(i % 253);
+    char *big = S_path(state, "big");
+    S_put(big, data, SIZE);
+    assert_true(fs_same(big, data, SIZE));
+    data[SIZE - 1] ^= 1;
+    assert_false(fs_same(big, data, SIZE));
+    data[SIZE - 1] ^= 1;
+    data[70000] ^= 1;
+    assert_false(fs_same(big, data, SIZE));
+    free(data);
+    free(big);
+    free(f);
+    free(empty);
+    free(d);
+    free(m);
+    free(l);
+}
+
+/* ---- fs_move_into --------------------------------------------------------- */
+
+/* The file's whole content equals text. */
+static void S_assert_file(void **state, const char *rel, const char *text)
+{
+    char *p = S_path(state, rel);
+    struct stat st;
+    if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode))
+        fail_msg("%s is not a regular file", rel);
+    size_t n = 0;
+    char *s = S_slurp(p, &n);
+    if (n != strlen(text) || memcmp(s, text, n) != 0)
+        fail_msg("%s holds \"%.*s\", expected \"%s\"", rel, (int)n, s, text);
+    free(s);
+    free(p);
+}
+
+static void S_assert_real_dir(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    struct stat st;
+    if (lstat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+        fail_msg("%s is not a real folder", rel);
+    free(p);
+}
+
+static bool S_lexists_rel(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    bool e = S_lexists(p);
+    free(p);
+    return e;
+}
+
+/* The number of entries in the folder rel (not . and ..). */
+static int S_entries(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++;
+    closedir(d);
+    free(p);
+    return n;
+}
+
+static int S_move(void **state, size_t *moved)
+{
+    char *from = S_path(state, "from");
+    char *to = S_path(state, "to");
+    int rc = fs_move_into(from, to, moved);
+    free(from);
+    free(to);
+    return rc;
+}
+
+static void test_move_into_nested(void **state)
+{
+    S_mkdir_rel(state, "from");
+    S_mkdir_rel(state, "from/sub");
+    S_mkdir_rel(state, "from/sub/deeper");
+    S_mkdir_rel(state, "from/new");
+    S_mkdir_rel(state, "from/new/a");
+    S_mkdir_rel(state, "from/new/a/b");
+    S_mkdir_rel(state, "from/emptydir");
+    S_put_rel(state, "from/index.html", "new index");
+    S_put_rel(state, "from/.hidden", "dot");
+    S_put_rel(state, "from/sub/page.html", "new page");
+    S_put_rel(state, "from/sub/deeper/x.css", "x");
+    S_put_rel(state, "from/new/a/b/c.txt", "c");
+    S_mkdir_rel(state, "to");
+    S_mkdir_rel(state, "to/sub");
+    S_put_rel(state, "to/index.html", "old index, longer than the new one");
+    S_put_rel(state, "to/keep.html", "keep");
+    S_put_rel(state, "to/sub/page.html", "old page");
+    S_put_rel(state, "to/sub/other.html", "other");
+
+    size_t moved = 99;
+    assert_int_equal(S_move(state, &moved), 0);
+    assert_int_equal(moved, 5);
+    S_assert_file(state, "to/index.html", "new index");
+    S_assert_file(state, "to/.hidden", "dot");
+    S_assert_file(state, "to/sub/page.html", "new page");
+    S_assert_file(state, "to/sub/deeper/x.css", "x");
+    S_assert_file(state, "to/new/a/b/c.txt", "c");
+    /* what was there and is not replaced stays */
+    S_assert_file(state, "to/keep.html", "keep");
+    S_assert_file(state, "to/sub/other.html", "other");
+    /* the files left from; its folders may stay */
+    assert_false(S_lexists_rel(state, "from/index.html"));
+    assert_false(S_lexists_rel(state, "from/sub/page.html"));
+    assert_false(S_lexists_rel(state, "from/new/a/b/c.txt"));
+
+    /* again, with nothing left to move: fine, and nothing changes */
+    assert_int_equal(S_move(state, NULL), 0);
+    S_assert_file(state, "to/index.html", "new index");
+}
+
+static void test_move_into_replaces_what_stands_in_the_way(void **state)
+{
+    S_mkdir_rel(state, "from");
+    S_mkdir_rel(state, "from/was-file");
+    S_mkdir_rel(state, "from/was-file/deeper");
+    S_put_rel(state, "from/was-dir.html", "now a file");
+    S_put_rel(state, "from/was-file/f.html", "f");
+    S_put_rel(state, "from/was-file/deeper/g.html", "g");
+    S_mkdir_rel(state, "to");
+    /* a non-empty folder where a file goes */
+    S_mkdir_rel(state, "to/was-dir.html");
+    S_mkdir_rel(state, "to/was-dir.html/inner");
+    S_put_rel(state, "to/was-dir.html/inner/z", "z");
+    /* a file where a folder goes */
+    S_put_rel(state, "to/was-file", "a file");
+
+    size_t moved = 0;
+    assert_int_equal(S_move(state, &moved), 0);
+    assert_int_equal(moved, 3);
+    S_assert_file(state, "to/was-dir.html", "now a file");
+    S_assert_real_dir(state, "to/was-file");
+    S_assert_file(state, "to/was-file/f.html", "f");
+    S_assert_file(state, "to/was-file/deeper/g.html", "g");
+}
+
+/* A link planted in the destination leads nothing out of it. */
+static void test_move_into_does_not_follow_links(void **state)
+{
+    S_mkdir_rel(state, "outside");
+    S_put_rel(state, "outside/precious", "precious");
+    char *outside = S_path(state, "outside");
+    char *precious = S_path(state, "outside/precious");
+    S_mkdir_rel(state, "from");
+    S_mkdir_rel(state, "from/sub");
+    S_mkdir_rel(state, "from/sub/deep");
+    S_mkdir_rel(state, "from/a");
+    S_put_rel(state, "from/sub/file.html", "inside");
+    S_put_rel(state, "from/sub/deep/g.html", "g");
+    S_put_rel(state, "from/a/b.html", "b");
+    S_put_rel(state, "from/file.html", "replaced link");
+    S_mkdir_rel(state, "to");
+    /* to/sub -> /abs/outside, to/a -> ../outside, to/file.html -> outside/precious */
+    char *l1 = S_path(state, "to/sub");
+    char *l2 = S_path(state, "to/a");
+    char *l3 = S_path(state, "to/file.html");
+    assert_int_equal(symlink(outside, l1), 0);
+    assert_int_equal(symlink("../outside", l2), 0);
+    assert_int_equal(symlink(precious, l3), 0);
+
+    size_t moved = 0;
+    assert_int_equal(S_move(state, &moved), 0);
+    assert_int_equal(moved, 4);
+    /* nothing was written outside */
+    assert_int_equal(S_entries(state, "outside"), 1);
+    S_assert_file(state, "outside/precious", "precious");
+    /* the links were replaced by real folders and files */
+    S_assert_real_dir(state, "to/sub");
+    S_assert_file(state, "to/sub/file.html", "inside");
+    S_assert_file(state, "to/sub/deep/g.html", "g");
+    S_assert_real_dir(state, "to/a");
+    S_assert_file(state, "to/a/b.html", "b");
+    S_assert_file(state, "to/file.html", "replaced link");
+    free(outside);
+    free(precious);
+    free(l1);
+    free(l2);
+    free(l3);
+}
+
+static void test_move_into_errors(void **state)
+{
+    size_t moved = 99;
+    S_mkdir_rel(state, "to");
+    assert_int_equal(S_move(state, &moved), -1); /* no from */
+    assert_int_equal(moved, 0);
+    S_put_rel(state, "x", "x");
+    char *to = S_path(state, "to");
+    char *x = S_path(state, "x");
+    moved = 99;
+    assert_int_equal(fs_move_into(to, x, &moved), -1); /* to is a file */
+    assert_int_equal(moved, 0);
+    char *missing = S_path(state, "missing");
+    assert_int_equal(fs_move_into(to, missing, NULL), -1);
+    free(to);
+    free(x);
+    free(missing);
+}
+
+/* ---- fs_remove_in --------------------------------------------------------- */
+
+static int S_remove_in(void **state, const char *rel)
+{
+    char *top = S_path(state, "top");
+    int rc = fs_remove_in(top, rel);
+    free(top);
+    return rc;
+}
+
+static void test_remove_in(void **state)
+{
+    S_mkdir_rel(state, "top");
+    S_mkdir_rel(state, "top/a");
+    S_mkdir_rel(state, "top/a/b");
+    S_mkdir_rel(state, "top/a/b/c");
+    S_put_rel(state, "top/a/b/c/f.html", "f");
+    S_put_rel(state, "top/a/keep.html", "k");
+    S_put_rel(state, "top/x.html", "x");
+
+    /* the file, then c and b left empty; a holds keep.html and stays */
+    assert_int_equal(S_remove_in(state, "a/b/c/f.html"), 0);
+    assert_false(S_lexists_rel(state, "top/a/b"));
+    S_assert_file(state, "top/a/keep.html", "k");
+    /* the last file of a: a goes, top stays */
+    assert_int_equal(S_remove_in(state, "a/keep.html"), 0);
+    assert_false(S_lexists_rel(state, "top/a"));
+    S_assert_file(state, "top/x.html", "x");
+    assert_int_equal(S_remove_in(state, "x.html"), 0);
+    S_assert_real_dir(state, "top");
+    assert_int_equal(S_entries(state, "top"), 0);
+
+    /* missing files and folders */
+    assert_int_equal(S_remove_in(state, "x.html"), -1);
+    assert_int_equal(S_remove_in(state, "no/such/file"), -1);
+    char *m = S_path(state, "missing-top");
+    assert_int_equal(fs_remove_in(m, "x"), -1);
+    free(m);
+    S_assert_real_dir(state, "top");
+
+    /* a folder is not removed as a file */
+    S_mkdir_rel(state, "top/d");
+    S_put_rel(state, "top/d/z", "z");
+    assert_int_equal(S_remove_in(state, "d"), -1);
+    S_assert_file(state, "top/d/z", "z");
+}
+
+static void test_remove_in_does_not_follow_links(void **state)
+{
+    S_mkdir_rel(state, "outside");
+    S_mkdir_rel(state, "outside/in");
+    S_put_rel(state, "outside/f.html", "precious");
+    S_put_rel(state, "outside/in/g.html", "precious");
+    char *outside = S_path(state, "outside");
+    S_mkdir_rel(state, "top");
+    S_mkdir_rel(state, "top/a");
+    char *l1 = S_path(state, "top/l");
+    char *l2 = S_path(state, "top/a/l");
+    char *l3 = S_path(state, "top/file-link");
+    char *f = S_path(state, "outside/f.html");
+    assert_int_equal(symlink(outside, l1), 0);
+    assert_int_equal(symlink("../../outside", l2), 0);
+    assert_int_equal(symlink(f, l3), 0);
+
+    assert_int_equal(S_remove_in(state, "l/f.html"), -1);
+    assert_int_equal(S_remove_in(state, "l/in/g.html"), -1);
+    assert_int_equal(S_remove_in(state, "a/l/f.html"), -1);
+    S_assert_file(state, "outside/f.html", "precious");
+    S_assert_file(state, "outside/in/g.html", "precious");
+    assert_true(S_lexists_rel(state, "top/l"));
+    assert_true(S_lexists_rel(state, "top/a/l"));
+    /* a link as the last name is removed itself, its target kept */
+    assert_int_equal(S_remove_in(state, "file-link"), 0);
+    assert_false(S_lexists_rel(state, "top/file-link"));
+    S_assert_file(state, "outside/f.html", "precious");
+    free(outside);
+    free(l1);
+    free(l2);
+    free(l3);
+    free(f);
+}
+
+/* rel comes from the cache file's list of outputs: a ".." in it must not lead
+ * the removal out of top either. */
+static void test_remove_in_stays_under_top(void **state)
+{
+    S_mkdir_rel(state, "top");
+    S_mkdir_rel(state, "top/a");
+    S_put_rel(state, "top/a/keep.html", "k");
+    S_put_rel(state, "victim", "precious");
+    S_mkdir_rel(state, "victim-dir");
+    S_put_rel(state, "victim-dir/v", "precious");
+
+    static const char *const rels[] = {"../victim", "a/../../victim", "./../victim",
+                                       "../victim-dir/v", "a/../../victim-dir/v"};
+    for (size_t i = 0; i < N(rels); i++) {
+        int rc = S_remove_in(state, rels[i]);
+        if (!S_lexists_rel(state, "victim") || !S_lexists_rel(state, "victim-dir/v"))
+            fail_msg("fs_remove_in(top, \"%s\") (rc %d) removed a file outside top", rels[i], rc);
+        assert_int_equal(rc, -1);
+    }
+    S_assert_file(state, "top/a/keep.html", "k");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -551,6 +895,14 @@ int main(void)
         T(test_remove_tree_on_symlink_itself),
         T(test_remove_tree_simple_cases),
         T(test_is_dir_exists),
+        T(test_same),
+        T(test_move_into_nested),
+        T(test_move_into_replaces_what_stands_in_the_way),
+        T(test_move_into_does_not_follow_links),
+        T(test_move_into_errors),
+        T(test_remove_in),
+        T(test_remove_in_does_not_follow_links),
+        T(test_remove_in_stays_under_top),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

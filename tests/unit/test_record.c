@@ -1,6 +1,7 @@
 /* Unit tests for gen/record.c: a page record survives encode/decode with every
  * field, encoding is deterministic, and decode refuses every truncation and
- * the corruptions a broken pipe or a confused worker could produce. */
+ * the corruptions a broken pipe or a confused worker could produce. The digest
+ * changes with everything other pages can read of a record, and only that. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,6 +73,11 @@ static void S_full(page_record *r)
     r->inputs = xmalloc(sizeof S_inputs);
     memcpy(r->inputs, S_inputs, sizeof S_inputs);
     r->inputs_len = sizeof S_inputs;
+    r->nreads = 3;
+    r->reads = xcalloc(3, sizeof *r->reads);
+    r->reads[0] = 4;
+    r->reads[1] = 0;
+    r->reads[2] = UINT32_MAX;
 }
 
 static void S_same_fig(const figure *a, const figure *b)
@@ -137,6 +143,10 @@ static void test_round_trip_every_field(void **state)
     assert_true(d.out_bytes == ((uint64_t)1 << 40) + 5);
     assert_int_equal(d.inputs_len, sizeof S_inputs);
     assert_memory_equal(d.inputs, S_inputs, sizeof S_inputs);
+    assert_int_equal(d.nreads, 3);
+    assert_int_equal(d.reads[0], 4);
+    assert_int_equal(d.reads[1], 0);
+    assert_true(d.reads[2] == UINT32_MAX);
 
     /* encoding is deterministic: the decoded record encodes to the same bytes */
     buf again = BUF_INIT;
@@ -170,6 +180,7 @@ static void test_round_trip_empty(void **state)
     assert_int_equal(d.diags.n, 0);
     assert_true(d.out_bytes == 0);
     assert_int_equal(d.inputs_len, 0);
+    assert_int_equal(d.nreads, 0);
     record_free(&d);
     /* appending to a buffer that holds something already */
     buf_clear(&enc);
@@ -349,6 +360,254 @@ static void test_bit_flips_never_crash(void **state)
     buf_free(&enc);
 }
 
+/* ---- the reads array ------------------------------------------------------ */
+
+/* A record whose reads are n jobs; the rest empty. */
+static void S_with_reads(page_record *r, size_t n)
+{
+    record_init(r);
+    r->url = xstrdup("/r/");
+    r->nreads = n;
+    r->reads = n ? xcalloc(n, sizeof *r->reads) : NULL;
+    for (size_t i = 0; i < n; i++)
+        r->reads[i] = (uint32_t)(i * 2654435761u); /* spread over 32 bits, some > 2^31 */
+}
+
+static void test_reads_round_trip(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 2, 1000, 100000};
+    for (size_t k = 0; k < N(sizes); k++) {
+        page_record r, d;
+        S_with_reads(&r, sizes[k]);
+        buf enc = BUF_INIT;
+        record_encode(&r, &enc);
+        assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+        assert_int_equal(d.nreads, sizes[k]);
+        if (sizes[k])
+            assert_memory_equal(d.reads, r.reads, sizes[k] * sizeof *r.reads);
+        assert_string_equal(d.url, "/r/");
+        /* the decoded record encodes to the same bytes */
+        buf again = BUF_INIT;
+        record_encode(&d, &again);
+        assert_int_equal(again.len, enc.len);
+        assert_memory_equal(again.ptr, enc.ptr, enc.len);
+        buf_free(&again);
+        record_free(&d);
+        assert_null(d.reads);
+        assert_int_equal(d.nreads, 0);
+        record_free(&r);
+        buf_free(&enc);
+    }
+}
+
+static void test_reads_truncated_refused(void **state)
+{
+    (void)state;
+    page_record r, d;
+    S_with_reads(&r, 2);
+    buf enc = BUF_INIT;
+    record_encode(&r, &enc);
+    size_t off = enc.len - 4 - 2 * 4; /* the count comes last, before the items */
+    uint32_t v;
+    memcpy(&v, enc.ptr + off, 4);
+    assert_int_equal(v, 2);
+
+    /* cut inside the items, inside the count, and just before it */
+    static const size_t cuts[] = {1, 4, 7, 8, 9, 12};
+    for (size_t k = 0; k < N(cuts); k++) {
+        size_t n = enc.len - cuts[k];
+        char *part = xmalloc(n);
+        memcpy(part, enc.ptr, n);
+        if (record_decode(part, n, &d) != -1)
+            fail_msg("cut by %zu bytes: accepted", cuts[k]);
+        assert_null(d.reads);
+        assert_int_equal(d.nreads, 0);
+        free(part);
+    }
+    /* counts that do not match the items that follow */
+    assert_int_equal(S_decode_with(&enc, off, 3), -1);
+    assert_int_equal(S_decode_with(&enc, off, 0xFFFFFFFFu), -1);
+    assert_int_equal(S_decode_with(&enc, off, 0x40000000u), -1);
+    assert_int_equal(S_decode_with(&enc, off, 1), -1); /* 4 bytes left over */
+    assert_int_equal(S_decode_with(&enc, off, 0), -1);
+    assert_int_equal(S_decode_with(&enc, off, 2), 0);
+    record_free(&r);
+    buf_free(&enc);
+}
+
+/* ---- the digest ----------------------------------------------------------- */
+
+static void S_set(char **field, const char *v)
+{
+    free(*field);
+    *field = xstrdup(v);
+}
+
+enum { FIG_FIELDS = 11 };
+
+/* Changes field k of figure g to something else. */
+static void S_change_fig(figure *g, int k)
+{
+    switch (k) {
+    case 0: g->line++; break;
+    case 1: g->col++; break;
+    case 2: S_set(&g->quote, "225 MiB"); break;
+    case 3: S_set(&g->expr, "kv.bytes(qwen, 8192)"); break;
+    case 4: S_set(&g->mode, "≈5%"); break;
+    case 5: g->tier = g->tier == FIG_CITED ? FIG_MEASURED : FIG_CITED; break;
+    case 6: g->ok = !g->ok; break;
+    case 7: g->value = 42.5; break;
+    case 8: S_set(&g->detail, "another detail"); break;
+    case 9: S_set(&g->provenance, "source: elsewhere"); break;
+    case 10: S_set(&g->anchor, "fig-9"); break;
+    }
+}
+
+static void test_digest_stable(void **state)
+{
+    (void)state;
+    page_record r, d;
+    S_full(&r);
+    uint64_t h = record_digest(&r);
+    assert_true(h == record_digest(&r));
+    /* a record and its decoded copy have the same digest */
+    buf enc = BUF_INIT;
+    record_encode(&r, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+    assert_true(record_digest(&d) == h);
+    record_free(&d);
+    buf_free(&enc);
+
+    /* NULL strings travel as "": the digest does not tell them apart */
+    page_record e;
+    record_init(&e);
+    record_encode(&e, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+    assert_true(record_digest(&d) == record_digest(&e));
+    assert_true(record_digest(&e) != h);
+    record_free(&d);
+    record_free(&e);
+    buf_free(&enc);
+    record_free(&r);
+}
+
+static void test_digest_sees_what_pages_read(void **state)
+{
+    (void)state;
+    page_record r;
+    S_full(&r);
+    uint64_t h = record_digest(&r);
+    record_free(&r);
+
+    for (int k = 0; k < 3; k++) {
+        S_full(&r);
+        S_set(k == 0 ? &r.url : k == 1 ? &r.src : &r.summary, "changed");
+        if (record_digest(&r) == h)
+            fail_msg("the digest missed a change of %s", k == 0 ? "url" : k == 1 ? "src" : "summary");
+        record_free(&r);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        for (int k = 0; k < FIG_FIELDS; k++) {
+            S_full(&r);
+            S_change_fig(&r.figs[i], k);
+            if (record_digest(&r) == h)
+                fail_msg("the digest missed a change of field %d of figure %zu", k, i);
+            record_free(&r);
+        }
+    }
+    /* a figure less, and the two figures swapped */
+    S_full(&r);
+    r.nfigs = 1; /* record_free frees only nfigs: free the other one here */
+    figure *last = &r.figs[1];
+    free(last->quote);
+    free(last->expr);
+    free(last->mode);
+    free(last->detail);
+    free(last->provenance);
+    free(last->anchor);
+    assert_true(record_digest(&r) != h);
+    record_free(&r);
+    S_full(&r);
+    figure t = r.figs[0];
+    r.figs[0] = r.figs[1];
+    r.figs[1] = t;
+    assert_true(record_digest(&r) != h);
+    record_free(&r);
+
+    /* where one string ends and the next begins counts */
+    page_record a, b;
+    record_init(&a);
+    record_init(&b);
+    a.url = xstrdup("ab");
+    a.src = xstrdup("");
+    b.url = xstrdup("a");
+    b.src = xstrdup("b");
+    assert_true(record_digest(&a) != record_digest(&b));
+    record_free(&a);
+    record_free(&b);
+}
+
+static void test_digest_ignores_what_pages_cannot_read(void **state)
+{
+    (void)state;
+    page_record r;
+    S_full(&r);
+    uint64_t h = record_digest(&r);
+    record_free(&r);
+
+    for (int k = 0; k < 9; k++) {
+        S_full(&r);
+        const char *what = "";
+        switch (k) {
+        case 0:
+            what = "a diagnostic more";
+            diag_error(&r.diags, "x.md", 1, 1, "another");
+            break;
+        case 1:
+            what = "no diagnostics";
+            diag_list_free(&r.diags);
+            diag_list_init(&r.diags);
+            break;
+        case 2:
+            what = "a link target";
+            S_set(&r.links[0].target, "/elsewhere/");
+            r.links[1].line++;
+            break;
+        case 3:
+            what = "an id";
+            S_set(&r.ids[2], "other");
+            break;
+        case 4:
+            what = "an id less";
+            free(r.ids[2]);
+            r.nids = 2;
+            break;
+        case 5:
+            what = "the inputs";
+            free(r.inputs);
+            r.inputs = xstrdup("templates/other.html");
+            r.inputs_len = strlen(r.inputs) + 1;
+            break;
+        case 6:
+            what = "the reads";
+            r.reads[0] = 99;
+            break;
+        case 7:
+            what = "no reads";
+            r.nreads = 0;
+            break;
+        case 8:
+            what = "out_bytes";
+            r.out_bytes = 1;
+            break;
+        }
+        if (record_digest(&r) != h)
+            fail_msg("the digest changed with %s", what);
+        record_free(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +618,11 @@ int main(void)
         cmocka_unit_test(test_corruption_refused),
         cmocka_unit_test(test_enum_out_of_range_refused),
         cmocka_unit_test(test_bit_flips_never_crash),
+        cmocka_unit_test(test_reads_round_trip),
+        cmocka_unit_test(test_reads_truncated_refused),
+        cmocka_unit_test(test_digest_stable),
+        cmocka_unit_test(test_digest_sees_what_pages_read),
+        cmocka_unit_test(test_digest_ignores_what_pages_cannot_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

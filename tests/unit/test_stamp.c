@@ -1,7 +1,9 @@
 /* Unit tests for gen/stamp.c: the fingerprint behind the no-change fast
  * path must change with any edit, addition, removal or rename of a file, and
- * stay the same when nothing was touched. */
+ * stay the same when nothing was touched; the per-file stamps that incremental
+ * builds keep are those of stamp_file, by root-relative path. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -129,12 +131,183 @@ static void test_files_and_strings(void **state)
     assert_true(none != STAMP_SEED);
 }
 
+/* ---- stamp_tree_each ------------------------------------------------------ */
+
+enum { MAX_SEEN = 16 };
+
+typedef struct {
+    size_t n;
+    char *path[MAX_SEEN];
+    uint64_t stamp[MAX_SEEN];
+} seen;
+
+static void S_note(void *ctx, const char *path, uint64_t stamp)
+{
+    seen *s = ctx;
+    assert_true(s->n < MAX_SEEN);
+    s->path[s->n] = strdup(path);
+    s->stamp[s->n] = stamp;
+    s->n++;
+}
+
+static void S_seen_free(seen *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->path[i]);
+    s->n = 0;
+}
+
+/* The stamp given for path; fails when path was not called back exactly once. */
+static uint64_t S_stamp_of(const seen *s, const char *path)
+{
+    size_t hits = 0, at = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->path[i], path) == 0) {
+            hits++;
+            at = i;
+        }
+    if (hits != 1)
+        fail_msg("%s was called back %zu times", path, hits);
+    return s->stamp[at];
+}
+
+static void S_mkdir(void **state, const char *rel)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", (char *)*state, rel);
+    assert_int_equal(mkdir(path, 0777), 0);
+}
+
+/* content/ with files at three depths, a dotfile, an empty folder, a link to
+ * a file and a link to a folder. */
+static void S_tree_fixture(void **state)
+{
+    S_mkdir(state, "content");
+    S_mkdir(state, "content/sub");
+    S_mkdir(state, "content/sub/deeper");
+    S_mkdir(state, "content/empty");
+    S_mkdir(state, "elsewhere");
+    S_put(state, "content/a.md", "alpha\n");
+    S_put(state, "content/.hidden", "dot\n");
+    S_put(state, "content/sub/b.md", "beta\n");
+    S_put(state, "content/sub/deeper/c.md", "gamma\n");
+    S_put(state, "elsewhere/x.md", "x\n");
+    char path[512];
+    snprintf(path, sizeof path, "%s/content/link.md", (char *)*state);
+    assert_int_equal(symlink("a.md", path), 0);
+    snprintf(path, sizeof path, "%s/content/dirlink", (char *)*state);
+    assert_int_equal(symlink("../elsewhere", path), 0);
+}
+
+static const char *const S_regular[] = {"content/.hidden", "content/a.md", "content/sub/b.md",
+                                        "content/sub/deeper/c.md"};
+
+static void test_each_calls_back_per_regular_file(void **state)
+{
+    S_tree_fixture(state);
+    seen s = {0};
+    size_t files = 0, files0 = 0;
+    uint64_t h = stamp_tree_each(STAMP_SEED, *state, "content", 1000, &files, S_note, &s);
+    /* the same hash and count as stamp_tree: the callback only watches */
+    assert_true(h == stamp_tree(STAMP_SEED, *state, "content", 1000, &files0));
+    assert_int_equal(files, files0);
+    assert_int_equal(files, 6); /* links count as files, but are not called back */
+    assert_int_equal(s.n, 4);
+    for (size_t i = 0; i < 4; i++)
+        S_stamp_of(&s, S_regular[i]);
+    S_seen_free(&s);
+
+    /* rel "." and "": the paths are relative to root, without "./" */
+    static const char *const rels[] = {".", ""};
+    for (size_t k = 0; k < 2; k++) {
+        stamp_tree_each(STAMP_SEED, *state, rels[k], 1000, NULL, S_note, &s);
+        assert_int_equal(s.n, 5);
+        for (size_t i = 0; i < 4; i++)
+            S_stamp_of(&s, S_regular[i]);
+        S_stamp_of(&s, "elsewhere/x.md");
+        S_seen_free(&s);
+    }
+    /* a missing folder: no call */
+    stamp_tree_each(STAMP_SEED, *state, "missing", 1000, NULL, S_note, &s);
+    assert_int_equal(s.n, 0);
+}
+
+/* The header's claim: each file's stamp is what stamp_file gives for its
+ * root-relative path, run from the root folder. */
+static void test_each_stamp_is_stamp_file(void **state)
+{
+    S_tree_fixture(state);
+    seen s = {0};
+    stamp_tree_each(STAMP_SEED, *state, "content", 1000, NULL, S_note, &s);
+    int here = open(".", O_RDONLY | O_DIRECTORY);
+    assert_true(here >= 0);
+    assert_int_equal(chdir(*state), 0);
+    uint64_t want[4];
+    for (size_t i = 0; i < 4; i++)
+        want[i] = stamp_file(STAMP_SEED, S_regular[i]);
+    assert_int_equal(fchdir(here), 0);
+    close(here);
+    for (size_t i = 0; i < 4; i++)
+        if (S_stamp_of(&s, S_regular[i]) != want[i])
+            fail_msg("the stamp of %s is not stamp_file's", S_regular[i]);
+    /* the path is part of it: the same file by another name differs */
+    char abs[512];
+    snprintf(abs, sizeof abs, "%s/%s", (char *)*state, S_regular[1]);
+    assert_true(stamp_file(STAMP_SEED, abs) != want[1]);
+    /* and files differ from each other */
+    assert_true(want[0] != want[1] && want[1] != want[2] && want[2] != want[3]);
+    S_seen_free(&s);
+}
+
+static void test_each_stamp_changes_with_the_file(void **state)
+{
+    S_tree_fixture(state);
+    seen s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    stamp_tree_each(STAMP_SEED, *state, "content", 1000, NULL, S_note, &s0);
+    /* nothing touched: the same stamps */
+    stamp_tree_each(STAMP_SEED, *state, "content", 1000, NULL, S_note, &s1);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(S_stamp_of(&s0, S_regular[i]) == S_stamp_of(&s1, S_regular[i]));
+
+    /* rewritten in place, another size: that file's stamp alone changes */
+    S_put(state, "content/sub/b.md", "beta, longer\n");
+    stamp_tree_each(STAMP_SEED, *state, "content", 1000, NULL, S_note, &s2);
+    for (size_t i = 0; i < 4; i++) {
+        bool changed = S_stamp_of(&s1, S_regular[i]) != S_stamp_of(&s2, S_regular[i]);
+        if (changed != (i == 2))
+            fail_msg("%s: stamp %s", S_regular[i], changed ? "changed" : "did not change");
+    }
+
+    /* replaced by rename with the same size and bytes: a new inode, a new stamp */
+    char tmp[512], dst[512];
+    snprintf(tmp, sizeof tmp, "%s/content/sub/deeper/.c.tmp", (char *)*state);
+    snprintf(dst, sizeof dst, "%s/content/sub/deeper/c.md", (char *)*state);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs("gamma\n", f);
+    fclose(f);
+    assert_int_equal(rename(tmp, dst), 0);
+    stamp_tree_each(STAMP_SEED, *state, "content", 1000, NULL, S_note, &s3);
+    assert_true(S_stamp_of(&s2, "content/sub/deeper/c.md") !=
+                S_stamp_of(&s3, "content/sub/deeper/c.md"));
+    assert_true(S_stamp_of(&s2, "content/a.md") == S_stamp_of(&s3, "content/a.md"));
+    S_seen_free(&s0);
+    S_seen_free(&s1);
+    S_seen_free(&s2);
+    S_seen_free(&s3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tree_changes, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_mtime_put_back, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_files_and_strings, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_each_calls_back_per_regular_file, S_setup,
+                                        S_teardown),
+        cmocka_unit_test_setup_teardown(test_each_stamp_is_stamp_file, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_each_stamp_changes_with_the_file, S_setup,
+                                        S_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

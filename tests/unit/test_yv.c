@@ -17,6 +17,8 @@
 
 enum { YAML, JSON, CSV };
 
+#define HASH_SEED 1469598103934665603ull /* any start works */
+
 static yv *parse(int fmt, const char *text, size_t len, const yv_limits *lim, int line_offset,
                  diag_list *dl)
 {
@@ -847,6 +849,144 @@ static void test_helpers(void **state)
     yv_free(v);
 }
 
+/* ---------------------------------------------------------------- yv_hash */
+
+static unsigned long long hash_of(int fmt, const char *text, int line_offset)
+{
+    diag_list dl;
+    diag_list_init(&dl);
+    yv *v = parse(fmt, text, strlen(text), NULL, line_offset, &dl);
+    if (!v || dl.n)
+        fail_msg("parse of \"%s\" failed: %s", text, dl.n ? dl.v[0].msg : "(no message)");
+    diag_list_free(&dl);
+    unsigned long long h = yv_hash(v, HASH_SEED);
+    yv_free(v);
+    return h;
+}
+
+static void test_hash_ignores_positions(void **state)
+{
+    (void)state;
+    const char *base = "title: Hello\ntags: [a, b]\nn: 1\nm: {x: 2.5, y: null}\n";
+    unsigned long long h = hash_of(YAML, base, 0);
+    assert_true(h == hash_of(YAML, base, 0));
+    assert_true(h == hash_of(YAML, base, 1));    /* front matter after "---" */
+    assert_true(h == hash_of(YAML, base, 1000)); /* further down a file */
+    /* the same values written elsewhere on their lines, in block style, with
+     * comments and blank lines around */
+    assert_true(h == hash_of(YAML, "# c\n\ntitle:    Hello\ntags:\n  - a\n  - b\nn:  1   # one\n"
+                                   "m:\n    x: 2.5\n    y: null\n\n",
+                             0));
+    assert_true(h == hash_of(YAML, "{title: Hello, tags: [a, b], n: 1, m: {x: 2.5, y: null}}", 3));
+    /* the same tree from JSON: quoting is not part of the value */
+    assert_true(h == hash_of(JSON, "{\"title\": \"Hello\", \"tags\": [\"a\", \"b\"], \"n\": 1,\n"
+                                   " \"m\": {\"x\": 2.5, \"y\": null}}",
+                             0));
+    /* keys compare as text, quoted or not */
+    assert_true(hash_of(YAML, "1: x\n", 0) == hash_of(YAML, "\"1\": x\n", 0));
+}
+
+static void test_hash_sees_values(void **state)
+{
+    (void)state;
+    const char *base = "title: Hello\ntags: [a, b]\nn: 1\nm: {x: 2.5, y: null}\n";
+    static const char *const others[] = {
+        "title: Hello!\ntags: [a, b]\nn: 1\nm: {x: 2.5, y: null}\n",  /* a value */
+        "title: Hello\ntags: [a, b]\nn: 2\nm: {x: 2.5, y: null}\n",   /* a number */
+        "title: Hello\ntags: [a, c]\nn: 1\nm: {x: 2.5, y: null}\n",   /* an item */
+        "titel: Hello\ntags: [a, b]\nn: 1\nm: {x: 2.5, y: null}\n",   /* a key */
+        "title: Hello\ntags: [a, b]\nn: 1\nm: {z: 2.5, y: null}\n",   /* a nested key */
+        "title: Hello\ntags: [a, b]\nn: '1'\nm: {x: 2.5, y: null}\n", /* "1" vs 1 */
+        "title: Hello\ntags: [a, b]\nn: 1.0\nm: {x: 2.5, y: null}\n", /* 1.0 vs 1 */
+        "title: Hello\ntags: [a, b]\nn: true\nm: {x: 2.5, y: null}\n",
+        "title: Hello\ntags: [a, b]\nn: 1\nm: {x: 2.5, y: ''}\n",     /* "" vs null */
+        "title: Hello\ntags: [b, a]\nn: 1\nm: {x: 2.5, y: null}\n",   /* item order */
+        "title: Hello\ntags: [a, b, b]\nn: 1\nm: {x: 2.5, y: null}\n", /* an item more */
+        "title: Hello\ntags: [a]\nn: 1\nm: {x: 2.5, y: null}\n",      /* an item less */
+        "title: Hello\ntags: [a, b]\nn: 1\nm: {x: 2.5}\n",            /* a pair less */
+        "title: Hello\ntags: [[a, b]]\nn: 1\nm: {x: 2.5, y: null}\n", /* nesting */
+        "title: Hello\ntags: [[a], b]\nn: 1\nm: {x: 2.5, y: null}\n",
+        "title: Hello\ntags: {a: b}\nn: 1\nm: {x: 2.5, y: null}\n",   /* seq vs map */
+        "title: Hello\ntags: [a, b]\nn: 1\nm: {x: 2.5}\ny: null\n",   /* a pair moved out */
+        "title: Hello\ntags: [a, b]\nn: 1\nm: [x, 2.5, y, null]\n",
+        "title: Hello\ntags: ab\nn: 1\nm: {x: 2.5, y: null}\n",
+        "title: Hello\ntags: [ab]\nn: 1\nm: {x: 2.5, y: null}\n",
+    };
+    unsigned long long h = hash_of(YAML, base, 0);
+    for (size_t k = 0; k < sizeof others / sizeof *others; k++) {
+        unsigned long long o = hash_of(YAML, others[k], 0);
+        if (o == h)
+            fail_msg("the same hash for\n%s", others[k]);
+        /* and all different from each other */
+        for (size_t j = 0; j < k; j++)
+            if (hash_of(YAML, others[j], 0) == o)
+                fail_msg("the same hash for\n%s\nand\n%s", others[j], others[k]);
+    }
+    /* the same scalars, nested differently */
+    assert_true(hash_of(JSON, "[[1], 2]", 0) != hash_of(JSON, "[[1, 2]]", 0));
+    assert_true(hash_of(JSON, "[[], [1]]", 0) != hash_of(JSON, "[[[1]]]", 0));
+    assert_true(hash_of(JSON, "{\"a\": {\"b\": 1}, \"c\": 2}", 0) !=
+                hash_of(JSON, "{\"a\": {\"b\": 1, \"c\": 2}}", 0));
+    assert_true(hash_of(JSON, "[\"a\", \"b\"]", 0) != hash_of(JSON, "[\"ab\"]", 0));
+    assert_true(hash_of(JSON, "[\"1\"]", 0) != hash_of(JSON, "[1]", 0));
+    /* the running hash it starts from counts */
+    yv *v = ok(YAML, base);
+    assert_true(yv_hash(v, 1) != yv_hash(v, 2));
+    yv_free(v);
+}
+
+static void test_hash_deep_and_null(void **state)
+{
+    (void)state;
+    /* depth 30, from YAML and JSON alike */
+    buf b = BUF_INIT, c = BUF_INIT;
+    for (int k = 0; k < 30; k++)
+        buf_putc(&b, '[');
+    buf_puts(&b, "1");
+    for (int k = 0; k < 30; k++)
+        buf_putc(&b, ']');
+    unsigned long long h30 = hash_of(YAML, b.ptr, 0);
+    assert_true(h30 == hash_of(JSON, b.ptr, 0));
+    assert_true(h30 == hash_of(YAML, b.ptr, 7));
+    buf_puts(&c, b.ptr + 1);
+    buf_truncate(&c, c.len - 1); /* depth 29 */
+    assert_true(h30 != hash_of(YAML, c.ptr, 0));
+    /* depth 30 in block maps */
+    buf_clear(&b);
+    for (int k = 0; k < 30; k++) {
+        for (int i = 0; i < k; i++)
+            buf_puts(&b, "  ");
+        buf_printf(&b, "k%d:%s\n", k, k == 29 ? " leaf" : "");
+    }
+    unsigned long long m30 = hash_of(YAML, b.ptr, 0);
+    assert_true(m30 == hash_of(YAML, b.ptr, 3));
+    buf_free(&b);
+    buf_free(&c);
+
+    /* far deeper than parsers go: no recursion */
+    yv *root = NULL, **slot = &root;
+    for (int k = 0; k < 300000; k++) {
+        yv *v = xcalloc(1, sizeof *v);
+        v->type = YV_SEQ;
+        *slot = v;
+        v->items = xmalloc(sizeof *v->items);
+        v->n = 1;
+        slot = &v->items[0];
+    }
+    *slot = xcalloc(1, sizeof **slot); /* a YV_NULL leaf */
+    unsigned long long deep = yv_hash(root, HASH_SEED);
+    assert_true(deep == yv_hash(root, HASH_SEED));
+    yv_free(root);
+
+    /* NULL is a value of its own */
+    unsigned long long n = yv_hash(NULL, HASH_SEED);
+    assert_true(n == yv_hash(NULL, HASH_SEED));
+    assert_true(n != HASH_SEED);
+    yv *empty = ok(YAML, "");
+    assert_true(yv_hash(empty, HASH_SEED) != n);
+    yv_free(empty);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -871,6 +1011,9 @@ int main(void)
         cmocka_unit_test(test_null_text),
         cmocka_unit_test(test_free_is_iterative),
         cmocka_unit_test(test_helpers),
+        cmocka_unit_test(test_hash_ignores_positions),
+        cmocka_unit_test(test_hash_sees_values),
+        cmocka_unit_test(test_hash_deep_and_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
