@@ -834,7 +834,7 @@ int build_run(const build_opts *o)
     }
     TRACE("staging checked");
     cmark_gfm_core_extensions_ensure_registered();
-    content_opts copts = {o->drafts};
+    content_opts copts = {o->drafts, o->jobs}; /* parse threads as the build's jobs */
     content_load(&s.idx, o->root, &s.cfg, &copts, &s.dl);
     TRACE("content loaded");
     sources_load(&s.src, o->root, s.cfg.limits.data_bytes, &s.dl);
