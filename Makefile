@@ -8,9 +8,9 @@ OPT       ?= -O2 -g
 SAN       ?=
 comma     := ,
 SANFLAGS  := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
-CFLAGS    := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+CFLAGS    := -std=c11 -D_GNU_SOURCE -pthread $(OPT) -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
              $(SANFLAGS) $(shell pkg-config --cflags $(PKGS))
-LDFLAGS   := $(SANFLAGS)
+LDFLAGS   := -pthread $(SANFLAGS)
 LDLIBS    := $(shell pkg-config --libs $(PKGS)) -lcmark-gfm-extensions -lm
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 CFLAGS    += -DKVSITE_VERSION='"$(VERSION)"'

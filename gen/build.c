@@ -1262,7 +1262,8 @@ int build_run(const build_opts *o)
     }
     TRACE("cache read");
     cmark_gfm_core_extensions_ensure_registered();
-    content_opts copts = {o->drafts, S_reuse_front, &s};
+    /* parse threads as the build's jobs */
+    content_opts copts = {o->drafts, o->jobs, S_reuse_front, &s};
     content_load(&s.idx, o->root, &s.cfg, &copts, &s.dl);
     TRACE("content loaded");
     sources_load(&s.src, o->root, s.cfg.limits.data_bytes, &s.dl);

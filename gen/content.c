@@ -3,9 +3,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "fsutil.h"
@@ -14,11 +19,6 @@
 #define CONTENT_DIR "content"
 
 /* ---------- small helpers ---------- */
-
-static int S_cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 bool content_safe_segment(const char *s)
 {
@@ -301,16 +301,40 @@ int content_parse_page(page *p, const char *text, size_t len, const config *cfg,
 
 /* ---------- the walk ---------- */
 
+/* content_load walks the tree first (serial, cheap: readdir, a stat for
+ * folders and links), then reads and parses the Markdown files on several
+ * threads, then adds the pages in walk order. Every file has its own slot and
+ * its own diag_list, so the index and the diagnostics do not depend on which
+ * thread parsed what, or when. */
+
 typedef struct {
     char *rel; /* folder relative to content/, "" for the root */
     int depth;
 } dir_item;
 
 typedef struct {
+    char *name;
+    unsigned char type; /* d_type from readdir; DT_UNKNOWN means stat it */
+} dir_entry;
+
+/* One Markdown file found by the walk; the parse fills page, keep and dl.
+ * A parse thread frees nothing that the walk allocated: glibc would cache
+ * those blocks in the thread and later lock the main arena to reuse them. */
+typedef struct {
+    char *rel;        /* handed to the page */
+    char *src;        /* likewise */
+    char *path;       /* the file to open */
+    page *page;       /* the parsed page; NULL when the file could not be read */
+    bool keep;        /* parsed without errors and not a skipped draft */
+    diag_list before; /* the walk's diagnostics since the previous file */
+    diag_list dl;     /* this file's */
+} md_file;
+
+typedef struct {
     content_index *idx;
     const config *cfg;
     const content_opts *opts;
-    diag_list *dl;
+    diag_list *dl; /* the walk's diagnostics not yet given to a file */
     const char *root;
     char *content_real; /* realpath of content/ */
     size_t files;
@@ -318,7 +342,32 @@ typedef struct {
     dev_t *seen_dev;
     ino_t *seen_ino;
     size_t nseen, seen_cap;
+    md_file *md;
+    size_t nmd, md_cap;
 } walker;
+
+/* Shared by the parse threads: read-only but for next. */
+typedef struct {
+    const config *cfg;
+    const content_opts *opts;
+    md_file *md;
+    size_t nmd;
+    atomic_size_t next; /* the first slot no thread has taken */
+} parse_job;
+
+/* Slots a thread takes at once: few enough to share the tail of the work. */
+#define PARSE_CHUNK 8
+/* Parsing a page costs tens of microseconds and starting a thread about as
+ * much as a few pages, so small sites stay on one thread. */
+#define FILES_PER_THREAD 32
+#define MAX_THREADS 64
+/* The parse needs little stack: no recursion on input (yv, libyaml). */
+#define THREAD_STACK ((size_t)1 << 20)
+/* What a thread leaves in the address space after it is joined: glibc keeps
+ * its malloc arena (a 64 MiB reservation) and caches its stack. The workers
+ * forked later inherit that, and limits.worker_memory caps their address
+ * space, so the extra threads may take at most an eighth of it. */
+#define THREAD_RESERVE (((size_t)64 << 20) + THREAD_STACK)
 
 static void S_add_page(walker *w, page *p)
 {
@@ -368,47 +417,116 @@ static bool S_seen_dir(walker *w, const struct stat *st)
     return false;
 }
 
-static void S_load_markdown(walker *w, const char *rel, const char *path)
+/* Reads and parses one file. Runs on any parse thread: it touches only its
+ * slot, the read-only config and thread-safe libc calls. */
+static void S_parse_file(const parse_job *j, md_file *f)
 {
     page *p = xcalloc(1, sizeof *p);
-    p->src = fs_join(CONTENT_DIR, rel);
-    p->rel = xstrdup(rel);
+    f->page = p;
+    p->src = f->src;
+    p->rel = f->rel;
+    f->src = f->rel = NULL;
+    const char *rel = p->rel;
     const char *slash = strrchr(rel, '/');
     p->section = slash ? xstrndup(rel, (size_t)(slash - rel)) : xstrdup("");
     const char *base = slash ? slash + 1 : rel;
     p->kind = strcmp(base, "_index.md") == 0 ? (p->section[0] ? PAGE_SECTION : PAGE_HOME)
                                             : PAGE_REGULAR;
-    if (w->opts->reuse && w->opts->reuse(w->opts->reuse_ctx, p)) {
-        /* unchanged since the last build: parsed then */
-        if (!p->draft || w->opts->drafts)
-            S_add_page(w, p);
-        else
-            S_page_free(p);
+    if (j->opts->reuse && j->opts->reuse(j->opts->reuse_ctx, p)) {
+        /* unchanged since the last build: parsed then (called from the
+         * parse threads: the callback only reads shared state) */
+        f->keep = !p->draft || j->opts->drafts;
         return;
     }
     buf text = BUF_INIT;
-    int rc = fs_read_file(path, w->cfg->limits.page_bytes, &text);
+    int rc = fs_read_file(f->path, j->cfg->limits.page_bytes, &text);
     if (rc != FS_OK) {
-        if (rc == FS_ETOOBIG)
-            diag_error(w->dl, p->src, 0, 0,
+        if (rc == FS_ETOOBIG) {
+            diag_error(&f->dl, p->src, 0, 0,
                        "page too large (limit %zu bytes: limits.page_bytes in site.yaml)",
-                       w->cfg->limits.page_bytes);
-        else
-            diag_error(w->dl, p->src, 0, 0, "cannot read: %s", fs_strerror(rc, 0));
+                       j->cfg->limits.page_bytes);
+        } else {
+            /* strerror() may share a buffer between threads; the GNU
+             * strerror_r gives the same text without one */
+            char eb[128];
+            const char *why = rc == FS_EOTHER ? strerror_r(errno, eb, sizeof eb)
+                                              : fs_strerror(rc, 0);
+            diag_error(&f->dl, p->src, 0, 0, "cannot read: %s", why);
+        }
         buf_free(&text);
-        S_page_free(p);
         return;
     }
     /* the YAML reader refuses NUL bytes and invalid UTF-8 in the front
      * matter; the body is checked where it is rendered (md_render) */
-    if (content_parse_page(p, text.ptr, text.len, w->cfg, w->dl) == 0) {
-        if (!p->draft || w->opts->drafts) {
-            S_add_page(w, p);
-            p = NULL; /* the index owns it now */
-        }
-    }
-    S_page_free(p);
+    f->keep = content_parse_page(p, text.ptr, text.len, j->cfg, &f->dl) == 0 &&
+              (!p->draft || j->opts->drafts);
     buf_free(&text);
+}
+
+static void *S_parse_thread(void *arg)
+{
+    parse_job *j = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add_explicit(&j->next, PARSE_CHUNK, memory_order_relaxed);
+        if (i >= j->nmd)
+            break;
+        size_t end = j->nmd - i < PARSE_CHUNK ? j->nmd : i + PARSE_CHUNK;
+        for (; i < end; i++)
+            S_parse_file(j, &j->md[i]);
+    }
+    return NULL;
+}
+
+static size_t S_thread_count(const walker *w)
+{
+    long n = w->opts->threads > 0 ? w->opts->threads
+             : w->cfg->jobs > 0   ? w->cfg->jobs
+                                  : sysconf(_SC_NPROCESSORS_ONLN);
+    size_t most = w->nmd / FILES_PER_THREAD;
+    size_t mem = w->cfg->limits.worker_memory;
+    if (mem && mem / 8 / THREAD_RESERVE + 1 < most)
+        most = mem / 8 / THREAD_RESERVE + 1;
+    if (n > MAX_THREADS)
+        n = MAX_THREADS;
+    if (n < 1 || most < 1)
+        return 1;
+    return (size_t)n < most ? (size_t)n : most;
+}
+
+/* Parses every file the walk found; the calling thread works too. A thread
+ * that cannot be started leaves its share to the others. */
+static size_t S_parse_all(walker *w)
+{
+    parse_job j = {.cfg = w->cfg, .opts = w->opts, .md = w->md, .nmd = w->nmd};
+    atomic_init(&j.next, 0);
+    size_t nthreads = S_thread_count(w), started = 0;
+    pthread_t tids[MAX_THREADS];
+    pthread_attr_t attr;
+    bool have_attr = nthreads > 1 && pthread_attr_init(&attr) == 0;
+    if (have_attr)
+        pthread_attr_setstacksize(&attr, THREAD_STACK);
+    for (size_t t = 1; t < nthreads; t++)
+        if (pthread_create(&tids[started], have_attr ? &attr : NULL, S_parse_thread, &j) == 0)
+            started++;
+    if (have_attr)
+        pthread_attr_destroy(&attr);
+    S_parse_thread(&j);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    return started + 1;
+}
+
+static void S_add_markdown(walker *w, char *rel, char *src, char *path)
+{
+    if (w->nmd == w->md_cap) {
+        w->md_cap = w->md_cap ? w->md_cap * 2 : 64;
+        w->md = xrealloc(w->md, w->md_cap * sizeof *w->md);
+    }
+    md_file *f = &w->md[w->nmd++];
+    *f = (md_file){.rel = rel, .src = src, .path = path};
+    diag_list_init(&f->before);
+    diag_list_init(&f->dl);
+    diag_move(&f->before, w->dl); /* keeps the walk's messages in walk order */
 }
 
 static void S_add_asset(walker *w, const char *rel)
@@ -425,13 +543,17 @@ static void S_add_asset(walker *w, const char *rel)
 
 /* Classifies one directory entry; pushes folders onto the stack. */
 static void S_visit(walker *w, dir_item **stack, size_t *nstack, size_t *capstack,
-                    const dir_item *dir, const char *name)
+                    const dir_item *dir, const dir_entry *ent)
 {
-    char *rel = dir->rel[0] ? xasprintf("%s/%s", dir->rel, name) : xstrdup(name);
+    const char *name = ent->name;
+    char *rel = fs_join(dir->rel, name);
     char *shown = fs_join(CONTENT_DIR, rel);
     char *path = fs_join(w->root, shown);
     struct stat st;
-    if (lstat(path, &st) != 0) {
+    if (ent->type == DT_REG) {
+        /* readdir knows a plain file: its size is checked where it is read */
+        st = (struct stat){.st_mode = S_IFREG};
+    } else if (lstat(path, &st) != 0) {
         diag_error(w->dl, shown, 0, 0, "cannot stat: %s", strerror(errno));
         goto out;
     }
@@ -482,14 +604,20 @@ static void S_visit(walker *w, dir_item **stack, size_t *nstack, size_t *capstac
         goto out;
     }
     size_t n = strlen(name);
-    if (n > 3 && strcmp(name + n - 3, ".md") == 0)
-        S_load_markdown(w, rel, path);
-    else
-        S_add_asset(w, rel);
+    if (n > 3 && strcmp(name + n - 3, ".md") == 0) {
+        S_add_markdown(w, rel, shown, path); /* the slot owns the three now */
+        return;
+    }
+    S_add_asset(w, rel);
 out:
     free(rel);
     free(shown);
     free(path);
+}
+
+static int S_cmp_entry(const void *a, const void *b)
+{
+    return strcmp(((const dir_entry *)a)->name, ((const dir_entry *)b)->name);
 }
 
 static int S_walk(walker *w)
@@ -505,7 +633,7 @@ static int S_walk(walker *w)
         if (!d) {
             diag_error(w->dl, shown, 0, 0, "cannot open folder: %s", strerror(errno));
         } else {
-            char **names = NULL;
+            dir_entry *ents = NULL;
             size_t nn = 0, nc = 0;
             struct dirent *e;
             while ((e = readdir(d))) {
@@ -513,26 +641,26 @@ static int S_walk(walker *w)
                     continue; /* dotfiles and . .. */
                 if (nn == nc) {
                     nc = nc ? nc * 2 : 32;
-                    names = xrealloc(names, nc * sizeof *names);
+                    ents = xrealloc(ents, nc * sizeof *ents);
                 }
-                names[nn++] = xstrdup(e->d_name);
+                ents[nn++] = (dir_entry){xstrdup(e->d_name), e->d_type};
                 if (nn > w->cfg->limits.files + 1)
                     break;
             }
             closedir(d);
-            qsort(names, nn, sizeof *names, S_cmp_str);
+            qsort(ents, nn, sizeof *ents, S_cmp_entry);
             /* visit in reverse so the stack pops folders in name order */
             size_t first_dir = n;
             for (size_t i = 0; i < nn; i++) {
-                S_visit(w, &stack, &n, &cap, &dir, names[i]);
-                free(names[i]);
+                S_visit(w, &stack, &n, &cap, &dir, &ents[i]);
+                free(ents[i].name);
             }
             for (size_t a = first_dir, b = n; a + 1 < b; a++, b--) {
                 dir_item t = stack[a];
                 stack[a] = stack[b - 1];
                 stack[b - 1] = t;
             }
-            free(names);
+            free(ents);
         }
         free(shown);
         free(path);
@@ -564,8 +692,10 @@ static void S_assign_url(page *p)
             buf_puts(&u, sec);
         }
     } else {
-        if (p->section[0])
-            buf_printf(&u, "%s/", p->section);
+        if (p->section[0]) {
+            buf_puts(&u, p->section);
+            buf_putc(&u, '/');
+        }
         if (p->slug) {
             buf_puts(&u, p->slug);
         } else {
@@ -575,8 +705,12 @@ static void S_assign_url(page *p)
         }
     }
     buf_putc(&u, '/');
+    /* out is the URL without its leading '/', plus index.html */
+    size_t n = u.len - 1;
+    p->out = xmalloc(n + sizeof "index.html");
+    memcpy(p->out, u.ptr + 1, n);
+    memcpy(p->out + n, "index.html", sizeof "index.html");
     p->url = buf_detach(&u);
-    p->out = xasprintf("%sindex.html", p->url + 1);
 }
 
 static char *S_title_from_folder(const char *section)
@@ -654,43 +788,60 @@ static int S_cmp_tag(const void *a, const void *b)
 
 static void S_index_tags(content_index *idx)
 {
-    strmap by_slug;
+    strmap by_slug, by_name; /* both to the tag's position + 1 */
     strmap_init(&by_slug);
+    strmap_init(&by_name);
     size_t cap = 0;
     size_t n;
     size_t *order = content_by_date(idx, &n);
     for (size_t k = 0; k < n; k++) {
         page *p = idx->pages[order[k]];
         for (size_t t = 0; t < p->ntags; t++) {
-            char *slug = content_slugify(p->tags[t]);
-            tag *tg = NULL;
-            size_t pos = (size_t)(uintptr_t)strmap_get(&by_slug, slug);
-            if (pos) {
-                tg = &idx->tags[pos - 1];
-            } else {
-                if (idx->ntags == cap) {
-                    cap = cap ? cap * 2 : 16;
-                    idx->tags = xrealloc(idx->tags, cap * sizeof *idx->tags);
+            /* a site has far fewer tag names than tagged pages: slugify each once */
+            size_t pos = (size_t)(uintptr_t)strmap_get(&by_name, p->tags[t]);
+            if (!pos) {
+                char *slug = content_slugify(p->tags[t]);
+                pos = (size_t)(uintptr_t)strmap_get(&by_slug, slug);
+                if (!pos) {
+                    if (idx->ntags == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        idx->tags = xrealloc(idx->tags, cap * sizeof *idx->tags);
+                    }
+                    tag *nt = &idx->tags[idx->ntags++];
+                    memset(nt, 0, sizeof *nt);
+                    nt->name = xstrdup(p->tags[t]);
+                    nt->url = xasprintf("/tags/%s/", slug);
+                    nt->slug = slug;
+                    slug = NULL;
+                    pos = idx->ntags;
+                    strmap_put(&by_slug, nt->slug, (void *)(uintptr_t)pos);
                 }
-                tg = &idx->tags[idx->ntags++];
-                memset(tg, 0, sizeof *tg);
-                tg->name = xstrdup(p->tags[t]);
-                tg->slug = xstrdup(slug);
-                tg->url = xasprintf("/tags/%s/", slug);
-                strmap_put(&by_slug, slug, (void *)(uintptr_t)idx->ntags);
+                free(slug);
+                strmap_put(&by_name, p->tags[t], (void *)(uintptr_t)pos);
             }
+            tag *tg = &idx->tags[pos - 1];
             /* a page lists each tag once */
             if (tg->npages == 0 || tg->pages[tg->npages - 1] != order[k]) {
-                tg->pages = xrealloc(tg->pages, (tg->npages + 1) * sizeof *tg->pages);
+                /* room doubles at each power of two, so no cap field is needed */
+                if ((tg->npages & (tg->npages - 1)) == 0)
+                    tg->pages = xrealloc(tg->pages, (tg->npages ? tg->npages * 2 : 1) *
+                                                        sizeof *tg->pages);
                 tg->pages[tg->npages++] = order[k];
             }
-            free(slug);
         }
     }
     free(order);
     strmap_free(&by_slug);
+    strmap_free(&by_name);
     if (idx->ntags)
         qsort(idx->tags, idx->ntags, sizeof *idx->tags, S_cmp_tag);
+}
+
+static double S_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 int content_load(content_index *idx, const char *root, const config *cfg,
@@ -702,7 +853,11 @@ int content_load(content_index *idx, const char *root, const config *cfg,
     strmap_init(&idx->by_section);
     strmap_init(&idx->assets_by_out);
     size_t errors = dl->errors;
-    walker w = {.idx = idx, .cfg = cfg, .opts = opts, .dl = dl, .root = root};
+    bool trace = getenv("KVSITE_TRACE") != NULL;
+    double t0 = trace ? S_now() : 0;
+    diag_list walk_dl;
+    diag_list_init(&walk_dl);
+    walker w = {.idx = idx, .cfg = cfg, .opts = opts, .dl = &walk_dl, .root = root};
     char *cdir = fs_join(root, CONTENT_DIR);
     char real[PATH_MAX];
     if (!realpath(cdir, real) || !fs_is_dir(real)) {
@@ -717,6 +872,22 @@ int content_load(content_index *idx, const char *root, const config *cfg,
     if (stat(real, &root_st) == 0)
         S_seen_dir(&w, &root_st); /* a symlink back to content/ is a cycle */
     S_walk(&w);
+    double t_walk = trace ? S_now() : 0;
+    size_t nthreads = S_parse_all(&w);
+    double t_parse = trace ? S_now() : 0;
+    /* in walk order, as if each file had been parsed when the walk met it */
+    for (size_t i = 0; i < w.nmd; i++) {
+        md_file *f = &w.md[i];
+        diag_move(dl, &f->before);
+        diag_move(dl, &f->dl);
+        if (f->keep)
+            S_add_page(&w, f->page);
+        else
+            S_page_free(f->page);
+        free(f->path);
+    }
+    diag_move(dl, &walk_dl);
+    free(w.md);
     S_index_sections(&w);
     for (size_t i = 0; i < idx->npages; i++)
         S_assign_url(idx->pages[i]);
@@ -766,6 +937,11 @@ int content_load(content_index *idx, const char *root, const config *cfg,
         strmap_put(&idx->assets_by_out, a->out, a);
     }
     S_index_tags(idx);
+    if (trace)
+        fprintf(stderr,
+                "kvsite: trace: content: walk %.3f s, parse %.3f s (%zu files, %zu threads), "
+                "index %.3f s\n",
+                t_walk - t0, t_parse - t_walk, w.nmd, nthreads, S_now() - t_parse);
     free(w.content_real);
     free(w.seen_dev);
     free(w.seen_ino);

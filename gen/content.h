@@ -2,8 +2,9 @@
  * decides each page's URL and output file, before any page is rendered.
  *
  * The index owns its pages and everything in them; content_index_free() releases
- * it all. Workers are forked after content_load(), so they share the index
- * copy-on-write and refer to pages by their position in idx->pages. */
+ * it all. Workers are forked after content_load() (which joins its own parse
+ * threads first), so they share the index copy-on-write and refer to pages by
+ * their position in idx->pages. */
 #ifndef KV_CONTENT_H
 #define KV_CONTENT_H
 
@@ -73,15 +74,22 @@ typedef struct {
 
 typedef struct {
     bool drafts; /* include pages with draft: true */
+    int threads; /* most threads that parse pages: 0 = build.jobs, else the online
+                  * CPUs; 1 = all on the calling thread. Small sites use fewer, and
+                  * so does a small limits.worker_memory (see content.c). */
     /* Incremental builds: fills what content_parse_page would set for
      * p->src from the last build, when that file is unchanged; returns false
-     * when it cannot (the file is then read and parsed). May be NULL. */
+     * when it cannot (the file is then read and parsed). May be NULL; it
+     * is called from several threads at once. */
     bool (*reuse)(void *ctx, page *p);
     void *reuse_ctx;
 } content_opts;
 
 /* Loads <root>/content. Errors (with file:line:col) go to dl; the index is still
- * usable for reporting more errors. Returns 0 when no error was added. */
+ * usable for reporting more errors. Returns 0 when no error was added.
+ * Pages are read and parsed on threads that are joined before it returns, so
+ * workers may be forked afterwards; the index, page order, diagnostics and
+ * their order are the same for any number of threads. */
 int content_load(content_index *idx, const char *root, const config *cfg,
                  const content_opts *opts, diag_list *dl);
 void content_index_free(content_index *idx);

@@ -1,6 +1,7 @@
 /* Unit tests for gen/content.c: the page index built from temporary project
  * trees. URLs, sections (real and virtual), tags, drafts, listing order, every
- * front-matter error at its line, URL collisions, symlinks, caps, slugs. */
+ * front-matter error at its line, URL collisions, symlinks, caps, slugs, and
+ * the same index from one parse thread or several. */
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
@@ -926,6 +927,125 @@ static void test_safe_segment(void **state)
             fail_msg("safe_segment(\"%s\") is %d", cases[i].s, !cases[i].ok);
 }
 
+/* ---- threads --------------------------------------------------------------- */
+
+/* Everything content_load produced, as text, in the order it is stored. */
+static char *S_index_text(const content_index *idx, const diag_list *dl)
+{
+    buf b = BUF_INIT;
+    for (size_t i = 0; i < dl->n; i++) {
+        const diag *d = &dl->v[i];
+        buf_printf(&b, "diag %s:%d:%d %d %s\n", d->file ? d->file : "-", d->line, d->col,
+                   (int)d->level, d->msg);
+    }
+    for (size_t i = 0; i < idx->npages; i++) {
+        const page *p = idx->pages[i];
+        buf_printf(&b, "page %d %s %s %s %s %s [%s] %s %s %s %d %lld %d %zu %s |", (int)p->kind,
+                   p->src ? p->src : "-", p->rel ? p->rel : "-", p->url, p->out, p->title,
+                   p->section, p->date ? p->date : "-", p->slug ? p->slug : "-",
+                   p->template_name ? p->template_name : "-", p->draft, p->weight, p->body_line,
+                   p->body_off, p->parent ? p->parent->url : "-");
+        for (size_t t = 0; t < p->ntags; t++)
+            buf_printf(&b, " %s", p->tags[t]);
+        buf_putc(&b, '\n');
+    }
+    for (size_t i = 0; i < idx->nassets; i++)
+        buf_printf(&b, "asset %s %s\n", idx->assets[i].src, idx->assets[i].out);
+    for (size_t i = 0; i < idx->ntags; i++) {
+        const tag *t = &idx->tags[i];
+        buf_printf(&b, "tag %s %s %s:", t->name, t->slug, t->url);
+        for (size_t k = 0; k < t->npages; k++)
+            buf_printf(&b, " %zu", t->pages[k]);
+        buf_putc(&b, '\n');
+    }
+    return buf_detach(&b);
+}
+
+static char *S_load_text(fx *f, int threads, int *rc)
+{
+    content_index idx;
+    diag_list dl;
+    diag_list_init(&dl);
+    content_opts opts = {.drafts = false, .threads = threads};
+    *rc = content_load(&idx, f->root, &f->cfg, &opts, &dl);
+    char *text = S_index_text(&idx, &dl);
+    content_index_free(&idx);
+    diag_list_free(&dl);
+    return text;
+}
+
+/* Enough files for several parse threads, with failures and walk errors
+ * between them: any thread count gives the same index and the same
+ * diagnostics in the same order as one thread. */
+static void test_threads_same_index(void **state)
+{
+    fx *f = *state;
+    f->cfg.limits.page_bytes = 600;
+    f->cfg.limits.worker_memory = 0; /* else it caps the threads at four */
+    char big[800];
+    snprintf(big, sizeof big, "---\ntitle: Big\n---\n");
+    memset(big + strlen(big), 'x', sizeof big - strlen(big) - 1);
+    big[sizeof big - 1] = '\0';
+    static const char *const tags[] = {"KV Cache", "kv-cache", "GQA", "键值缓存", "Paging"};
+    for (int i = 0; i < 400; i++) {
+        char rel[64], front[256];
+        snprintf(rel, sizeof rel, "s%d/p%03d.md", i % 7, i);
+        switch (i % 23) {
+        case 3: /* no front matter */
+            snprintf(front, sizeof front, "content/%s", rel);
+            S_write(f->root, front, "no header\n");
+            continue;
+        case 5:
+            snprintf(front, sizeof front, "title: W%d\nweight: heavy\n", i);
+            break;
+        case 8:
+            snprintf(front, sizeof front, "title: D%d\ndraft: true\n", i);
+            break;
+        case 11: /* the URL of the page seven before, in the same folder */
+            snprintf(front, sizeof front, "title: S%d\nslug: p%03d\n", i, i - 7);
+            break;
+        case 13:
+            snprintf(front, sizeof front, "content/%s", rel);
+            S_write(f->root, front, big);
+            continue;
+        case 17:
+            snprintf(front, sizeof front, "title: [x]\ndate: 2024-13-01\n");
+            break;
+        default:
+            snprintf(front, sizeof front, "title: P%d\ndate: 2024-%02d-%02d\ntags: [%s, %s]\n", i,
+                     i % 12 + 1, i % 28 + 1, tags[i % 5], tags[(i / 5) % 5]);
+        }
+        S_page(f, rel, front);
+        if (i % 50 == 0) {
+            char img[64];
+            snprintf(img, sizeof img, "content/s%d/img%03d.png", i % 7, i);
+            S_write(f->root, img, "png");
+        }
+        if (i % 97 == 0) {
+            char link[64];
+            snprintf(link, sizeof link, "content/s%d/q%03d.md", i % 7, i);
+            S_link(f, "/etc/hostname", link);
+        }
+    }
+    S_page(f, "s2/_index.md", "title: Section two\n");
+    int rc1;
+    char *one = S_load_text(f, 1, &rc1);
+    assert_int_equal(rc1, -1);
+    assert_non_null(strstr(one, "symbolic link leaves content/"));
+    assert_non_null(strstr(one, "page too large"));
+    assert_non_null(strstr(one, "two pages on one URL"));
+    for (int threads = 2; threads <= 8; threads++) {
+        for (int rep = 0; rep < 3; rep++) {
+            int rc;
+            char *many = S_load_text(f, threads, &rc);
+            assert_int_equal(rc, rc1);
+            assert_string_equal(many, one);
+            free(many);
+        }
+    }
+    free(one);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -954,6 +1074,7 @@ int main(void)
         T(test_symlink_to_content_root),
         T(test_files_cap),
         T(test_depth_cap),
+        T(test_threads_same_index),
         cmocka_unit_test(test_slugify),
         cmocka_unit_test(test_safe_segment),
     };

@@ -77,7 +77,7 @@ static int S_setup(void **state)
     S_write(f->root, "checks/sources.yaml", "quest2024:\n  title: Quest paper\n  year: 2024\n");
     config_defaults(&f->cfg);
     diag_list_init(&f->dl);
-    content_opts copts = {false};
+    content_opts copts = {.drafts = false};
     if (content_load(&f->idx, f->root, &f->cfg, &copts, &f->dl) != 0)
         return -1;
     if (sources_load(&f->src, f->root, 1u << 20, &f->dl) != 0)
