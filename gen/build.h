@@ -19,6 +19,8 @@ typedef struct {
     bool check_only;   /* kvsite check: everything but writing */
     int jobs;          /* -j; 0 for the configured or the number of cores */
     bool no_cache;     /* --no-cache: build even when nothing changed */
+    bool exiting;      /* the process exits after build_run: its memory is
+                        * left to the exit instead of freed */
 } build_opts;
 
 int build_run(const build_opts *o);

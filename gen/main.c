@@ -38,7 +38,7 @@ static int S_usage_error(const char *msg)
 
 static int S_build(int argc, char **argv, bool check)
 {
-    build_opts o = {".", NULL, false, false, check, 0, false};
+    build_opts o = {".", NULL, false, false, check, 0, false, false};
     static const struct option longs[] = {{"strict", no_argument, 0, 's'},
                                           {"drafts", no_argument, 0, 'd'},
                                           {"no-cache", no_argument, 0, 'n'},
@@ -75,6 +75,7 @@ static int S_build(int argc, char **argv, bool check)
         snprintf(msg, sizeof msg, "unexpected argument \"%s\"", argv[optind]);
         return S_usage_error(msg);
     }
+    o.exiting = true;
     return build_run(&o);
 }
 
