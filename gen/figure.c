@@ -148,7 +148,7 @@ static void S_inline_lua(fig_ctx *c, const char *expr, size_t n, int line, int c
     buf_put(&code, expr, n);
     int nres = 0;
     sandbox_error err;
-    if (sandbox_run(c->sb, code.ptr, code.len, c->file, line, &nres, &err) != 0) {
+    if (sandbox_eval(c->sb, code.ptr, code.len, c->file, line, &nres, &err) != 0) {
         S_lua_error(c, &err, line, col, "in `{lua}`");
         sandbox_error_free(&err);
     } else {
@@ -315,7 +315,7 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         int nres = 0;
         sandbox_error lerr;
         lua_State *L = sandbox_lua(c->sb);
-        if (sandbox_run(c->sb, codebuf.ptr, codebuf.len, c->file, line, &nres, &lerr) != 0) {
+        if (sandbox_eval(c->sb, codebuf.ptr, codebuf.len, c->file, line, &nres, &lerr) != 0) {
             f->detail = xasprintf("in figure `%s`: %s", f->quote, lerr.msg);
             S_lua_error(c, &lerr, line, col, "in figure");
             sandbox_error_free(&lerr);

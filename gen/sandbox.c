@@ -38,6 +38,10 @@ struct sandbox {
     size_t gc_baseline;
 
     int proto_ref, env_ref, loaded_ref, modules_ref, libs_ref;
+    int exprs_ref;       /* compiled expressions by their text (sandbox_eval) */
+    size_t nexprs;
+    const char *expr_file; /* the expression being evaluated: its place */
+    int expr_line;
     const char *page_file;
     diag_list *dl;
     quote_unitset *units;
@@ -50,6 +54,11 @@ struct sandbox {
     char *err_file; /* set by the message handler */
     int err_line;
 };
+
+/* The chunk name of cached expressions (sandbox_eval): positions Lua gives
+ * in it are replaced by the expression's own place. */
+#define EXPR_CHUNK "(expression)"
+#define EXPRS_MAX 4096
 
 static sandbox *S_sb(lua_State *L)
 {
@@ -166,8 +175,9 @@ static int S_msgh(lua_State *L)
             continue;
         if (ar.source && ar.source[0] == '=' && strcmp(ar.what, "C") != 0 &&
             ar.currentline > 0) {
-            sb->err_file = xstrdup(ar.source + 1);
-            sb->err_line = ar.currentline;
+            bool expr = strcmp(ar.source, "=" EXPR_CHUNK) == 0 && sb->expr_file;
+            sb->err_file = xstrdup(expr ? sb->expr_file : ar.source + 1);
+            sb->err_line = expr ? sb->expr_line : ar.currentline;
             break;
         }
     }
@@ -213,7 +223,12 @@ static void S_fill_error(sandbox *sb, const char *msg, sandbox_error *err)
             err->line = 0; /* taken from the message below */
         }
     }
-    err->msg = S_strip_position(msg, err->file, &err->line);
+    if (strncmp(msg, EXPR_CHUNK ":", sizeof EXPR_CHUNK) == 0) {
+        int ignored = 1;
+        err->msg = S_strip_position(msg, EXPR_CHUNK, &ignored);
+    } else {
+        err->msg = S_strip_position(msg, err->file, &err->line);
+    }
     err->limit = sb->budget_hit || sb->mem_hit;
     sb->limit_surfaced |= err->limit;
     if (sb->mem_hit && !sb->budget_hit) {
@@ -235,9 +250,15 @@ static void S_push_env(sandbox *sb) { lua_rawgeti(sb->L, LUA_REGISTRYINDEX, sb->
 
 static int S_current_line(lua_State *L, const char **file)
 {
+    sandbox *sb = S_sb(L);
     lua_Debug ar;
     for (int level = 1; lua_getstack(L, level, &ar); level++) {
         if (lua_getinfo(L, "Sl", &ar) && ar.source[0] == '=' && strcmp(ar.what, "C") != 0) {
+            if (strcmp(ar.source, "=" EXPR_CHUNK) == 0 && sb->expr_file) {
+                if (file)
+                    *file = sb->expr_file;
+                return sb->expr_line;
+            }
             if (file)
                 *file = ar.source + 1;
             return ar.currentline;
@@ -769,7 +790,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
     sb->o = *o;
     sb->root = xstrdup(o->root);
     sb->limit = (size_t)-1;
-    sb->env_ref = sb->loaded_ref = LUA_NOREF;
+    sb->env_ref = sb->loaded_ref = sb->exprs_ref = LUA_NOREF;
     char *checks = fs_join(o->root, CHECKS_DIR);
     char real[PATH_MAX];
     if (realpath(checks, real) && fs_is_dir(real))
@@ -1030,4 +1051,51 @@ int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int
     S_push_env(sb);
     lua_setupvalue(L, -2, 1);
     return sandbox_pcall(sb, 0, nres, err);
+}
+
+int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, int line, int *nres,
+                 sandbox_error *err)
+{
+    lua_State *L = sb->L;
+    if (sb->budget_hit || sb->mem_hit)
+        return S_limit_error(sb, err);
+    if (sb->exprs_ref == LUA_NOREF || sb->nexprs >= EXPRS_MAX) {
+        /* full: start over rather than grow without bound */
+        luaL_unref(L, LUA_REGISTRYINDEX, sb->exprs_ref);
+        lua_newtable(L);
+        sb->exprs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        sb->nexprs = 0;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->exprs_ref);
+    lua_pushlstring(L, code, len);
+    if (lua_rawget(L, -2) != LUA_TFUNCTION) {
+        lua_pop(L, 1);
+        int status = luaL_loadbufferx(L, code, len, "=" EXPR_CHUNK, "t");
+        if (status != LUA_OK) {
+            memset(err, 0, sizeof *err);
+            const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "syntax error";
+            int ignored = 1;
+            err->file = xstrdup(file);
+            err->line = line;
+            err->msg = S_strip_position(msg, EXPR_CHUNK, &ignored);
+            err->limit = sb->mem_hit;
+            lua_pop(L, 2);
+            return -1;
+        }
+        lua_pushlstring(L, code, len);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, -4);
+        sb->nexprs++;
+    }
+    lua_remove(L, -2); /* the cache table */
+    S_push_env(sb);
+    lua_setupvalue(L, -2, 1);
+    const char *saved_file = sb->expr_file;
+    int saved_line = sb->expr_line;
+    sb->expr_file = file;
+    sb->expr_line = line;
+    int rc = sandbox_pcall(sb, 0, nres, err);
+    sb->expr_file = saved_file;
+    sb->expr_line = saved_line;
+    return rc;
 }

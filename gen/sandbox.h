@@ -63,6 +63,11 @@ quote_unitset *sandbox_units(sandbox *sb);
  * sandbox_error_free) and nothing left on the stack. */
 int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int first_line,
                 int *nres, sandbox_error *err);
+/* The same for a one-line expression (code is "return EXPR") at file:line:
+ * compiled once per worker and kept by its text, since pages repeat their
+ * expressions; every position Lua reports in it is file:line. */
+int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, int line, int *nres,
+                 sandbox_error *err);
 /* Calls the function below nargs arguments on the stack under the same error
  * handling; results as above. */
 int sandbox_pcall(sandbox *sb, int nargs, int *nres, sandbox_error *err);

@@ -1298,6 +1298,29 @@ t_full_build_sweeps_staging() {
     show_diff "listing of site/ after a full build over a stale staging folder" "$W.l0" "$W.l1"
 }
 
+# One worker keeps a figure's compiled expression for the next page that
+# writes the same text: each page still evaluates it in its own environment,
+# and an error or a print in it is reported at that page's own place.
+t_figures_same_expression_on_many_pages() {
+    good_built || return
+    local i
+    for i in 1 2 3; do
+        printf -- '---\ntitle: Same %s\n---\n```{lua}\nx = %s\n```\n\nIt is `%s {= x}` here.\n' \
+            "$i" "$i" "$i" | page "content/notes/same-$i.md"
+    done
+    printf -- '---\ntitle: Bad 1\n---\nFirst `1 {= nosuch(1)}`.\n' | page content/notes/bad-1.md
+    printf -- '---\ntitle: Bad 2\n---\n\n\nThen `1 {= nosuch(1)}`.\n' | page content/notes/bad-2.md
+    printf -- '---\ntitle: Print 1\n---\n`1 {= print("seen") or 1}`\n' | page content/notes/print-1.md
+    printf -- '---\ntitle: Print 2\n---\n\n`1 {= print("seen") or 1}`\n' | page content/notes/print-2.md
+    kv build -j 1
+    expect_failed_build <<'EOF'
+content/notes/bad-1.md:4:8: error: in figure: attempt to call a nil value (global 'nosuch')
+content/notes/bad-2.md:6:7: error: in figure: attempt to call a nil value (global 'nosuch')
+content/notes/print-1.md:4: note: print: seen
+content/notes/print-2.md:5: note: print: seen
+EOF
+}
+
 # ---------- incremental builds ----------
 
 # same_as_full STEP: site/ equals a full build (--no-cache) of the same tree
