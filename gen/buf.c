@@ -1,5 +1,6 @@
 #include "buf.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,4 +162,28 @@ void buf_put_html(buf *b, const char *s, size_t len)
         run = i + 1;
     }
     buf_put(b, s + run, len - run);
+}
+
+void buf_put_int(buf *b, long long v)
+{
+    char tmp[24], *p = tmp + sizeof tmp;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    buf_put(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+void buf_put_g17(buf *b, double v)
+{
+    /* integers below 2^53 print the same under %.17g: digits, no point */
+    if (v == v && v >= -9007199254740992.0 && v <= 9007199254740992.0 && v == (double)(long long)v &&
+        !(v == 0 && signbit(v)) && (v < 0 ? -v : v) < 1e17) {
+        buf_put_int(b, (long long)v);
+        return;
+    }
+    buf_printf(b, "%.17g", v);
 }

@@ -32,6 +32,10 @@ void buf_putc(buf *b, int c);
 void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(buf *b, const char *fmt, va_list ap);
 void buf_truncate(buf *b, size_t len);
+/* Decimal text of v, without printf (hot loops write millions of these). */
+void buf_put_int(buf *b, long long v);
+/* v as "%.17g" writes it (shortest round trip for integers, printf else). */
+void buf_put_g17(buf *b, double v);
 /* Returns the content as a malloc'ed NUL-terminated string owned by the caller
  * (never NULL) and leaves b empty. */
 char *buf_detach(buf *b);

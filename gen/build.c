@@ -572,9 +572,9 @@ static void S_sitemap(build_state *s)
     buf_free(&b);
 }
 
-static void S_json_str(buf *b, const char *s)
+/* s escaped for a JSON string, without the quotes */
+static void S_json_chars(buf *b, const char *s)
 {
-    buf_putc(b, '"');
     const unsigned char *p = (const unsigned char *)(s ? s : ""), *run = p;
     for (; *p; p++) {
         if (*p >= 0x20 && *p != '"' && *p != '\\')
@@ -591,53 +591,110 @@ static void S_json_str(buf *b, const char *s)
         run = p + 1;
     }
     buf_put(b, run, (size_t)(p - run));
+}
+
+static void S_json_str(buf *b, const char *s)
+{
+    buf_putc(b, '"');
+    S_json_chars(b, s);
     buf_putc(b, '"');
 }
 
+/* checks.json: every figure. With 200,000 figures it is tens of megabytes,
+ * so it goes out in chunks through a temporary file and replaces the old one
+ * only when its bytes changed. */
 static void S_checks_json(build_state *s)
 {
+    const char *rel = "checks.json";
+    char *site = xasprintf("/%s", rel);
+    S_note_file(s, site);
+    free(site);
+    buf_put(&s->extra_outputs, rel, strlen(rel) + 1);
+    const char *dir = s->incremental ? s->incr_dir : s->staging;
+    char *tmp = dir ? fs_join(dir, ".checks.json.tmp") : NULL;
+    if (tmp)
+        unlink(tmp); /* left by a build that was killed */
+    FILE *f = tmp ? fopen(tmp, "wx") : NULL;
+    if (tmp && !f) {
+        diag_error(&s->dl, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
+        free(tmp);
+        return;
+    }
+    size_t tiers[3] = {0, 0, 0}, failed = 0, total = 0, bytes = 0;
     buf b = BUF_INIT;
-    size_t tiers[3] = {0, 0, 0}, failed = 0, total = 0;
     buf_puts(&b, "{\n  \"figures\": [");
     for (size_t j = 0; j < s->njobs; j++) {
         const page_record *r = &s->records[j];
         for (size_t k = 0; k < r->nfigs; k++) {
-            const figure *f = &r->figs[k];
-            buf_puts(&b, total ? ",\n    {" : "\n    {");
-            buf_puts(&b, "\"page\": ");
-            char *url = xasprintf("%s%s", s->cfg.base_path, r->url);
-            S_json_str(&b, url);
-            free(url);
-            buf_puts(&b, ", \"file\": ");
+            const figure *fg = &r->figs[k];
+            buf_puts(&b, total ? ",\n    {\"page\": \"" : "\n    {\"page\": \"");
+            S_json_chars(&b, s->cfg.base_path);
+            S_json_chars(&b, r->url);
+            buf_puts(&b, "\", \"file\": ");
             S_json_str(&b, r->src);
-            buf_printf(&b, ", \"line\": %d, \"col\": %d, \"quote\": ", f->line, f->col);
-            S_json_str(&b, f->quote);
+            buf_puts(&b, ", \"line\": ");
+            buf_put_int(&b, fg->line);
+            buf_puts(&b, ", \"col\": ");
+            buf_put_int(&b, fg->col);
+            buf_puts(&b, ", \"quote\": ");
+            S_json_str(&b, fg->quote);
             buf_puts(&b, ", \"expr\": ");
-            S_json_str(&b, f->expr);
+            S_json_str(&b, fg->expr);
             buf_puts(&b, ", \"mode\": ");
-            S_json_str(&b, f->mode);
-            if (f->tier == FIG_CITED || !isfinite(f->value))
+            S_json_str(&b, fg->mode);
+            if (fg->tier == FIG_CITED || !isfinite(fg->value)) {
                 buf_puts(&b, ", \"value\": null");
-            else
-                buf_printf(&b, ", \"value\": %.17g", f->value);
-            buf_printf(&b, ", \"tier\": \"%s\", \"status\": \"%s\", \"detail\": ",
-                       fig_tier_name(f->tier), f->ok ? "pass" : "fail");
-            S_json_str(&b, f->detail);
+            } else {
+                buf_puts(&b, ", \"value\": ");
+                buf_put_g17(&b, fg->value);
+            }
+            buf_puts(&b, ", \"tier\": \"");
+            buf_puts(&b, fig_tier_name(fg->tier));
+            buf_puts(&b, fg->ok ? "\", \"status\": \"pass\", \"detail\": "
+                                : "\", \"status\": \"fail\", \"detail\": ");
+            S_json_str(&b, fg->detail);
             buf_puts(&b, ", \"provenance\": ");
-            S_json_str(&b, f->provenance);
+            S_json_str(&b, fg->provenance);
             buf_puts(&b, ", \"anchor\": ");
-            S_json_str(&b, f->anchor);
+            S_json_str(&b, fg->anchor);
             buf_putc(&b, '}');
-            tiers[f->tier]++;
-            failed += !f->ok;
+            tiers[fg->tier]++;
+            failed += !fg->ok;
             total++;
+            if (b.len >= (1u << 20)) {
+                if (f)
+                    fwrite(b.ptr, 1, b.len, f);
+                bytes += b.len;
+                buf_clear(&b);
+            }
         }
     }
     buf_printf(&b, "\n  ],\n  \"totals\": {\"figures\": %zu, \"computed\": %zu, \"measured\": %zu, "
                    "\"cited\": %zu, \"passed\": %zu, \"failed\": %zu}\n}\n",
                total, tiers[FIG_COMPUTED], tiers[FIG_MEASURED], tiers[FIG_CITED], total - failed,
                failed);
-    S_write_output(s, "checks.json", &b);
+    bytes += b.len;
+    s->asset_bytes += bytes;
+    if (f) {
+        fwrite(b.ptr, 1, b.len, f);
+        bool ok = !ferror(f);
+        if (fclose(f) != 0)
+            ok = false;
+        char *old = fs_join(s->incremental ? s->out_abs : s->staging, rel);
+        char *dest = fs_join(dir, rel);
+        if (!ok) {
+            diag_error(&s->dl, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
+            unlink(tmp);
+        } else if (fs_same_files(tmp, old)) {
+            unlink(tmp); /* unchanged: the file stays as it is */
+        } else if (rename(tmp, dest) != 0) {
+            diag_error(&s->dl, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
+            unlink(tmp);
+        }
+        free(old);
+        free(dest);
+    }
+    free(tmp);
     buf_free(&b);
 }
 

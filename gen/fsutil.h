@@ -28,6 +28,8 @@ int fs_copy_file(const char *from, const char *to, size_t *copied);
  * written. Missing folders are made, and a file or folder that stands where a
  * folder or the file must go is removed first. 0 or -1 with errno. */
 int fs_sync_file(const char *path, const void *data, size_t len);
+/* True when the files at a and b are regular files with the same bytes. */
+bool fs_same_files(const char *a, const char *b);
 /* True when path is a regular file (not a link) holding exactly data. */
 bool fs_same(const char *path, const void *data, size_t len);
 /* Moves every file under from (a folder this process made) to the same place
