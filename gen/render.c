@@ -35,6 +35,8 @@ struct renderer {
     unsigned char *read_mark; /* by job */
     uint32_t *reads;
     size_t nreads, capreads;
+    char *fig_url;      /* full URL of the page whose figures a view last gave */
+    size_t fig_url_job;
 };
 
 /* ---------- jobs ---------- */
@@ -268,10 +270,15 @@ static int S_figure_view_index(lua_State *L)
     }
     size_t before = lo ? v->spans[2 * lo - 1] : 0;
     size_t job = v->spans[2 * lo];
-    const page_record *rec = job == (size_t)-1 ? &v->r->home : S_record(v->r, job);
-    char *purl = S_full_url(v->r, rec->url);
-    S_push_figure(L, &rec->figs[k - before], rec->src, purl);
-    free(purl);
+    renderer *r = v->r;
+    const page_record *rec = job == (size_t)-1 ? &r->home : S_record(r, job);
+    if (!r->fig_url || r->fig_url_job != job) {
+        /* a report reads a page's figures one after the other */
+        free(r->fig_url);
+        r->fig_url = S_full_url(r, rec->url);
+        r->fig_url_job = job;
+    }
+    S_push_figure(L, &rec->figs[k - before], rec->src, r->fig_url);
     return 1;
 }
 
@@ -741,6 +748,7 @@ void render_free(renderer *r)
     record_free(&r->home);
     free(r->read_mark);
     free(r->reads);
+    free(r->fig_url);
     free(r);
 }
 
@@ -1287,6 +1295,8 @@ void render_job(renderer *r, size_t job, page_record *rec)
     job_kind kind = render_job_kind(&r->e, job, &index);
     rec->job = (uint32_t)job;
     r->cur_phase = render_job_phase(&r->e, job);
+    free(r->fig_url); /* home's record changes between jobs */
+    r->fig_url = NULL;
     for (size_t i = 0; i < r->nreads; i++)
         r->read_mark[r->reads[i]] = 0;
     r->nreads = 0;

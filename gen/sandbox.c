@@ -127,11 +127,13 @@ bool sandbox_tostring(lua_State *L, int idx, buf *out)
     case LUA_TBOOLEAN: buf_puts(out, lua_toboolean(L, idx) ? "true" : "false"); return true;
     case LUA_TNUMBER:
         if (lua_isinteger(L, idx)) {
-            buf_printf(out, "%lld", (long long)lua_tointeger(L, idx));
+            buf_put_int(out, (long long)lua_tointeger(L, idx));
         } else {
             double d = lua_tonumber(L, idx);
-            if (d == floor(d) && fabs(d) < 1e15)
-                buf_printf(out, "%.0f", d);
+            if (d == floor(d) && fabs(d) < 1e15 && !(d == 0 && signbit(d)))
+                buf_put_int(out, (long long)d); /* what "%.0f" prints, faster */
+            else if (d == floor(d) && fabs(d) < 1e15)
+                buf_puts(out, "-0");
             else
                 buf_printf(out, "%.14g", d);
         }
