@@ -1089,8 +1089,9 @@ static bool S_reuse_front(void *ctx, page *p)
 }
 
 /* Every page's front matter for the next build, but for files with a
- * diagnostic (their warnings come from parsing them). */
-static void S_save_fronts(build_state *s, cache *c, buf *blobs, size_t **offs)
+ * diagnostic (their warnings come from parsing them). Unchanged ones keep the
+ * bytes the last build saved; the others are encoded while saving. */
+static void S_save_fronts(build_state *s, cache *c)
 {
     strmap noisy;
     strmap_init(&noisy);
@@ -1099,34 +1100,36 @@ static void S_save_fronts(build_state *s, cache *c, buf *blobs, size_t **offs)
             strmap_put(&noisy, s->dl.v[i].file, (void *)1);
     c->front_key = s->front_key;
     c->fronts = xcalloc(s->idx.npages + 1, sizeof *c->fronts);
-    *offs = xcalloc(s->idx.npages + 1, sizeof **offs);
     for (size_t i = 0; i < s->idx.npages; i++) {
         const page *p = s->idx.pages[i];
         void *stamp = p->src ? strmap_get(&s->stamps, p->src) : NULL;
         if (!stamp || strmap_get(&noisy, p->src))
             continue;
-        cache_front *f = &c->fronts[c->nfronts];
+        cache_front *f = &c->fronts[c->nfronts++];
         f->src = p->src;
         f->stamp = (uint64_t)(uintptr_t)stamp;
+        f->ref = i;
         const cache_front *old = strmap_get(&s->fronts, p->src);
         if (old && old->stamp == f->stamp) {
             f->page = old->page;
             f->page_len = old->page_len;
-            (*offs)[c->nfronts] = SIZE_MAX;
-        } else {
-            (*offs)[c->nfronts] = blobs->len;
-            content_page_encode(p, blobs);
-            f->page_len = blobs->len - (*offs)[c->nfronts];
         }
-        c->nfronts++;
     }
-    for (size_t i = 0; i < c->nfronts; i++)
-        if ((*offs)[i] != SIZE_MAX)
-            c->fronts[i].page = blobs->ptr + (*offs)[i];
     strmap_free(&noisy);
 }
 
-/* list: the output files, as S_outputs gives them; job_stamps: their stamps by job */
+static void S_encode_record(void *ctx, size_t job, buf *out)
+{
+    build_state *s = ctx;
+    record_encode(&s->records[job], out);
+}
+
+static void S_encode_front(void *ctx, const cache_front *f, buf *out)
+{
+    build_state *s = ctx;
+    content_page_encode(s->idx.pages[f->ref], out);
+}
+
 static void S_save_cache(build_state *s, const char *path, uint64_t global, const buf *list,
                          const uint64_t *job_stamps)
 {
@@ -1135,8 +1138,6 @@ static void S_save_cache(build_state *s, const char *path, uint64_t global, cons
     c.global = global;
     c.njobs = s->njobs;
     c.jobs = xcalloc(s->njobs + 1, sizeof *c.jobs);
-    size_t *offs = xcalloc(s->njobs + 1, sizeof *offs);
-    buf recs = BUF_INIT;
     for (size_t j = 0; j < s->njobs; j++) {
         const page_record *r = &s->records[j];
         cache_entry *e = &c.jobs[j];
@@ -1158,25 +1159,14 @@ static void S_save_cache(build_state *s, const char *path, uint64_t global, cons
         e->reads = S_reads_digest(s, r);
         if (e->reads == 0)
             e->deps = 0;
-        offs[j] = recs.len;
-        record_encode(r, &recs);
-        e->rec_len = recs.len - offs[j];
     }
-    for (size_t j = 0; j < s->njobs; j++)
-        if (c.jobs[j].present && !s->from_cache[j])
-            c.jobs[j].rec = recs.ptr + offs[j];
     c.outputs = buf_cstr(list);
     c.outputs_len = list->len;
-    buf blobs = BUF_INIT;
-    size_t *front_offs = NULL;
-    S_save_fronts(s, &c, &blobs, &front_offs);
-    if (cache_save(&c, path) != 0)
+    S_save_fronts(s, &c);
+    cache_encoders enc = {S_encode_record, S_encode_front, s};
+    if (cache_save(&c, path, &enc) != 0)
         fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", path,
                 strerror(errno));
-    buf_free(&recs);
-    buf_free(&blobs);
-    free(front_offs);
-    free(offs);
     free(c.jobs);
     free(c.fronts);
 }
@@ -1230,6 +1220,19 @@ static int S_publish_incremental(build_state *s)
 /* ---------- the build ---------- */
 
 static build_state *S_kept; /* see build_opts.exiting */
+
+/* Resident memory now, for KVSITE_TRACE. */
+static long S_rss_mib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
+}
 
 static int S_phase(build_state *s, const render_env *env, const pool_opts *po, int phase,
                    int outfd)
@@ -1311,7 +1314,7 @@ int build_run(const build_opts *o)
         goto out;
     }
     bool trace = getenv("KVSITE_TRACE") != NULL;
-#define TRACE(what) do { if (trace) fprintf(stderr, "kvsite: trace: %s at %.3f s\n", what, S_now() - t0); } while (0)
+#define TRACE(what) do { if (trace) fprintf(stderr, "kvsite: trace: %s at %.3f s (%ld MiB)\n", what, S_now() - t0, S_rss_mib()); } while (0)
     TRACE("configured");
     uint64_t in_stamp = 0;
     char *stamp_path = NULL;

@@ -149,8 +149,9 @@ static void S_put(FILE *f, const void *p, size_t n) { fwrite(p, 1, n, f); }
 static void S_put_u64(FILE *f, uint64_t v) { S_put(f, &v, sizeof v); }
 static void S_put_u32(FILE *f, uint32_t v) { S_put(f, &v, sizeof v); }
 
-int cache_save(const cache *c, const char *path)
+int cache_save(const cache *c, const char *path, const cache_encoders *enc)
 {
+    buf scratch = BUF_INIT;
     char *tmp = xasprintf("%s.tmp-%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wbx");
     if (!f) {
@@ -170,8 +171,17 @@ int cache_save(const cache *c, const char *path)
         S_put_u64(f, e->out_stamp);
         S_put_u64(f, e->digest);
         S_put_u64(f, e->reads);
-        S_put_u32(f, (uint32_t)e->rec_len);
-        S_put(f, e->rec, e->rec_len);
+        const char *bytes = e->rec;
+        size_t len = e->rec_len;
+        if (!bytes) {
+            buf_clear(&scratch);
+            if (enc && enc->record)
+                enc->record(enc->ctx, i, &scratch);
+            bytes = buf_cstr(&scratch);
+            len = scratch.len;
+        }
+        S_put_u32(f, (uint32_t)len);
+        S_put(f, bytes, len);
     }
     S_put_u32(f, (uint32_t)c->outputs_len);
     S_put(f, c->outputs, c->outputs_len);
@@ -182,8 +192,17 @@ int cache_save(const cache *c, const char *path)
         S_put_u32(f, (uint32_t)strlen(e->src) + 1);
         S_put(f, e->src, strlen(e->src) + 1);
         S_put_u64(f, e->stamp);
-        S_put_u32(f, (uint32_t)e->page_len);
-        S_put(f, e->page, e->page_len);
+        const char *bytes = e->page;
+        size_t len = e->page_len;
+        if (!bytes) {
+            buf_clear(&scratch);
+            if (enc && enc->front)
+                enc->front(enc->ctx, e, &scratch);
+            bytes = buf_cstr(&scratch);
+            len = scratch.len;
+        }
+        S_put_u32(f, (uint32_t)len);
+        S_put(f, bytes, len);
     }
     int rc = ferror(f) ? -1 : 0;
     if (fclose(f) != 0)
@@ -196,5 +215,6 @@ int cache_save(const cache *c, const char *path)
         errno = saved;
     }
     free(tmp);
+    buf_free(&scratch);
     return rc;
 }

@@ -27,7 +27,8 @@
 typedef struct {
     bool present;
     uint64_t deps, out_stamp, digest, reads;
-    const char *rec; /* encoded record (record_decode) */
+    const char *rec; /* encoded record (record_decode); NULL when saving: made
+                      * by cache_encoders.record */
     size_t rec_len;
 } cache_entry;
 
@@ -35,8 +36,9 @@ typedef struct {
 typedef struct {
     const char *src;  /* "content/a.md" */
     uint64_t stamp;
-    const char *page; /* content_page_encode */
+    const char *page; /* content_page_encode; NULL: made by cache_encoders.front */
     size_t page_len;
+    size_t ref;       /* the saver's own number for the page */
 } cache_front;
 
 typedef struct {
@@ -57,8 +59,17 @@ void cache_init(cache *c);
 int cache_load(cache *c, const char *path, size_t max_bytes);
 void cache_free(cache *c);
 
-/* Writes c (jobs[i].rec for present entries) to path through a temporary
- * file and a rename. Returns 0, or -1 with errno. */
-int cache_save(const cache *c, const char *path);
+/* Bytes made while saving, one entry at a time, so a big site's cache is
+ * never whole in memory: they append to out. */
+typedef struct {
+    void (*record)(void *ctx, size_t job, buf *out);
+    void (*front)(void *ctx, const cache_front *f, buf *out);
+    void *ctx;
+} cache_encoders;
+
+/* Writes c to path through a temporary file and a rename; entries without
+ * bytes get them from enc (which may be NULL when all have them). Returns 0,
+ * or -1 with errno. */
+int cache_save(const cache *c, const char *path, const cache_encoders *enc);
 
 #endif

@@ -195,7 +195,7 @@ static void test_round_trip(void **state)
     fixture *f = *state;
     saved s;
     S_make(&s);
-    assert_int_equal(cache_save(&s.c, f->path), 0);
+    assert_int_equal(cache_save(&s.c, f->path, NULL), 0);
     assert_int_equal(S_count_entries(f->dir), 1); /* no temporary file left */
 
     cache c;
@@ -237,7 +237,7 @@ static void test_round_trip(void **state)
     S_slurp(f->path, &a);
     char *again = malloc(strlen(f->path) + 3);
     sprintf(again, "%s.2", f->path);
-    assert_int_equal(cache_save(&c, again), 0);
+    assert_int_equal(cache_save(&c, again, NULL), 0);
     S_slurp(again, &b);
     assert_int_equal(a.len, b.len);
     assert_memory_equal(a.ptr, b.ptr, a.len);
@@ -258,7 +258,7 @@ static void test_round_trip_empty(void **state)
     cache e;
     cache_init(&e);
     S_assert_empty(&e);
-    assert_int_equal(cache_save(&e, f->path), 0);
+    assert_int_equal(cache_save(&e, f->path, NULL), 0);
     cache c;
     assert_int_equal(cache_load(&c, f->path, 1 << 20), 0);
     assert_true(c.global == 0);
@@ -272,7 +272,7 @@ static void test_round_trip_empty(void **state)
     e.jobs = xcalloc(3, sizeof *e.jobs);
     e.outputs = "";
     e.outputs_len = 0;
-    assert_int_equal(cache_save(&e, f->path), 0); /* replaces the first file */
+    assert_int_equal(cache_save(&e, f->path, NULL), 0); /* replaces the first file */
     assert_int_equal(cache_load(&c, f->path, 1 << 20), 0);
     assert_true(c.global == UINT64_MAX);
     assert_int_equal(c.njobs, 3);
@@ -284,7 +284,7 @@ static void test_round_trip_empty(void **state)
     /* one output name, one byte long */
     e.outputs = "x";
     e.outputs_len = 2;
-    assert_int_equal(cache_save(&e, f->path), 0);
+    assert_int_equal(cache_save(&e, f->path, NULL), 0);
     assert_int_equal(cache_load(&c, f->path, 1 << 20), 0);
     assert_int_equal(c.outputs_len, 2);
     assert_string_equal(c.outputs, "x");
@@ -300,7 +300,7 @@ static void test_save_errors(void **state)
     char *p = malloc(strlen(f->dir) + 32);
     sprintf(p, "%s/no/such/dir/c.cache", f->dir);
     errno = 0;
-    assert_int_equal(cache_save(&s.c, p), -1);
+    assert_int_equal(cache_save(&s.c, p, NULL), -1);
     assert_int_equal(errno, ENOENT);
 
     /* a folder where the file goes: refused, and the temporary file removed */
@@ -309,7 +309,7 @@ static void test_save_errors(void **state)
     char *inner = malloc(strlen(p) + 8);
     sprintf(inner, "%s/keep", p);
     S_put(inner, "k", 1);
-    assert_int_equal(cache_save(&s.c, p), -1);
+    assert_int_equal(cache_save(&s.c, p, NULL), -1);
     assert_int_equal(S_count_entries(f->dir), 1);
     assert_int_equal(access(inner, F_OK), 0);
     free(inner);
@@ -333,7 +333,7 @@ static void S_small_bytes(fixture *f, buf *out)
     c.jobs[0] = (cache_entry){true, 1, 2, 3, 4, rec.ptr, rec.len};
     c.outputs = "a.html\0b.html";
     c.outputs_len = 14;
-    assert_int_equal(cache_save(&c, f->path), 0);
+    assert_int_equal(cache_save(&c, f->path, NULL), 0);
     free(c.jobs);
     buf_free(&rec);
     S_slurp(f->path, out);
@@ -491,11 +491,11 @@ static void test_outputs_without_final_nul(void **state)
     cache_init(&c);
     c.outputs = "a.html\0b.html";
     c.outputs_len = 13; /* the last name's NUL left out */
-    assert_int_equal(cache_save(&c, f->path), 0); /* saving does not check */
+    assert_int_equal(cache_save(&c, f->path, NULL), 0); /* saving does not check */
     S_refused(f->path, 1 << 20, "outputs without final NUL");
     c.outputs = "x";
     c.outputs_len = 1;
-    assert_int_equal(cache_save(&c, f->path), 0);
+    assert_int_equal(cache_save(&c, f->path, NULL), 0);
     S_refused(f->path, 1 << 20, "a one-byte name without NUL");
 }
 
