@@ -2,19 +2,28 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define NO_JOB UINT32_MAX
 #define RECORD_MAX (256u << 20)
+/* Jobs a worker may hold (the one it works on and those waiting behind it):
+ * enough that it goes from page to page without waiting for the parent, few
+ * enough that the last jobs still spread over the workers. */
+#define QUEUE_MAX 8
+#define READ_CHUNK 65536
+
+_Static_assert(QUEUE_MAX * sizeof(uint32_t) <= PIPE_BUF, "one send of job numbers is atomic");
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -24,13 +33,32 @@
 #endif
 #endif
 
+/* Each record travels as this header and `len` bytes of record_encode(). */
 typedef struct {
-    pid_t pid;
-    int job_fd;  /* parent writes job numbers */
-    int res_fd;  /* parent reads records */
-    uint32_t job; /* NO_JOB when idle */
-    double started;
-    buf in;      /* bytes of the record being received */
+    uint32_t len;
+    uint32_t unused; /* keeps `finished` aligned */
+    double finished; /* the worker's CLOCK_MONOTONIC when it was done with the job */
+} frame;
+
+/* Two channels per worker. `ctl` is a socket pair: job numbers go down, and
+ * the worker "rings" (sends one byte) up when it starts the last job it has,
+ * when it has none, or when the record pipe is full. Records go up a pipe
+ * that the parent reads only after a ring, so a worker with jobs queued does
+ * not wake the parent for every page. The parent polls `ctl` alone: a ring
+ * or the worker's end (the socket hangs up when the process is gone). */
+typedef struct {
+    pid_t pid;             /* -1 when there is no process */
+    int ctl_fd;            /* parent's end of the socket pair */
+    int res_fd;            /* parent's end of the record pipe */
+    uint32_t q[QUEUE_MAX]; /* jobs given and not answered, a ring; the head is in progress */
+    double sent[QUEUE_MAX]; /* when each was sent */
+    int qhead, qlen;
+    int nsent;             /* q[0..nsent) went to this process (the rest: to its predecessor) */
+    double started;        /* when the head job started */
+    bool rang;             /* wants jobs */
+    bool fresh;            /* no record received since the process started */
+    bool broken;           /* a send failed: send nothing more, wait for its end */
+    buf in;                /* bytes of records not yet decoded */
 } worker;
 
 static double S_now(void)
@@ -40,37 +68,42 @@ static double S_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int S_read_full(int fd, void *p, size_t n)
+/* ---------- the worker ---------- */
+
+static void S_ring(int ctl)
 {
-    char *c = p;
-    while (n > 0) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
+    char c = 0;
+    /* never blocks: a full socket already holds rings the parent will see */
+    while (send(ctl, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EINTR)
+        ;
 }
 
-static int S_write_full(int fd, const void *p, size_t n)
+/* Writes one frame to the (non-blocking) record pipe; when the pipe is full,
+ * rings so the parent empties it. */
+static int S_put_record(int res, int ctl, const char *p, size_t n)
 {
-    const char *c = p;
     while (n > 0) {
-        ssize_t w = write(fd, c, n);
+        ssize_t w = write(res, p, n);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            S_ring(ctl);
+            struct pollfd pf = {res, POLLOUT, 0};
+            if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+                return -1;
+            continue;
+        }
+        return -1;
     }
     return 0;
 }
 
-static void S_worker_main(const render_env *env, const pool_opts *o, int job_fd, int res_fd)
+static void S_worker_main(const render_env *env, const pool_opts *o, int ctl, int res)
 {
 #ifndef UNDER_ASAN
     if (o->worker_memory) {
@@ -83,22 +116,43 @@ static void S_worker_main(const render_env *env, const pool_opts *o, int job_fd,
     renderer *r = render_new(env);
     if (!r)
         _exit(70);
+    fcntl(res, F_SETFL, O_NONBLOCK);
     buf out = BUF_INIT;
+    char jobs[2 * QUEUE_MAX * sizeof(uint32_t)]; /* job numbers received, not yet started */
+    size_t have = 0;
     for (;;) {
+        if (have < sizeof(uint32_t)) {
+            /* out of jobs: take what was sent meanwhile, else ask and wait */
+            ssize_t got = recv(ctl, jobs + have, sizeof jobs - have, MSG_DONTWAIT);
+            if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                S_ring(ctl);
+                got = recv(ctl, jobs + have, sizeof jobs - have, 0);
+            }
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                break; /* the parent closed its end: no more jobs */
+            have += (size_t)got;
+            continue;
+        }
         uint32_t job;
-        if (S_read_full(job_fd, &job, sizeof job) != 0 || job == NO_JOB)
-            break;
+        memcpy(&job, jobs, sizeof job);
+        have -= sizeof job;
+        memmove(jobs, jobs + sizeof job, have);
+        if (have < sizeof(uint32_t))
+            S_ring(ctl); /* the last one: more can come while it renders */
         page_record rec;
         record_init(&rec);
         render_job(r, job, &rec);
         buf_clear(&out);
-        uint32_t len = 0;
-        buf_put(&out, &len, sizeof len);
+        frame f = {0, 0, 0.0};
+        buf_put(&out, &f, sizeof f);
         record_encode(&rec, &out);
-        len = (uint32_t)(out.len - sizeof len);
-        memcpy(out.ptr, &len, sizeof len);
         record_free(&rec);
-        if (S_write_full(res_fd, out.ptr, out.len) != 0)
+        f.len = (uint32_t)(out.len - sizeof f);
+        f.finished = S_now();
+        memcpy(out.ptr, &f, sizeof f);
+        if (S_put_record(res, ctl, out.ptr, out.len) != 0)
             break;
     }
     buf_free(&out);
@@ -106,51 +160,59 @@ static void S_worker_main(const render_env *env, const pool_opts *o, int job_fd,
     _exit(0);
 }
 
+/* ---------- the parent ---------- */
+
 static int S_spawn(worker *w, worker *all, int nall, const render_env *env, const pool_opts *o)
 {
-    int jp[2], rp[2];
-    if (pipe2(jp, O_CLOEXEC) != 0)
+    int sp[2], rp[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0)
         return -1;
     if (pipe2(rp, O_CLOEXEC) != 0) {
-        close(jp[0]);
-        close(jp[1]);
+        close(sp[0]);
+        close(sp[1]);
         return -1;
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
-        close(jp[0]);
-        close(jp[1]);
+        int err = errno;
+        close(sp[0]);
+        close(sp[1]);
         close(rp[0]);
         close(rp[1]);
+        errno = err;
         return -1;
     }
     if (pid == 0) {
-        /* the child keeps only its own two pipe ends */
+        /* the child keeps only its own two ends */
         for (int i = 0; i < nall; i++) {
             if (all[i].pid > 0) {
-                close(all[i].job_fd);
+                close(all[i].ctl_fd);
                 close(all[i].res_fd);
             }
         }
-        close(jp[1]);
+        close(sp[0]);
         close(rp[0]);
-        S_worker_main(env, o, jp[0], rp[1]);
+        S_worker_main(env, o, sp[1], rp[1]);
     }
-    close(jp[0]);
+    close(sp[1]);
     close(rp[1]);
     fcntl(rp[0], F_SETFL, O_NONBLOCK);
     w->pid = pid;
-    w->job_fd = jp[1];
+    w->ctl_fd = sp[0];
     w->res_fd = rp[0];
-    w->job = NO_JOB;
+    w->nsent = 0;
+    w->rang = true;
+    w->fresh = true;
+    w->broken = false;
     buf_clear(&w->in);
     return 0;
 }
 
 static void S_reap(worker *w, int *status)
 {
-    close(w->job_fd);
+    if (w->ctl_fd >= 0)
+        close(w->ctl_fd);
     close(w->res_fd);
     int st = 0;
     while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
@@ -158,6 +220,113 @@ static void S_reap(worker *w, int *status)
     if (status)
         *status = st;
     w->pid = -1;
+}
+
+static int S_at(const worker *w, int i)
+{
+    return (w->qhead + i) % QUEUE_MAX;
+}
+
+static uint32_t S_pop(worker *w)
+{
+    uint32_t job = w->q[w->qhead];
+    w->qhead = S_at(w, 1);
+    w->qlen--;
+    if (w->nsent > 0)
+        w->nsent--;
+    return job;
+}
+
+static int S_send_full(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Queues up to `want` jobs from jobs[*next..n) and sends the worker every
+ * queued job it has not had, in one send (a few bytes, so all or nothing). */
+static void S_feed(worker *w, const size_t *jobs, size_t n, size_t *next, size_t want)
+{
+    while ((size_t)w->qlen < want && *next < n) {
+        w->q[S_at(w, w->qlen)] = (uint32_t)jobs[(*next)++];
+        w->qlen++;
+    }
+    if (w->nsent == w->qlen)
+        return;
+    uint32_t msg[QUEUE_MAX];
+    int k = 0;
+    for (int i = w->nsent; i < w->qlen; i++)
+        msg[k++] = w->q[S_at(w, i)];
+    bool idle = w->nsent == 0;
+    if (S_send_full(w->ctl_fd, msg, (size_t)k * sizeof *msg) == 0) {
+        double now = S_now();
+        for (int i = w->nsent; i < w->qlen; i++)
+            w->sent[S_at(w, i)] = now;
+        if (idle)
+            w->started = now;
+        w->nsent = w->qlen;
+        return;
+    }
+    /* The worker has ended. One that was idle after some work died idle:
+     * replace it quietly, its jobs kept. Otherwise the end of its pipes will
+     * tell how it ended and which job to blame. */
+    if (idle && !w->fresh) {
+        S_reap(w, NULL);
+    } else {
+        w->broken = true;
+        if (idle)
+            w->started = S_now();
+    }
+}
+
+/* Takes the rings. Returns true when the worker has ended (end of file or an
+ * error on the socket). */
+static bool S_take_rings(worker *w)
+{
+    char c[64];
+    for (;;) {
+        ssize_t r = recv(w->ctl_fd, c, sizeof c, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno != EAGAIN && errno != EWOULDBLOCK;
+        if (r == 0)
+            return true;
+        w->rang = true;
+        if ((size_t)r < sizeof c)
+            return false;
+    }
+}
+
+/* Reads what the worker has written so far. Returns true at end of file (or
+ * a read error): the worker has ended and wrote all it will. */
+static bool S_read_records(worker *w)
+{
+    for (;;) {
+        buf_grow(&w->in, READ_CHUNK);
+        size_t room = w->in.cap - w->in.len - 1;
+        ssize_t r = read(w->res_fd, w->in.ptr + w->in.len, room);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno != EAGAIN && errno != EWOULDBLOCK;
+        if (r == 0)
+            return true;
+        w->in.len += (size_t)r;
+        w->in.ptr[w->in.len] = '\0';
+        /* a short read emptied the pipe: no need to ask again */
+        if ((size_t)r < room)
+            return false;
+    }
 }
 
 /* The job a worker held failed as a whole: one error at the job's file. */
@@ -183,6 +352,47 @@ static void S_fail_job(const render_env *env, page_record *records, uint32_t job
     buf_free(&msg);
 }
 
+/* Stores every complete record in w->in, each for the job at the head of the
+ * queue; the next job started when the worker finished the previous one (or
+ * when it was sent, if later). Returns the number stored; sets *bad when a
+ * length is out of bounds (the worker is confused). */
+static size_t S_store_records(const render_env *env, worker *w, page_record *records,
+                              double now, bool *bad)
+{
+    size_t off = 0, stored = 0;
+    while (w->qlen > 0 && w->in.len - off >= sizeof(frame)) {
+        frame f;
+        memcpy(&f, w->in.ptr + off, sizeof f);
+        if (f.len > RECORD_MAX) {
+            *bad = true;
+            break;
+        }
+        if (w->in.len - off - sizeof f < (size_t)f.len)
+            break;
+        uint32_t job = S_pop(w);
+        page_record *rec = &records[job];
+        record_free(rec);
+        if (record_decode(w->in.ptr + off + sizeof f, f.len, rec) != 0 || rec->job != job) {
+            record_free(rec);
+            S_fail_job(env, records, job, "internal error: a worker sent a malformed record");
+        }
+        off += sizeof f + (size_t)f.len;
+        if (w->qlen > 0) {
+            double t = f.finished, sent = w->sent[w->qhead];
+            if (!(t >= sent)) /* also when not a number */
+                t = sent;
+            w->started = t < now ? t : now;
+        }
+        w->fresh = false;
+        stored++;
+    }
+    if (off > 0) {
+        memmove(w->in.ptr, w->in.ptr + off, w->in.len - off);
+        buf_truncate(&w->in, w->in.len - off);
+    }
+    return stored;
+}
+
 int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size_t n,
              page_record *records)
 {
@@ -201,92 +411,66 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
     }
     size_t next = 0, done = 0;
     struct pollfd *pfd = xcalloc((size_t)nw, sizeof *pfd);
+    int *pw = xcalloc((size_t)nw, sizeof *pw); /* worker of each pfd entry */
     while (done < n) {
-        /* keep every worker alive and busy */
+        /* keep every worker alive; give jobs to those that asked */
         for (int i = 0; i < nw; i++) {
             worker *w = &ws[i];
-            if (w->pid < 0 && next < n && S_spawn(w, ws, nw, env, o) != 0) {
-                S_fail_job(env, records, (uint32_t)jobs[next], "cannot start a worker process: %s", strerror(errno));
-                next++;
+            if (w->pid < 0 && (w->qlen > 0 || next < n) && S_spawn(w, ws, nw, env, o) != 0) {
+                int err = errno;
+                uint32_t job = w->qlen > 0 ? S_pop(w) : (uint32_t)jobs[next++];
+                S_fail_job(env, records, job, "cannot start a worker process: %s", strerror(err));
                 done++;
                 continue;
             }
-            if (w->pid > 0 && w->job == NO_JOB && next < n) {
-                uint32_t job = (uint32_t)jobs[next];
-                if (S_write_full(w->job_fd, &job, sizeof job) != 0) {
-                    S_reap(w, NULL);
-                    continue;
-                }
-                w->job = job;
-                w->started = S_now();
-                next++;
-            }
+            if (w->pid < 0 || w->broken || !w->rang)
+                continue;
+            w->rang = false;
+            /* near the end hold fewer, so the last jobs spread over the workers */
+            size_t want = 1 + (n - next) / (2 * (size_t)nw);
+            S_feed(w, jobs, n, &next, want < QUEUE_MAX ? want : QUEUE_MAX);
         }
         double now = S_now(), wait = o->deadline;
         int np = 0;
         for (int i = 0; i < nw; i++) {
-            pfd[i].fd = ws[i].pid > 0 && ws[i].job != NO_JOB ? ws[i].res_fd : -1;
-            pfd[i].events = POLLIN;
-            pfd[i].revents = 0;
-            if (pfd[i].fd >= 0) {
-                np++;
-                double left = ws[i].started + o->deadline - now;
-                if (left < wait)
-                    wait = left;
-            }
+            if (ws[i].pid < 0)
+                continue;
+            pfd[np].fd = ws[i].ctl_fd;
+            pfd[np].events = POLLIN;
+            pfd[np].revents = 0;
+            pw[np++] = i;
+            /* a head not yet seen answered may have started later: then the
+             * wake-up below reads its records and waits on */
+            double left = ws[i].started + o->deadline - now;
+            if (ws[i].qlen > 0 && left < wait)
+                wait = left;
         }
         if (np == 0)
             continue;
         int ms = wait <= 0 ? 0 : (int)(wait * 1000) + 1;
-        int pr = poll(pfd, (nfds_t)nw, ms);
+        int pr = poll(pfd, (nfds_t)np, ms);
         if (pr < 0 && errno != EINTR)
             break;
         now = S_now();
-        for (int i = 0; i < nw; i++) {
-            worker *w = &ws[i];
-            if (w->pid < 0 || w->job == NO_JOB)
+        for (int k = 0; k < np; k++) {
+            worker *w = &ws[pw[k]];
+            bool late = w->qlen > 0 && now - w->started > o->deadline;
+            bool dead = false, bad = false;
+            if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
+                dead = S_take_rings(w) || (pfd[k].revents & (POLLHUP | POLLERR));
+            if (pfd[k].revents || late)
+                dead |= S_read_records(w);
+            done += S_store_records(env, w, records, now, &bad);
+            if (bad)
+                dead = true;
+            if (w->qlen == 0) {
+                if (dead)
+                    S_reap(w, NULL); /* ended between jobs: nothing lost */
                 continue;
-            bool dead = false;
-            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-                char chunk[65536];
-                for (;;) {
-                    ssize_t r = read(w->res_fd, chunk, sizeof chunk);
-                    if (r > 0) {
-                        buf_put(&w->in, chunk, (size_t)r);
-                        continue;
-                    }
-                    if (r == 0)
-                        dead = true;
-                    break;
-                }
             }
-            /* complete records */
-            while (w->in.len >= 4) {
-                uint32_t len;
-                memcpy(&len, w->in.ptr, sizeof len);
-                if (len > RECORD_MAX) {
-                    dead = true;
-                    break;
-                }
-                if (w->in.len < 4 + (size_t)len)
-                    break;
-                page_record *rec = &records[w->job];
-                record_free(rec);
-                if (record_decode(w->in.ptr + 4, len, rec) != 0 || rec->job != w->job) {
-                    record_free(rec);
-                    S_fail_job(env, records, w->job, "internal error: a worker sent a malformed record");
-                }
-                memmove(w->in.ptr, w->in.ptr + 4 + len, w->in.len - 4 - len);
-                buf_truncate(&w->in, w->in.len - 4 - len);
-                w->job = NO_JOB;
-                done++;
-                break;
-            }
-            if (w->job == NO_JOB)
-                continue;
             if (dead) {
                 int st = 0;
-                uint32_t job = w->job;
+                uint32_t job = S_pop(w);
                 kill(w->pid, SIGKILL);
                 S_reap(w, &st);
                 if (WIFSIGNALED(st))
@@ -301,7 +485,7 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
                                WIFEXITED(st) ? WEXITSTATUS(st) : -1);
                 done++;
             } else if (now - w->started > o->deadline) {
-                uint32_t job = w->job;
+                uint32_t job = S_pop(w);
                 kill(w->pid, SIGKILL);
                 S_reap(w, NULL);
                 S_fail_job(env, records, job,
@@ -309,18 +493,24 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
                            o->deadline);
                 done++;
             }
+            /* the jobs queued behind a failed one go to the next process */
+        }
+    }
+    /* closing the sockets ends every worker at once; then collect them */
+    for (int i = 0; i < nw; i++) {
+        if (ws[i].pid > 0) {
+            close(ws[i].ctl_fd);
+            ws[i].ctl_fd = -1;
         }
     }
     for (int i = 0; i < nw; i++) {
-        if (ws[i].pid > 0) {
-            uint32_t stop = NO_JOB;
-            S_write_full(ws[i].job_fd, &stop, sizeof stop);
+        if (ws[i].pid > 0)
             S_reap(&ws[i], NULL);
-        }
         buf_free(&ws[i].in);
     }
     free(ws);
     free(pfd);
+    free(pw);
     sigaction(SIGPIPE, &old_pipe, NULL);
     return 0;
 }

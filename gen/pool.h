@@ -2,11 +2,16 @@
  *
  * pool_run() forks up to `workers` processes that share the caller's memory
  * copy-on-write (the content index, earlier records). Each builds its own
- * renderer, takes job numbers from a pipe and sends back one encoded record
- * per job. The parent gives every job a wall-clock deadline: a job that runs
- * past it, or crashes its worker, becomes one error at that job's file, the
- * worker is replaced and the remaining jobs go on. Workers run with an
- * address-space limit (setrlimit) when one is configured. */
+ * renderer, holds a short queue of job numbers (up to 8, fewer near the end so
+ * the last jobs spread out) and sends back one encoded record per job; it asks
+ * for more when it starts its last one, so it goes from page to page without
+ * waiting for the parent, and the parent wakes about once per batch, not once
+ * per page. Every job has a wall-clock deadline counted from when its worker
+ * started it: a job that runs past it, or crashes its worker, becomes one
+ * error at that job's file; the worker is replaced and the jobs queued behind
+ * that one go to the new worker. Records are stored by job number, so the
+ * result does not depend on which worker ran what, or in which order. Workers
+ * run with an address-space limit (setrlimit) when one is configured. */
 #ifndef KV_POOL_H
 #define KV_POOL_H
 

@@ -1,0 +1,265 @@
+/* Unit tests for gen/pool.c: every job's record lands at its job number
+ * whatever the number of workers; a worker that crashes, exits or runs past
+ * its deadline fails exactly the job it was on, and the jobs queued behind it
+ * are still rendered by the next worker; each job's deadline counts from when
+ * it started, not from when it was queued; no worker is left behind.
+ *
+ * The renderer is replaced by the fakes below (the linker takes these and
+ * leaves render.o out of the archive): each job does what S_plan says. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pool.h"
+#include "record.h"
+#include "render.h"
+
+#define NJOBS 600
+
+typedef enum { P_OK, P_BIG, P_SLOW, P_TERM, P_EXIT, P_HANG } plan;
+
+/* set before pool_run; the workers see the copy they were forked with */
+static plan S_plan[NJOBS];
+static bool S_no_renderer;
+static char S_files[NJOBS][32];
+
+struct renderer {
+    int unused;
+};
+
+renderer *render_new(const render_env *e)
+{
+    (void)e;
+    return S_no_renderer ? NULL : calloc(1, sizeof(renderer));
+}
+
+void render_free(renderer *r)
+{
+    free(r);
+}
+
+const char *render_job_file(const render_env *e, size_t job)
+{
+    (void)e;
+    return S_files[job];
+}
+
+void render_job(renderer *r, size_t job, page_record *rec)
+{
+    (void)r;
+    switch (S_plan[job]) {
+    case P_TERM:
+        raise(SIGTERM); /* not SIGSEGV: the sanitizers would catch that one */
+        break;
+    case P_EXIT:
+        _exit(3);
+    case P_HANG:
+        for (;;)
+            pause();
+    case P_SLOW:
+        nanosleep(&(struct timespec){0, 150 * 1000 * 1000}, NULL);
+        break;
+    default:
+        break;
+    }
+    rec->job = (uint32_t)job;
+    rec->done = 1;
+    rec->url = xasprintf("/p%zu/", job);
+    rec->src = xstrdup(S_files[job]);
+    if (S_plan[job] == P_BIG) {
+        /* more than a pipe holds: the worker must wait for the parent to read */
+        size_t n = 300000 + job;
+        rec->summary = xmalloc(n + 1);
+        memset(rec->summary, 'a' + (int)(job % 26), n);
+        rec->summary[n] = '\0';
+    } else {
+        rec->summary = xstrdup("");
+    }
+}
+
+static page_record S_rec[NJOBS];
+static size_t S_jobs[NJOBS];
+
+static int S_setup(void **state)
+{
+    (void)state;
+    for (size_t j = 0; j < NJOBS; j++) {
+        S_plan[j] = P_OK;
+        snprintf(S_files[j], sizeof S_files[j], "content/p%zu.md", j);
+        record_init(&S_rec[j]);
+    }
+    S_no_renderer = false;
+    return 0;
+}
+
+static int S_teardown(void **state)
+{
+    (void)state;
+    for (size_t j = 0; j < NJOBS; j++)
+        record_free(&S_rec[j]);
+    return 0;
+}
+
+static void S_run(int workers, double deadline, size_t n)
+{
+    render_env env;
+    memset(&env, 0, sizeof env);
+    pool_opts o = {workers, deadline, 0};
+    assert_int_equal(pool_run(&env, &o, S_jobs, n, S_rec), 0);
+    /* every worker was waited for */
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+}
+
+static void S_built(size_t job)
+{
+    const page_record *r = &S_rec[job];
+    char url[32];
+    snprintf(url, sizeof url, "/p%zu/", job);
+    assert_int_equal(r->job, job);
+    assert_int_equal(r->done, 1);
+    assert_string_equal(r->url, url);
+    assert_string_equal(r->src, S_files[job]);
+    assert_int_equal(r->diags.n, 0);
+    if (S_plan[job] == P_BIG) {
+        assert_int_equal(strlen(r->summary), 300000 + job);
+        assert_int_equal(r->summary[299999 + job], 'a' + (int)(job % 26));
+    }
+}
+
+static void S_failed(size_t job, const char *msg)
+{
+    const page_record *r = &S_rec[job];
+    assert_int_equal(r->job, job);
+    assert_int_equal(r->done, 0);
+    assert_string_equal(r->url, "");
+    assert_int_equal(r->diags.n, 1);
+    assert_int_equal(r->diags.v[0].level, DIAG_ERROR);
+    assert_string_equal(r->diags.v[0].file, S_files[job]);
+    assert_string_equal(r->diags.v[0].msg, msg);
+}
+
+/* Every other job number, some records larger than a pipe: each lands at its
+ * number, the numbers not given stay untouched, with 1 to 5 workers. */
+static void test_records_by_job(void **state)
+{
+    static const int workers[] = {1, 2, 3, 5};
+    for (size_t k = 0; k < sizeof workers / sizeof *workers; k++) {
+        S_teardown(state);
+        S_setup(state);
+        size_t n = 0;
+        for (size_t j = 0; j < NJOBS; j += 2) {
+            S_jobs[n++] = j;
+            if (j % 74 == 0)
+                S_plan[j] = P_BIG;
+        }
+        S_run(workers[k], 30, n);
+        for (size_t j = 0; j < NJOBS; j++) {
+            if (j % 2 == 0) {
+                S_built(j);
+            } else {
+                assert_int_equal(S_rec[j].done, 0);
+                assert_null(S_rec[j].url);
+            }
+        }
+    }
+}
+
+/* A crash and an exit in the middle of a worker's queue: those two jobs fail
+ * with the worker's end, all the others are built. */
+static void test_crash_fails_only_its_job(void **state)
+{
+    for (int workers = 1; workers <= 2; workers++) {
+        S_teardown(state);
+        S_setup(state);
+        for (size_t j = 0; j < 40; j++)
+            S_jobs[j] = j;
+        S_plan[5] = P_TERM;
+        S_plan[6] = P_BIG;
+        S_plan[17] = P_EXIT;
+        S_plan[39] = P_TERM; /* the very last job */
+        S_run(workers, 30, 40);
+        for (size_t j = 0; j < 40; j++) {
+            if (j == 5 || j == 39)
+                S_failed(j, "the worker rendering this page crashed (signal 15); the page was "
+                            "not built");
+            else if (j == 17)
+                S_failed(j, "the worker rendering this page stopped (exit status 3, possibly "
+                            "out of memory: limits.worker_memory)");
+            else
+                S_built(j);
+        }
+    }
+}
+
+/* A job that never ends is stopped at its deadline; the jobs queued behind it
+ * are built by the next worker. */
+static void test_timeout_fails_only_its_job(void **state)
+{
+    for (int workers = 1; workers <= 2; workers++) {
+        S_teardown(state);
+        S_setup(state);
+        for (size_t j = 0; j < 30; j++)
+            S_jobs[j] = j;
+        S_plan[3] = P_HANG;
+        S_plan[4] = P_BIG;
+        S_run(workers, 0.4, 30);
+        for (size_t j = 0; j < 30; j++) {
+            if (j == 3)
+                S_failed(j, "rendering took longer than 0.4 s (limits.page_timeout): stopped");
+            else
+                S_built(j);
+        }
+    }
+}
+
+/* Twelve jobs of 0.15 s each in one worker, a deadline of 0.4 s: all are sent
+ * long before they start, and none may be stopped. */
+static void test_deadline_counts_from_start(void **state)
+{
+    (void)state;
+    for (size_t j = 0; j < 12; j++) {
+        S_jobs[j] = j;
+        S_plan[j] = P_SLOW;
+    }
+    S_run(1, 0.4, 12);
+    for (size_t j = 0; j < 12; j++)
+        S_built(j);
+}
+
+/* A worker that cannot set up its renderer fails one job per attempt, and
+ * the run still ends. */
+static void test_no_renderer(void **state)
+{
+    (void)state;
+    for (size_t j = 0; j < 6; j++)
+        S_jobs[j] = j;
+    S_no_renderer = true;
+    S_run(2, 30, 6);
+    for (size_t j = 0; j < 6; j++)
+        S_failed(j, "the worker rendering this page stopped (exit status 70, possibly out of "
+                    "memory: limits.worker_memory)");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_records_by_job, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_crash_fails_only_its_job, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_timeout_fails_only_its_job, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_counts_from_start, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_no_renderer, S_setup, S_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
