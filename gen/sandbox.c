@@ -847,7 +847,9 @@ void sandbox_push_env(sandbox *sb) { S_push_env(sb); }
 static int S_make_env(lua_State *L)
 {
     sandbox *sb = lua_touserdata(L, 1);
-    lua_newtable(L);
+    /* sized for the globals, the libraries and what the renderer adds, so
+     * filling it never rehashes */
+    lua_createtable(L, 0, 64);
     int env = lua_gettop(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref);
     lua_pushnil(L);
