@@ -35,6 +35,8 @@ struct renderer {
     unsigned char *read_mark; /* by job */
     uint32_t *reads;
     size_t nreads, capreads;
+    buf scratch;        /* S_push_page_brief's */
+    strmap tag_urls;    /* tag name -> its URL (owned) */
     char *fig_url;      /* full URL of the page whose figures a view last gave */
     size_t fig_url_job;
 };
@@ -171,12 +173,19 @@ static void S_push_page_brief(renderer *r, size_t i)
     S_setstr(L, "section", p->section);
     S_setstr(L, "src", p->src);
     S_setstr(L, "kind", S_kind_name(p->kind));
-    char *u = S_full_url(r, p->url);
-    S_setstr(L, "url", u);
-    free(u);
-    u = xasprintf("%s%s", r->e.cfg->base_url, p->url + 1);
-    S_setstr(L, "permalink", u);
-    free(u);
+    /* listings push thousands of briefs: strings are put together in one
+     * scratch buffer, not allocated one by one */
+    buf *t = &r->scratch;
+    buf_clear(t);
+    buf_puts(t, r->e.cfg->base_path);
+    buf_puts(t, p->url);
+    lua_pushlstring(L, t->ptr, t->len);
+    lua_setfield(L, -2, "url");
+    buf_clear(t);
+    buf_puts(t, r->e.cfg->base_url);
+    buf_puts(t, p->url + 1);
+    lua_pushlstring(L, t->ptr, t->len);
+    lua_setfield(L, -2, "permalink");
     S_setstr(L, "path", p->url);
     lua_pushinteger(L, p->weight);
     lua_setfield(L, -2, "weight");
@@ -190,15 +199,20 @@ static void S_push_page_brief(renderer *r, size_t i)
         lua_setfield(L, -2, "nfigures");
     }
     lua_createtable(L, (int)p->ntags, 0);
-    for (size_t t = 0; t < p->ntags; t++) {
+    for (size_t k = 0; k < p->ntags; k++) {
         lua_createtable(L, 0, 2);
-        S_setstr(L, "name", p->tags[t]);
-        char *slug = content_slugify(p->tags[t]);
-        char *tu = xasprintf("%s/tags/%s/", r->e.cfg->base_path, slug);
+        S_setstr(L, "name", p->tags[k]);
+        /* a tag's URL, made once per worker */
+        const char *tu = strmap_get(&r->tag_urls, p->tags[k]);
+        if (!tu) {
+            char *slug = content_slugify(p->tags[k]);
+            char *made = xasprintf("%s/tags/%s/", r->e.cfg->base_path, slug);
+            free(slug);
+            strmap_put(&r->tag_urls, p->tags[k], made);
+            tu = made;
+        }
         S_setstr(L, "url", tu);
-        free(tu);
-        free(slug);
-        lua_rawseti(L, -2, (lua_Integer)t + 1);
+        lua_rawseti(L, -2, (lua_Integer)k + 1);
     }
     lua_setfield(L, -2, "tags");
     /* params (the whole front matter) is made when a template reads it:
@@ -735,6 +749,8 @@ renderer *render_new(const render_env *e)
     r->md = md_new(&mo);
     record_init(&r->home);
     r->read_mark = xcalloc(e->nrecords + 1, 1);
+    buf_init(&r->scratch);
+    strmap_init(&r->tag_urls);
     return r;
 }
 
@@ -749,6 +765,11 @@ void render_free(renderer *r)
     free(r->read_mark);
     free(r->reads);
     free(r->fig_url);
+    buf_free(&r->scratch);
+    for (size_t i = 0; i < r->tag_urls.cap; i++)
+        if (r->tag_urls.keys[i])
+            free(r->tag_urls.vals[i]);
+    strmap_free(&r->tag_urls);
     free(r);
 }
 
