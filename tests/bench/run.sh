@@ -222,6 +222,26 @@ for n in $SIZES; do
         grep -q 'up to date' "$OUT/logs/kv-nochange-$n.err" ||
             { fail "kv-nochange-$n: the unchanged rebuild was not up to date"; STATUS[kv-nochange-$n]=rebuilt; }
     fi
+    # one page's text edited since the last build: an incremental build
+    if [ $have_kvsite = 1 ]; then
+        edit_file=$(find "$plain/kvsite/content" -name 'p*.md' | LC_ALL=C sort | head -n 1)
+        edits=0
+        measure "kv-edit-$n" 'edits=$((edits + 1)); printf "\n编辑第 %s 次：多写一段。\n" $edits >>"$edit_file"' \
+            -- "$KVSITE" build -C "$plain/kvsite" -j 2
+        grep -qE 'in [0-9.]+ s \(1 rendered, [0-9]+ unchanged' "$OUT/logs/kv-edit-$n.err" ||
+            { fail "kv-edit-$n: the edit did not render exactly one page: $(tail -n1 "$OUT/logs/kv-edit-$n.err")"
+              STATUS[kv-edit-$n]=full; }
+        # the incremental output is the full build's, file for file
+        rm -rf "$OUT/full-$n"
+        if "$KVSITE" build -C "$plain/kvsite" -j 2 --no-cache -o "$OUT/full-$n" >/dev/null 2>&1 &&
+            diff -r -q "$plain/kvsite/site" "$OUT/full-$n" >"$OUT/logs/kv-edit-$n.diff"; then
+            note "  after $edits edits the incremental output equals a full build"
+        else
+            fail "kv-edit-$n: the incremental output differs from a full build (see $OUT/logs/kv-edit-$n.diff)"
+            STATUS[kv-edit-$n]=differs
+        fi
+        rm -rf "$OUT/full-$n" "$OUT/.full-$n".*
+    fi
     if [ "$n" != $FULL_SIZE ]; then
         gen "$figs" "$n" --figures || { fail "gencorpus $n --figures failed"; continue; }
         sanity "$figs/kvsite/content"
@@ -251,6 +271,7 @@ for n in $SIZES; do
     row "kv-j2-figures-$n" "kvsite -j2 figures" "$n"
     row "kv-j1-plain-$n" "kvsite -j1 plain" "$n"
     row "kv-nochange-$n" "kvsite no-change" "$n"
+    row "kv-edit-$n" "kvsite one-page edit" "$n"
 done
 
 # ratio A B: WALL[A] / WALL[B], empty when either is missing
@@ -302,6 +323,9 @@ for n in $SIZES; do
     nochange=""
     [ "${STATUS[kv-nochange-$n]:-}" = ok ] && nochange=${WALL[kv-nochange-$n]}
     check "no-change rebuild (wall s)" "$nochange" "<=" 0.10 gating
+    edit=""
+    [ "${STATUS[kv-edit-$n]:-}" = ok ] && edit=${WALL[kv-edit-$n]}
+    check "one-page edit (wall s)" "$edit" "<=" 0.20 gating
     printf '%-8s %-38s %8s %10s   %s\n' "$n" "hugo / cmark-gfm floor (wall)" \
         "$(r=$(ratio "hugo-plain-$n" "floor-$n"); echo "${r:-n/a}")" - info
 done
