@@ -102,7 +102,11 @@ static figure *S_new_figure(fig_ctx *c, int line, int col)
     memset(f, 0, sizeof *f);
     f->line = line;
     f->col = col;
-    f->anchor = xasprintf("%s-%zu", c->anchor_prefix, c->anchor_base + c->nfigs);
+    buf a = BUF_INIT; /* "<prefix>-<n>", without printf: pages have many figures */
+    buf_puts(&a, c->anchor_prefix);
+    buf_putc(&a, '-');
+    buf_put_int(&a, (long long)(c->anchor_base + c->nfigs));
+    f->anchor = buf_detach(&a);
     f->provenance = xstrdup("");
     return f;
 }
@@ -125,8 +129,9 @@ static void S_lua_error(fig_ctx *c, const sandbox_error *err, int line, int col,
 static void S_open_span(buf *enter, const figure *f, const char *href, bool in_link,
                         const char *title)
 {
-    buf_printf(enter, "<span class=\"fig\" data-tier=\"%s\"%s title=\"", fig_tier_name(f->tier),
-               f->ok ? "" : " data-status=\"fail\"");
+    buf_puts(enter, "<span class=\"fig\" data-tier=\"");
+    buf_puts(enter, fig_tier_name(f->tier));
+    buf_puts(enter, f->ok ? "\" title=\"" : "\" data-status=\"fail\" title=\"");
     buf_put_html(enter, title, strlen(title));
     buf_puts(enter, "\">");
     if (!in_link) {
@@ -297,7 +302,11 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     size_t en = (size_t)(end - p);
     S_trim(&expr, &en);
     f->expr = xstrndup(expr, en);
-    char *href = xasprintf("%s/checks/#%s", c->base_path, f->anchor);
+    buf hb = BUF_INIT;
+    buf_puts(&hb, c->base_path);
+    buf_puts(&hb, "/checks/#");
+    buf_puts(&hb, f->anchor);
+    char *href = buf_detach(&hb);
     quote q;
     buf err = BUF_INIT;
     buf msg = BUF_INIT;
@@ -352,7 +361,8 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
             if (msg.len == 0) {
                 f->ok = true;
                 buf d = BUF_INIT;
-                buf_printf(&d, "%s = ", f->expr);
+                buf_puts(&d, f->expr);
+                buf_puts(&d, " = ");
                 quote_describe(&q, f->value, sandbox_units(c->sb), &d);
                 f->detail = buf_detach(&d);
             }
