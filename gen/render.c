@@ -963,14 +963,16 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
     size_t ids_cap = rec->nids;
     for (size_t i = 0; i < rec->nlinks; i++)
         strmap_put(&seen, rec->links[i].target, (void *)1);
+    /* one scratch buffer for every value: a page has hundreds of links */
+    buf u = BUF_INIT;
     /* figures link to their report row or source: checked as figures */
     const fig_ctx *fc = r->cur_figs;
     for (size_t i = 0; fc && i < fc->nfigs; i++) {
         const figure *f = &fc->figs[i];
-        char *t = f->tier == FIG_CITED ? xasprintf("/sources/#%s", f->expr)
-                                       : xasprintf("/checks/#%s", f->anchor);
-        strmap_put(&seen, t, (void *)1);
-        free(t);
+        buf_clear(&u);
+        buf_puts(&u, f->tier == FIG_CITED ? "/sources/#" : "/checks/#");
+        buf_puts(&u, f->tier == FIG_CITED ? f->expr : f->anchor);
+        strmap_put(&seen, buf_cstr(&u), (void *)1);
     }
     const char *p = buf_cstr(html), *end = p + html->len;
     /* memchr, not strstr: the scan must stay linear in the page's size
@@ -984,69 +986,80 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
                     (p >= buf_cstr(html) + 3 && !memcmp(p - 3, "src", 3));
         bool id = p >= buf_cstr(html) + 3 && !memcmp(p - 3, " id", 3);
         p += 2;
+        if (!attr && !id)
+            continue;
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q)
+            break;
         if (id) {
             /* ids a template writes (map groups, report rows) are link targets too */
-            const char *q = strchr(p, '"');
-            if (!q)
-                break;
-            char *raw = xstrndup(p, (size_t)(q - p));
-            if (!strmap_get(&ids, raw)) {
-                strmap_put(&ids, raw, (void *)1);
+            buf_clear(&u);
+            buf_put(&u, p, (size_t)(q - p));
+            if (!strmap_get(&ids, buf_cstr(&u))) {
+                strmap_put(&ids, buf_cstr(&u), (void *)1);
                 if (rec->nids == ids_cap)
                     rec->ids = xrealloc(rec->ids, (ids_cap = ids_cap ? ids_cap * 2 : 64) *
                                                       sizeof *rec->ids);
-                rec->ids[rec->nids++] = raw;
-            } else {
-                free(raw);
+                rec->ids[rec->nids++] = xstrdup(buf_cstr(&u));
             }
             p = q + 1;
             continue;
         }
-        if (!attr)
-            continue;
-        const char *q = strchr(p, '"');
-        if (!q)
-            break;
-        char *raw = xstrndup(p, (size_t)(q - p));
+        /* the value with the entities templates escape in URLs undone */
+        const char *v = p;
         p = q + 1;
-        /* entities the templates escape in URLs */
-        buf u = BUF_INIT;
-        for (const char *c = raw; *c; c++) {
-            if (!strncmp(c, "&amp;", 5)) {
-                buf_putc(&u, '&');
-                c += 4;
-            } else {
-                buf_putc(&u, *c);
+        size_t vn = (size_t)(q - v);
+        const char *url = v;
+        size_t un = vn;
+        if (memchr(v, '&', vn)) {
+            buf_clear(&u);
+            for (const char *c = v; c < q; c++) {
+                if ((size_t)(q - c) >= 5 && !memcmp(c, "&amp;", 5)) {
+                    buf_putc(&u, '&');
+                    c += 4;
+                } else {
+                    buf_putc(&u, *c);
+                }
+            }
+            url = buf_cstr(&u);
+            un = u.len;
+        }
+        buf t = BUF_INIT;
+        if (un > 0 && url[0] == '#') {
+            buf_puts(&t, page_url);
+            buf_put(&t, url, un);
+        } else if (un > 0 && url[0] == '/' && !(un > 1 && url[1] == '/')) {
+            if (bn == 0 || (un >= bn && !memcmp(url, base, bn) && (un == bn || url[bn] == '/'))) {
+                if (un == bn)
+                    buf_putc(&t, '/');
+                else
+                    buf_put(&t, url + bn, un - bn);
             }
         }
-        free(raw);
-        const char *url = buf_cstr(&u);
-        char *target = NULL;
-        if (url[0] == '#') {
-            target = xasprintf("%s%s", page_url, url);
-        } else if (url[0] == '/' && url[1] != '/') {
-            if (bn == 0 || (!strncmp(url, base, bn) && (url[bn] == '/' || !url[bn])))
-                target = xstrdup(url[bn] ? url + bn : "/");
+        if (t.len == 0) {
+            buf_free(&t);
+            continue;
         }
-        if (target) {
+        char *target = buf_detach(&t);
+        if (strchr(target, '%')) {
             char *dec = md_percent_decode(target, strlen(target));
             free(target);
             target = dec;
-            char *q2 = strchr(target, '?');
-            if (q2) {
-                char *frag = strchr(q2, '#');
-                memmove(q2, frag ? frag : "", strlen(frag ? frag : "") + 1);
-            }
-            if (!strmap_get(&seen, target)) {
-                strmap_put(&seen, target, (void *)1);
-                rec->links = xrealloc(rec->links, (rec->nlinks + 1) * sizeof *rec->links);
-                rec->links[rec->nlinks++] = (md_link){target, 0, 0, xstrdup(tfile)};
-                target = NULL;
-            }
-            free(target);
         }
-        buf_free(&u);
+        char *q2 = strchr(target, '?');
+        if (q2) {
+            char *frag = strchr(q2, '#');
+            memmove(q2, frag ? frag : "", strlen(frag ? frag : "") + 1);
+        }
+        if (!strmap_get(&seen, target)) {
+            strmap_put(&seen, target, (void *)1);
+            rec->links = xrealloc(rec->links, (rec->nlinks + 1) * sizeof *rec->links);
+            rec->links[rec->nlinks++] = (md_link){target, 0, 0, xstrdup(tfile)};
+            target = NULL;
+        }
+        free(target);
     }
+    buf_free(&u);
     strmap_free(&seen);
     strmap_free(&ids);
 }
