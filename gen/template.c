@@ -20,6 +20,7 @@ struct templates {
     int depth;      /* include nesting */
     diag_list *dl;  /* of the current render */
     buf inputs;
+    buf shown; /* scratch of _oe and _or */
     strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
                        run for every page, realpath only once per name */
 };
@@ -66,7 +67,7 @@ static bool S_is_include(const char *s, size_t n)
 
 int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_list *dl)
 {
-    buf_puts(lua, "local _o, _esc, _raw = ...; ");
+    buf_puts(lua, "local _o, _esc, _raw, _oe, _or = ...; ");
     size_t i = 0, text_start = 0;
     int line = 1;
     while (i < len) {
@@ -118,9 +119,10 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
             S_emit_code(lua, b, bn);
             buf_puts(lua, ") ");
         } else {
-            buf_puts(lua, raw ? "_o(_raw(" : "_o(_esc(");
+            /* shown straight into the output, with no string in between */
+            buf_puts(lua, raw ? "_or(" : "_oe(");
             S_emit_code(lua, b, bn);
-            buf_puts(lua, ")) ");
+            buf_puts(lua, ") ");
         }
         for (size_t k = i; k < after; k++)
             if (src[k] == '\n') {
@@ -176,6 +178,41 @@ static int S_show(lua_State *L, bool escape)
 
 static int S_esc(lua_State *L) { return S_show(L, true); }
 static int S_raw(lua_State *L) { return S_show(L, false); }
+
+/* _oe(x) and _or(x): {{ x }} and {{{ x }}} written into the output at once. */
+static int S_out_shown(lua_State *L, bool escape)
+{
+    templates *t = lua_touserdata(L, lua_upvalueindex(1));
+    buf *out = lua_touserdata(L, lua_upvalueindex(2));
+    size_t n;
+    if (lua_type(L, 1) == LUA_TSTRING) {
+        const char *s = lua_tolstring(L, 1, &n);
+        if (escape)
+            buf_put_html(out, s, n);
+        else
+            buf_put(out, s, n);
+    } else {
+        buf *b = &t->shown;
+        buf_clear(b);
+        if (!sandbox_tostring(L, 1, b)) {
+            char msg[120];
+            snprintf(msg, sizeof msg, "cannot show a %s value in %s", luaL_typename(L, 1),
+                     escape ? "{{ }}" : "{{{ }}}");
+            return luaL_error(L, "%s", msg);
+        }
+        if (escape)
+            buf_put_html(out, buf_cstr(b), b->len);
+        else
+            buf_put(out, buf_cstr(b), b->len);
+    }
+    if (out->len > t->max_output)
+        return luaL_error(L, "template output larger than %I bytes (limits.output_bytes)",
+                          (lua_Integer)t->max_output);
+    return 0;
+}
+
+static int S_out_esc(lua_State *L) { return S_out_shown(L, true); }
+static int S_out_raw(lua_State *L) { return S_out_shown(L, false); }
 
 static bool S_safe_name(const char *name)
 {
@@ -296,6 +333,12 @@ static void S_call(lua_State *L, templates *t, buf *out)
     lua_pushcclosure(L, S_out, 2);
     lua_pushcfunction(L, S_esc);
     lua_pushcfunction(L, S_raw);
+    lua_pushlightuserdata(L, t);
+    lua_pushlightuserdata(L, out);
+    lua_pushcclosure(L, S_out_esc, 2);
+    lua_pushlightuserdata(L, t);
+    lua_pushlightuserdata(L, out);
+    lua_pushcclosure(L, S_out_raw, 2);
 }
 
 /* include(name): renders another template in the same environment. */
@@ -313,7 +356,7 @@ static int S_include(lua_State *L)
     lua_insert(L, -2);
     S_call(L, t, out);
     t->depth++;
-    int status = lua_pcall(L, 3, 0, 0);
+    int status = lua_pcall(L, 5, 0, 0);
     t->depth--;
     if (status != LUA_OK) {
         buf_free(out);
@@ -344,6 +387,7 @@ void tpl_free(templates *t)
         return;
     luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->cache_ref);
     buf_free(&t->inputs);
+    buf_free(&t->shown);
     strmap_free(&t->found);
     free(t->root);
     free(t);
@@ -382,7 +426,7 @@ int tpl_render(templates *t, const char *name, buf *out, diag_list *dl)
     t->depth = 0;
     S_call(L, t, out);
     sandbox_error err;
-    if (sandbox_pcall(t->sb, 3, NULL, &err) != 0) {
+    if (sandbox_pcall(t->sb, 5, NULL, &err) != 0) {
         diag_error(dl, err.file ? err.file : rel, err.line, 0, "%s", err.msg);
         sandbox_error_free(&err);
         buf_truncate(out, before);

@@ -141,17 +141,17 @@ static void test_translate_exact(void **state)
 {
     (void)state;
     static const tr_case cases[] = {
-        {"", "local _o, _esc, _raw = ...; \n"},
+        {"", "local _o, _esc, _raw, _oe, _or = ...; \n"},
         {"Hi {{ name }}!\n",
-         "local _o, _esc, _raw = ...; _o(\"Hi \") _o(_esc( name )) _o(\"!\\n\")\n\n"},
-        {"{{{ x }}}", "local _o, _esc, _raw = ...; _o(_raw( x )) \n"},
-        {"a\"b\\c\td\x7f", "local _o, _esc, _raw = ...; _o(\"a\\\"b\\\\c\\009d\\127\") \n"},
+         "local _o, _esc, _raw, _oe, _or = ...; _o(\"Hi \") _oe( name ) _o(\"!\\n\")\n\n"},
+        {"{{{ x }}}", "local _o, _esc, _raw, _oe, _or = ...; _or( x ) \n"},
+        {"a\"b\\c\td\x7f", "local _o, _esc, _raw, _oe, _or = ...; _o(\"a\\\"b\\\\c\\009d\\127\") \n"},
         {"{% for i = 1, 2 do %}\n{{ i }}\n{% end %}\n",
-         "local _o, _esc, _raw = ...;  for i = 1, 2 do  \n_o(_esc( i )) _o(\"\\n\")\n end  \n\n"},
+         "local _o, _esc, _raw, _oe, _or = ...;  for i = 1, 2 do  \n_oe( i ) _o(\"\\n\")\n end  \n\n"},
         {"{{ include \"partials/h.html\" }}",
-         "local _o, _esc, _raw = ...; _o( include \"partials/h.html\" ) \n"},
-        {"{{include('x.html')}}", "local _o, _esc, _raw = ...; _o(include('x.html')) \n"},
-        {"{{ included }}", "local _o, _esc, _raw = ...; _o(_esc( included )) \n"},
+         "local _o, _esc, _raw, _oe, _or = ...; _o( include \"partials/h.html\" ) \n"},
+        {"{{include('x.html')}}", "local _o, _esc, _raw, _oe, _or = ...; _o(include('x.html')) \n"},
+        {"{{ included }}", "local _o, _esc, _raw, _oe, _or = ...; _oe( included ) \n"},
     };
     for (size_t i = 0; i < N(cases); i++) {
         buf lua = BUF_INIT;
