@@ -1321,6 +1321,26 @@ content/notes/print-2.md:5: note: print: seen
 EOF
 }
 
+# A figure in a template is a read-only object: its fields by name or with
+# pairs() in a fixed order; setting one is an error at the template's line.
+t_figure_objects_in_templates() {
+    good_built || return
+    printf -- '---\ntitle: Objects\ntemplate: figs.html\n---\nIt is `4 {= 2+2}`.\n' | page content/notes/objects.md
+    cat >"$W/templates/figs.html" <<'EOF'
+{% local f = page.figures[1] %}<p>{{ f.quote }}|{{ f.expr }}|{{ f.tier }}|{{ f.status }}|{{ f.line }}|{{ tostring(f.nosuch) }}</p>
+<p>{% for k, v in pairs(f) do %}{{ k }};{% end %}</p>
+EOF
+    kv build
+    expect_rc 0
+    expect_grep site/notes/objects/index.html "<p>4|2+2|computed|pass|5|nil</p>"
+    expect_grep site/notes/objects/index.html "<p>quote;expr;mode;tier;status;ok;value;detail;provenance;anchor;src;line;col;</p>"
+    printf '{%% page.figures[1].quote = "5" %%}\n' >"$W/templates/figs.html"
+    kv build
+    expect_rc 1
+    grep -q '^templates/figs.html:1: error: .*a figure is read-only: cannot set quote' "$W.err" ||
+        fail "setting a figure's field: $(grep error "$W.err" | head -n 2)"
+}
+
 # ---------- incremental builds ----------
 
 # same_as_full STEP: site/ equals a full build (--no-cache) of the same tree
