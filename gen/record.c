@@ -11,6 +11,17 @@ void record_init(page_record *r)
 
 void record_free(page_record *r)
 {
+    if (r->block) {
+        /* decoded: the strings are in the block, the arrays are their own */
+        free(r->block);
+        free(r->ids);
+        free(r->links);
+        free(r->figs);
+        diag_list_free(&r->diags);
+        free(r->reads);
+        record_init(r);
+        return;
+    }
     free(r->url);
     free(r->src);
     free(r->summary);
@@ -97,6 +108,8 @@ void record_encode(const page_record *r, buf *out)
 typedef struct {
     const char *p, *end;
     bool bad;
+    char *block; /* where strings go: each takes its length + 1 <= its wire size */
+    size_t used, cap;
 } reader;
 
 /* Copies the next n bytes into out, or marks the input bad (out zeroed). */
@@ -135,13 +148,16 @@ static double S_get_f64(reader *rd)
 static char *S_get_bytes(reader *rd, size_t *len)
 {
     uint32_t n = S_get_u32(rd);
-    if (rd->bad || (size_t)(rd->end - rd->p) < n) {
+    if (rd->bad || (size_t)(rd->end - rd->p) < n || rd->cap - rd->used < (size_t)n + 1) {
         rd->bad = true;
         if (len)
             *len = 0;
-        return xstrdup("");
+        return rd->block + rd->cap; /* the spare NUL past the strings */
     }
-    char *s = xstrndup(rd->p, n);
+    char *s = rd->block + rd->used;
+    memcpy(s, rd->p, n);
+    s[n] = '\0';
+    rd->used += (size_t)n + 1;
     rd->p += n;
     if (len)
         *len = n;
@@ -163,8 +179,13 @@ static size_t S_get_count(reader *rd, size_t min_item)
 
 int record_decode(const char *data, size_t len, page_record *r)
 {
-    reader rd = {data, data + len, false};
+    /* one allocation for every string: decoded records stay in the parent
+     * for the whole build, and 200,000 figures' worth of small strings cost
+     * more in malloc's headers than in their bytes */
+    reader rd = {data, data + len, false, xmalloc(len + 1), 0, len};
+    rd.block[len] = '\0';
     record_init(r);
+    r->block = rd.block;
     r->job = S_get_u32(&rd);
     r->done = S_get_u32(&rd);
     r->url = S_get_str(&rd);
@@ -181,11 +202,7 @@ int record_decode(const char *data, size_t len, page_record *r)
         r->links[i].line = (int)S_get_u32(&rd);
         r->links[i].col = (int)S_get_u32(&rd);
         char *file = S_get_str(&rd);
-        if (file[0]) {
-            r->links[i].file = file;
-        } else {
-            free(file);
-        }
+        r->links[i].file = file[0] ? file : NULL;
     }
     r->nfigs = S_get_count(&rd, 40);
     r->figs = xcalloc(r->nfigs + 1, sizeof *r->figs);
@@ -220,8 +237,6 @@ int record_decode(const char *data, size_t len, page_record *r)
         diag_level lv = (diag_level)(level > DIAG_NOTE ? 0 : level);
         char *msg = S_get_str(&rd);
         diag_add(&r->diags, lv, file[0] ? file : NULL, line, col, "%s", msg);
-        free(file);
-        free(msg);
     }
     r->out_bytes = S_get_u64(&rd);
     r->inputs = S_get_bytes(&rd, &r->inputs_len);

@@ -32,6 +32,8 @@ typedef struct {
     uint32_t *reads;      /* jobs whose records this page read (listings, the
                            * report), each once, in first-read order */
     size_t nreads;
+    char *block;          /* a decoded record's strings all live in this one
+                           * allocation (NULL: each string is its own) */
 } page_record;
 
 void record_init(page_record *r);
