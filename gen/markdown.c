@@ -6,10 +6,20 @@
 #include <string.h>
 #include <strings.h>
 
+#include "arena.h"
 #include "strmap.h"
 #include "utf8.h"
 
 #define SUMMARY_MAX 300
+
+/* The page arena: 256 KiB chunks (a page takes 20 to 60 times its size in
+ * cmark objects: an ordinary page of a few KiB fits in one), 1 MiB of them
+ * kept between pages. At most 64 MiB of chunks, or an eighth of the worker's
+ * memory limit (a page of about 1 MiB); past that cmark's blocks come from
+ * malloc, so a hostile page costs at most that much more than before. */
+#define ARENA_CHUNK ((size_t)256 << 10)
+#define ARENA_KEEP ((size_t)1 << 20)
+#define ARENA_CAP ((size_t)64 << 20)
 
 static const char *const S_ext_names[] = {"table", "strikethrough", "autolink", "tagfilter",
                                           "tasklist"};
@@ -18,7 +28,19 @@ static const char *const S_ext_names[] = {"table", "strikethrough", "autolink", 
 struct md_ctx {
     md_opts o;
     cmark_syntax_extension *ext[NEXT];
+    arena *arena; /* every cmark object of the page being rendered */
+    int depth;    /* md_render calls running: only the outermost resets */
 };
+
+/* cmark_mem's functions get no context, so they find the arena of the
+ * md_render running on this thread here; set for the length of the call. */
+static _Thread_local arena *S_arena;
+
+static void *S_mem_calloc(size_t n, size_t size) { return arena_calloc(S_arena, n, size); }
+static void *S_mem_realloc(void *p, size_t n) { return arena_realloc(S_arena, p, n); }
+static void S_mem_free(void *p) { arena_release(S_arena, p); }
+
+static cmark_mem S_mem = {S_mem_calloc, S_mem_realloc, S_mem_free};
 
 md_ctx *md_new(const md_opts *o)
 {
@@ -28,10 +50,20 @@ md_ctx *md_new(const md_opts *o)
     m->o = *o;
     for (size_t i = 0; i < NEXT; i++)
         m->ext[i] = cmark_find_syntax_extension(S_ext_names[i]);
+    size_t cap = ARENA_CAP;
+    if (o->cfg && o->cfg->limits.worker_memory && o->cfg->limits.worker_memory / 8 < cap)
+        cap = o->cfg->limits.worker_memory / 8;
+    m->arena = arena_new(ARENA_CHUNK, ARENA_KEEP, cap);
     return m;
 }
 
-void md_free(md_ctx *m) { free(m); }
+void md_free(md_ctx *m)
+{
+    if (!m)
+        return;
+    arena_free(m->arena);
+    free(m);
+}
 
 void md_result_init(md_result *r)
 {
@@ -272,10 +304,8 @@ static void S_join_cjk_lines(cmark_node **breaks, size_t n)
             cmark_node_get_type(next) != CMARK_NODE_TEXT)
             continue;
         if (S_cjk(S_last_cp(cmark_node_get_literal(prev))) &&
-            S_cjk(S_first_cp(cmark_node_get_literal(next)))) {
-            cmark_node_unlink(breaks[i]);
-            cmark_node_free(breaks[i]);
-        }
+            S_cjk(S_first_cp(cmark_node_get_literal(next))))
+            cmark_node_unlink(breaks[i]); /* its memory goes with the page's arena */
     }
 }
 
@@ -361,7 +391,7 @@ static void S_plain_text(cmark_node *n, buf *b)
         default: break;
         }
     }
-    cmark_iter_free(it);
+    /* the iterator goes with the page's arena */
 }
 
 static void S_add_heading(walk_state *w, strmap *ids, int level, const char *text,
@@ -410,32 +440,21 @@ static void S_summary(md_result *r, cmark_node *para)
     r->summary = buf_detach(&b);
 }
 
-int md_render(md_ctx *m, const page *p, const char *file, const char *text, size_t len,
-              int first_line, int first_col, bool inline_mode, md_result *out, diag_list *dl)
+/* The cmark part of md_render. Every cmark object (parser, tree, the nodes
+ * made here, rendered strings) comes from the arena S_mem allocates from and
+ * is dropped with it: nothing is freed one by one, and whatever the result
+ * keeps is copied out (into malloc'ed strings and out->html). */
+static void S_render(md_ctx *m, const page *p, const char *file, const char *text, size_t len,
+                     int first_line, int first_col, bool inline_mode, md_result *out,
+                     diag_list *dl)
 {
-    size_t errors = dl->errors;
-    size_t bad_at;
-    const char *nul = memchr(text, '\0', len);
-    bool bad_utf8 = !nul && !utf8_valid(text, len, &bad_at);
-    if (nul || bad_utf8) {
-        size_t at = nul ? (size_t)(nul - text) : bad_at;
-        int bl = 1, bc = 1;
-        utf8_position(text, at, &bl, &bc);
-        if (nul)
-            diag_error(dl, file, first_line + bl - 1, bl == 1 ? first_col + bc - 1 : bc,
-                       "the file contains a NUL byte");
-        else
-            diag_error(dl, file, first_line + bl - 1, bl == 1 ? first_col + bc - 1 : bc,
-                       "invalid UTF-8 (byte 0x%02x)", (unsigned char)text[at]);
-        return -1;
-    }
     /* cmark renders with raw HTML on: kvsite's own markup (figures) travels in
      * HTML nodes, which GFM table cells accept where custom nodes are refused.
      * The author's raw HTML and dangerous URLs are then made safe by the walk
      * below, exactly as cmark's safe mode would print them. */
     int options = CMARK_OPT_DEFAULT | CMARK_OPT_UNSAFE;
     bool safe = !m->o.unsafe;
-    cmark_parser *parser = cmark_parser_new(options);
+    cmark_parser *parser = cmark_parser_new_with_mem(options, &S_mem);
     for (size_t i = 0; i < NEXT; i++)
         if (m->ext[i] && (m->o.tagfilter || strcmp(S_ext_names[i], "tagfilter") != 0))
             cmark_parser_attach_syntax_extension(parser, m->ext[i]);
@@ -596,37 +615,34 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
             edits[nedits++] = e;
         }
     }
-    cmark_iter_free(it);
 
     /* tree edits: figures, inline values, {lua} blocks */
     for (size_t i = 0; i < nedits; i++) {
         edit *e = &edits[i];
         if (e->remove) {
             cmark_node_unlink(e->node);
-            cmark_node_free(e->node);
             continue;
         }
         cmark_node *rep;
         if (e->code) {
-            rep = cmark_node_new(CMARK_NODE_CODE);
+            rep = cmark_node_new_with_mem(CMARK_NODE_CODE, &S_mem);
             cmark_node_set_literal(rep, e->text);
         } else if (e->text_only) {
-            rep = cmark_node_new(CMARK_NODE_TEXT);
+            rep = cmark_node_new_with_mem(CMARK_NODE_TEXT, &S_mem);
             cmark_node_set_literal(rep, e->text);
         } else {
             /* <span ...><a ...> quote </a></span> as HTML, text, HTML */
-            cmark_node *open = cmark_node_new(CMARK_NODE_HTML_INLINE);
+            cmark_node *open = cmark_node_new_with_mem(CMARK_NODE_HTML_INLINE, &S_mem);
             cmark_node_set_literal(open, e->enter);
             cmark_node_insert_before(e->node, open);
-            rep = cmark_node_new(CMARK_NODE_TEXT);
+            rep = cmark_node_new_with_mem(CMARK_NODE_TEXT, &S_mem);
             cmark_node_set_literal(rep, e->text);
             cmark_node_insert_before(e->node, rep);
-            rep = cmark_node_new(CMARK_NODE_HTML_INLINE);
+            rep = cmark_node_new_with_mem(CMARK_NODE_HTML_INLINE, &S_mem);
             cmark_node_set_literal(rep, e->exit);
         }
         cmark_node_insert_before(e->node, rep);
         cmark_node_unlink(e->node);
-        cmark_node_free(e->node);
         free(e->enter);
         free(e->text);
         free(e->exit);
@@ -654,7 +670,7 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
     if (m->o.heading_ids) {
         for (size_t i = 0; i < nheadings; i++) {
             cmark_node *h = headings[i];
-            char *html = cmark_render_html(h, options, exts);
+            char *html = cmark_render_html_with_mem(h, options, exts, &S_mem);
             buf b = BUF_INIT;
             /* "<h2>..." -> "<h2 id=\"...\">..." */
             buf_put(&b, html, 3);
@@ -663,20 +679,18 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
             buf_put_html(&b, id, strlen(id));
             buf_putc(&b, '"');
             buf_puts(&b, html + 3);
-            free(html);
-            cmark_node *blk = cmark_node_new(CMARK_NODE_CUSTOM_BLOCK);
+            cmark_node *blk = cmark_node_new_with_mem(CMARK_NODE_CUSTOM_BLOCK, &S_mem);
             cmark_node_set_on_enter(blk, buf_cstr(&b));
             cmark_node_set_on_exit(blk, "");
             buf_free(&b);
             cmark_node_insert_before(h, blk);
             cmark_node_unlink(h);
-            cmark_node_free(h);
         }
     }
     free(headings);
     strmap_free(&ids);
 
-    char *html = cmark_render_html(doc, options, exts);
+    char *html = cmark_render_html_with_mem(doc, options, exts, &S_mem);
     size_t hn = strlen(html);
     const char *h = html;
     if (inline_mode && hn >= 8 && strncmp(h, "<p>", 3) == 0 &&
@@ -685,8 +699,35 @@ int md_render(md_ctx *m, const page *p, const char *file, const char *text, size
         hn -= 8;
     }
     buf_put(&out->html, h, hn);
-    free(html);
-    cmark_node_free(doc);
-    cmark_parser_free(parser);
+}
+
+int md_render(md_ctx *m, const page *p, const char *file, const char *text, size_t len,
+              int first_line, int first_col, bool inline_mode, md_result *out, diag_list *dl)
+{
+    size_t errors = dl->errors;
+    size_t bad_at;
+    const char *nul = memchr(text, '\0', len);
+    bool bad_utf8 = !nul && !utf8_valid(text, len, &bad_at);
+    if (nul || bad_utf8) {
+        size_t at = nul ? (size_t)(nul - text) : bad_at;
+        int bl = 1, bc = 1;
+        utf8_position(text, at, &bl, &bc);
+        if (nul)
+            diag_error(dl, file, first_line + bl - 1, bl == 1 ? first_col + bc - 1 : bc,
+                       "the file contains a NUL byte");
+        else
+            diag_error(dl, file, first_line + bl - 1, bl == 1 ? first_col + bc - 1 : bc,
+                       "invalid UTF-8 (byte 0x%02x)", (unsigned char)text[at]);
+        return -1;
+    }
+    arena *outer = S_arena;
+    S_arena = m->arena;
+    m->depth++;
+    S_render(m, p, file, text, len, first_line, first_col, inline_mode, out, dl);
+    /* a nested call (markdown_inline from Lua run by this page) must leave
+     * the outer page's tree alone */
+    if (--m->depth == 0)
+        arena_reset(m->arena);
+    S_arena = outer;
     return dl->errors == errors ? 0 : -1;
 }

@@ -6,7 +6,10 @@
  * unverified figures.
  *
  * An md_ctx belongs to one worker (it holds the parser's extension list and
- * refers to the worker's sandbox); results belong to the caller. */
+ * refers to the worker's sandbox); results belong to the caller. It also
+ * holds the page arena (arena.h) that every cmark object of a page comes
+ * from: md_render drops them all at once when it returns, after copying what
+ * the result keeps, and the arena's chunks serve the next page. */
 #ifndef KV_MARKDOWN_H
 #define KV_MARKDOWN_H
 
@@ -62,7 +65,10 @@ void md_free(md_ctx *m);
 
 /* Renders text (len bytes, the body of file starting at line first_line) for
  * page p (may be NULL). Inline mode renders a paragraph's contents without the
- * <p> (markdown_inline). Returns 0, or -1 when errors were added to dl. */
+ * <p> (markdown_inline). Everything in out is malloc'ed and owned by out; no
+ * pointer into cmark's tree outlives the call. A call made from inside
+ * another on the same m (Lua run by the page) leaves the arena to the outer
+ * one. Returns 0, or -1 when errors were added to dl. */
 int md_render(md_ctx *m, const page *p, const char *file, const char *text, size_t len,
               int first_line, int first_col, bool inline_mode, md_result *out, diag_list *dl);
 void md_result_init(md_result *r);
