@@ -1219,7 +1219,7 @@ static int S_publish_incremental(build_state *s)
 
 /* ---------- the build ---------- */
 
-static build_state *S_kept; /* see build_opts.exiting */
+static build_state *volatile S_kept; /* see build_opts.exiting; volatile: a store never read must stay */
 
 /* Resident memory now, for KVSITE_TRACE. */
 static long S_rss_mib(void)
