@@ -145,7 +145,11 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
 }
 
 /* Written through stdio: records are copied once, from where they are. */
-static void S_put(FILE *f, const void *p, size_t n) { fwrite(p, 1, n, f); }
+static void S_put(FILE *f, const void *p, size_t n)
+{
+    if (n) /* fwrite wants a buffer even for nothing */
+        fwrite(p, 1, n, f);
+}
 static void S_put_u64(FILE *f, uint64_t v) { S_put(f, &v, sizeof v); }
 static void S_put_u32(FILE *f, uint32_t v) { S_put(f, &v, sizeof v); }
 
