@@ -161,6 +161,181 @@ static int S_brief_index(lua_State *L)
     return 1;
 }
 
+/* A page's tags: {name, url} each. */
+static void S_push_tags_of(renderer *r, const page *p)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, (int)p->ntags, 0);
+    for (size_t k = 0; k < p->ntags; k++) {
+        lua_createtable(L, 0, 2);
+        S_setstr(L, "name", p->tags[k]);
+        /* a tag's URL, made once per worker */
+        const char *tu = strmap_get(&r->tag_urls, p->tags[k]);
+        if (!tu) {
+            char *slug = content_slugify(p->tags[k]);
+            char *made = xasprintf("%s/tags/%s/", r->e.cfg->base_path, slug);
+            free(slug);
+            strmap_put(&r->tag_urls, p->tags[k], made);
+            tu = made;
+        }
+        S_setstr(L, "url", tu);
+        lua_rawseti(L, -2, (lua_Integer)k + 1);
+    }
+}
+
+/* Pushes a page's front matter as a table ({} for none). */
+static void S_push_params(lua_State *L, const page *p)
+{
+    if (p->front) {
+        if (luadata_push(L, p->front) != 0)
+            lua_error(L);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_newtable(L);
+        }
+    } else {
+        lua_newtable(L);
+    }
+}
+
+/* A page in a list (page.pages, site.pages, a tag's pages): a read-only
+ * object whose fields are made when read. Listings of thousands of pages
+ * read a few fields of each; building a table of 15 for each cost more than
+ * the rest of the listing. Reading its summary or figure count is what makes
+ * a listing depend on that page's record (incremental builds). */
+typedef struct {
+    renderer *r;
+    size_t i; /* index into idx->pages */
+} brief_obj;
+
+static const char *const S_BRIEF_OBJ = "kvsite.pagebrief";
+static const char *const S_BRIEF_KEYS[] = {"title", "date",   "updated", "section", "src",
+                                           "kind",  "url",    "permalink", "path",  "weight",
+                                           "draft", "summary", "nfigures", "tags",  "params"};
+
+static void S_pushstr_or_nil(lua_State *L, const char *v)
+{
+    if (v)
+        lua_pushstring(L, v);
+    else
+        lua_pushnil(L);
+}
+
+/* Pushes field k of the brief at index 1 (nil for one it lacks); false for
+ * a key briefs do not have. */
+static bool S_brief_field(lua_State *L, const brief_obj *o, const char *k)
+{
+    renderer *r = o->r;
+    const page *p = r->e.idx->pages[o->i];
+    buf *t = &r->scratch;
+    if (!strcmp(k, "title")) S_pushstr_or_nil(L, p->title);
+    else if (!strcmp(k, "date")) S_pushstr_or_nil(L, p->date);
+    else if (!strcmp(k, "updated")) S_pushstr_or_nil(L, p->updated);
+    else if (!strcmp(k, "section")) S_pushstr_or_nil(L, p->section);
+    else if (!strcmp(k, "src")) S_pushstr_or_nil(L, p->src);
+    else if (!strcmp(k, "kind")) lua_pushstring(L, S_kind_name(p->kind));
+    else if (!strcmp(k, "path")) S_pushstr_or_nil(L, p->url);
+    else if (!strcmp(k, "weight")) lua_pushinteger(L, p->weight);
+    else if (!strcmp(k, "draft")) lua_pushboolean(L, p->draft);
+    else if (!strcmp(k, "url") || !strcmp(k, "permalink")) {
+        buf_clear(t);
+        if (k[0] == 'u') {
+            buf_puts(t, r->e.cfg->base_path);
+            buf_puts(t, p->url);
+        } else {
+            buf_puts(t, r->e.cfg->base_url);
+            buf_puts(t, p->url + 1);
+        }
+        lua_pushlstring(L, t->ptr, t->len);
+    } else if (!strcmp(k, "summary")) {
+        const page_record *rec = p->summary ? NULL : S_record(r, o->i);
+        S_pushstr_or_nil(L, p->summary ? p->summary : rec && rec->summary[0] ? rec->summary : NULL);
+    } else if (!strcmp(k, "nfigures")) {
+        const page_record *rec = S_record(r, o->i);
+        if (rec)
+            lua_pushinteger(L, (lua_Integer)rec->nfigs);
+        else
+            lua_pushnil(L);
+    } else if (!strcmp(k, "tags") || !strcmp(k, "params")) {
+        /* made once per object: p.tags == p.tags, as with a table */
+        int slot = k[0] == 't' ? 1 : 2;
+        if (lua_getiuservalue(L, 1, slot) == LUA_TNIL) {
+            lua_pop(L, 1);
+            if (slot == 1)
+                S_push_tags_of(r, p);
+            else
+                S_push_params(L, p);
+            lua_pushvalue(L, -1);
+            lua_setiuservalue(L, 1, slot);
+        }
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static int S_brief_obj_index(lua_State *L)
+{
+    const brief_obj *o = lua_touserdata(L, 1);
+    const char *k = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+    if (!k || !S_brief_field(L, o, k))
+        lua_pushnil(L);
+    return 1;
+}
+
+static int S_brief_obj_newindex(lua_State *L)
+{
+    return luaL_error(L, "a page in a list is read-only: cannot set %s",
+                      luaL_tolstring(L, 2, NULL));
+}
+
+static int S_brief_obj_next(lua_State *L)
+{
+    const brief_obj *o = lua_touserdata(L, 1);
+    size_t i = 0, n = sizeof S_BRIEF_KEYS / sizeof *S_BRIEF_KEYS;
+    if (!lua_isnil(L, 2)) {
+        const char *k = lua_tostring(L, 2);
+        while (i < n && (!k || strcmp(S_BRIEF_KEYS[i], k)))
+            i++;
+        i++;
+    }
+    for (; i < n; i++) {
+        lua_pushstring(L, S_BRIEF_KEYS[i]);
+        S_brief_field(L, o, S_BRIEF_KEYS[i]);
+        if (!lua_isnil(L, -1))
+            return 2;
+        lua_pop(L, 2);
+    }
+    return 0;
+}
+
+static int S_brief_obj_pairs(lua_State *L)
+{
+    lua_pushcfunction(L, S_brief_obj_next);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
+static void S_push_brief_obj(renderer *r, size_t i)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    brief_obj *o = lua_newuserdatauv(L, sizeof *o, 2);
+    o->r = r;
+    o->i = i;
+    if (luaL_newmetatable(L, S_BRIEF_OBJ)) {
+        lua_pushcfunction(L, S_brief_obj_index);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, S_brief_obj_newindex);
+        lua_setfield(L, -2, "__newindex");
+        lua_pushcfunction(L, S_brief_obj_pairs);
+        lua_setfield(L, -2, "__pairs");
+        lua_pushliteral(L, "locked");
+        lua_setfield(L, -2, "__metatable");
+    }
+    lua_setmetatable(L, -2);
+}
+
 /* A page as listings see it. */
 static void S_push_page_brief(renderer *r, size_t i)
 {
@@ -198,22 +373,7 @@ static void S_push_page_brief(renderer *r, size_t i)
         lua_pushinteger(L, (lua_Integer)rec->nfigs);
         lua_setfield(L, -2, "nfigures");
     }
-    lua_createtable(L, (int)p->ntags, 0);
-    for (size_t k = 0; k < p->ntags; k++) {
-        lua_createtable(L, 0, 2);
-        S_setstr(L, "name", p->tags[k]);
-        /* a tag's URL, made once per worker */
-        const char *tu = strmap_get(&r->tag_urls, p->tags[k]);
-        if (!tu) {
-            char *slug = content_slugify(p->tags[k]);
-            char *made = xasprintf("%s/tags/%s/", r->e.cfg->base_path, slug);
-            free(slug);
-            strmap_put(&r->tag_urls, p->tags[k], made);
-            tu = made;
-        }
-        S_setstr(L, "url", tu);
-        lua_rawseti(L, -2, (lua_Integer)k + 1);
-    }
+    S_push_tags_of(r, p);
     lua_setfield(L, -2, "tags");
     /* params (the whole front matter) is made when a template reads it:
      * listings of thousands of pages rarely do */
@@ -264,7 +424,7 @@ static int S_page_view_index(lua_State *L)
     lua_Integer i = lua_tointeger(L, 2);
     if (!lua_isinteger(L, 2) || i < 1 || (size_t)i > v->n)
         return 0;
-    S_push_page_brief(v->r, v->items[i - 1]);
+    S_push_brief_obj(v->r, v->items[i - 1]);
     return 1;
 }
 

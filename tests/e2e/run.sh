@@ -1341,6 +1341,26 @@ EOF
         fail "setting a figure's field: $(grep error "$W.err" | head -n 2)"
 }
 
+# A page in a list is a read-only object: fields by name, the same tags and
+# params table on every read, pairs() in a fixed order; setting is an error.
+t_page_objects_in_lists() {
+    good_built || return
+    printf -- '---\ntitle: Lists\ntemplate: list.html\n---\nBody.\n' | page content/notes/lists.md
+    cat >"$W/templates/list.html" <<'EOF'
+{% for _, p in ipairs(site.pages) do %}{% if p.title == "Week 1" then %}<p>{{ p.title }}|{{ p.url }}|{{ p.kind }}|{{ p.tags[1].name }}|{{ tostring(p.tags == p.tags) }}|{{ tostring(p.params == p.params) }}|{{ p.params.title }}|{{ tostring(p.nosuch) }}</p>
+<p>{% for k in pairs(p) do %}{{ k }};{% end %}</p>{% end %}{% end %}
+EOF
+    kv build
+    expect_rc 0
+    expect_grep site/notes/lists/index.html "<p>Week 1|/notes/week-1/|page|kv-cache|true|true|Week 1|nil</p>"
+    expect_grep site/notes/lists/index.html "<p>title;date;section;src;kind;url;permalink;path;weight;draft;tags;params;</p>"
+    printf '{%% site.pages[1].title = "x" %%}\n' >"$W/templates/list.html"
+    kv build
+    expect_rc 1
+    grep -q '^templates/list.html:1: error: .*a page in a list is read-only: cannot set title' "$W.err" ||
+        fail "setting a listed page's field: $(grep error "$W.err" | head -n 2)"
+}
+
 # ---------- incremental builds ----------
 
 # same_as_full STEP: site/ equals a full build (--no-cache) of the same tree
