@@ -309,9 +309,20 @@ static void S_join_cjk_lines(cmark_node **breaks, size_t n)
     }
 }
 
-/* Finds where node n is written, from line `from` on (1-based, in text):
- * code spans by their literal, other nodes by their first text. */
-static void S_locate(const char *text, size_t len, cmark_node *n, int from, int *line, int *col)
+/* Where the search for nodes without a position goes on from: a place in
+ * the text and its line. It only moves forward while nodes come in document
+ * order, so a long line of autolinks is searched once, not once per link. */
+typedef struct {
+    const char *at;
+    const char *line_start; /* of at's line */
+    int line;               /* of at */
+} locate_cursor;
+
+/* Finds where node n is written, from line `from` on (1-based, in text) and
+ * not before the cursor when the cursor is on that line: code spans by their
+ * literal, other nodes by their first text. */
+static void S_locate(const char *text, size_t len, cmark_node *n, int from, locate_cursor *cur,
+                     int *line, int *col)
 {
     const char *needle = NULL;
     cmark_node *c = n;
@@ -325,25 +336,29 @@ static void S_locate(const char *text, size_t len, cmark_node *n, int from, int 
     *col = 1;
     if (!needle || !needle[0])
         return;
-    const char *p = text, *end = text + len;
-    for (int l = 1; l < from && p; l++) {
-        p = memchr(p, '\n', (size_t)(end - p));
-        p = p ? p + 1 : NULL;
+    const char *end = text + len;
+    if (!cur->at || cur->line > from) {
+        cur->at = cur->line_start = text;
+        cur->line = 1;
     }
-    if (!p)
+    while (cur->line < from && cur->at) {
+        const char *nl = memchr(cur->at, '\n', (size_t)(end - cur->at));
+        cur->at = cur->line_start = nl ? nl + 1 : NULL;
+        cur->line++;
+    }
+    if (!cur->at)
         return;
     size_t nn = strlen(needle);
-    for (const char *q = p; q + nn <= end; q++) {
+    for (const char *q = cur->at; q + nn <= end; q++) {
         if (memcmp(q, needle, nn) == 0) {
-            int l = from;
-            const char *ls = p;
-            for (const char *r = p; r < q; r++)
+            for (const char *r = cur->at; r < q; r++)
                 if (*r == '\n') {
-                    l++;
-                    ls = r + 1;
+                    cur->line++;
+                    cur->line_start = r + 1;
                 }
-            *line = l;
-            *col = (int)(q - ls) + 1;
+            cur->at = q;
+            *line = cur->line;
+            *col = (int)(q - cur->line_start) + 1;
             return;
         }
     }
@@ -479,6 +494,7 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
     edit *edits = NULL;
     size_t nedits = 0, cap_edits = 0;
     int in_link = 0, depth = 0, last_line = 1;
+    locate_cursor cursor = {NULL, NULL, 1};
     /* nesting cap: lists in quotes in lists... deeper than this is an attack */
     int max_depth = m->o.cfg ? m->o.cfg->limits.depth * 4 : 128;
     bool too_deep = false;
@@ -497,7 +513,7 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
         if (nl <= 0 && ev == CMARK_EVENT_ENTER) {
             /* cmark-gfm leaves no position on a paragraph cut short by a
              * table: find the node's text in the source after the last place */
-            S_locate(text, len, n, last_line, &nl, &ncol);
+            S_locate(text, len, n, last_line, &cursor, &nl, &ncol);
         }
         if (nl > 0)
             last_line = nl;

@@ -590,6 +590,18 @@ t_md_many_headings() {
     grep -q 'id="a-99999"' "$P/site/notes/bad/index.html" 2>/dev/null || why "no heading id a-99999"
 }
 t_md_many_figures() { md_pathological "'\`1 {= 1}\` ' * 20000 + '\n'"; }
+t_md_autolinks_one_line() {
+    # 40,000 links and autolinks in one line (3.6 MB): nodes cmark-gfm leaves
+    # without a position are looked for from the last one found, not from
+    # the start of the line each time (that took minutes)
+    sed -i 's/page_timeout: 2$/page_timeout: 20/' "$P/site.yaml"
+    { printf -- '---\ntitle: Links\n---\n'
+      python3 -c "print(''.join('w [l](/) x https://example.org/x%d and www.example.com/y. ' % i for i in range(40000)))"
+    } >"$P/content/notes/bad.md"
+    build
+    expect_ok
+    grep -q 'https://example.org/x39999' "$P/site/notes/bad/index.html" 2>/dev/null || why "the last autolink is missing"
+}
 
 t_md_figure_before_table_location() {
     # a paragraph right before a table (no blank line) is split off by
