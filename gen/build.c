@@ -1049,9 +1049,12 @@ static uint64_t S_outputs(build_state *s, buf *list, uint64_t *job_stamps)
             continue;
         char *rel = S_out_rel(r->url);
         buf_put(list, rel, strlen(rel) + 1);
-        job_stamps[j] = s->from_cache[j] ? s->out_stamps[j]
-                        : dir < 0         ? 0
-                                          : stamp_file_at(STAMP_SEED, dir, rel);
+        /* a full build's workers stat what they write; files an incremental
+         * build moved in (a rename changes their ctime) are stat'ed here */
+        job_stamps[j] = s->from_cache[j]                 ? s->out_stamps[j]
+                        : dir < 0                        ? 0
+                        : r->out_stamp && !s->incremental ? r->out_stamp
+                                                          : stamp_file_at(STAMP_SEED, dir, rel);
         sum += job_stamps[j];
         free(rel);
     }

@@ -224,7 +224,9 @@ bool fs_exists(const char *path)
 }
 
 /* True when the file at path holds exactly data. */
-static bool S_same(const char *path, const void *data, size_t len)
+/* True when the file at path holds exactly data; *out (may be NULL) gets
+ * its stat then. */
+static bool S_same_stat(const char *path, const void *data, size_t len, struct stat *out)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
@@ -243,7 +245,14 @@ static bool S_same(const char *path, const void *data, size_t len)
             off += (size_t)r;
     }
     close(fd);
+    if (same && out)
+        *out = st;
     return same;
+}
+
+static bool S_same(const char *path, const void *data, size_t len)
+{
+    return S_same_stat(path, data, len, NULL);
 }
 
 bool fs_same_files(const char *a, const char *b)
@@ -330,10 +339,23 @@ static int S_open_for_write(const char *path)
 
 int fs_sync_file(const char *path, const void *data, size_t len)
 {
-    if (S_same(path, data, len))
+    return fs_sync_file_stat(path, data, len, NULL);
+}
+
+int fs_sync_file_stat(const char *path, const void *data, size_t len, struct stat *st)
+{
+    if (S_same_stat(path, data, len, st))
         return 0;
     int fd = S_open_for_write(path);
-    return fd < 0 ? -1 : S_write_close(fd, data, len);
+    if (fd < 0)
+        return -1;
+    if (S_write_all(fd, data, len) != 0 || (st && fstat(fd, st) != 0)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return close(fd) != 0 ? -1 : 0;
 }
 
 int fs_sync_copy(const char *from, const char *to, size_t *copied)

@@ -28,6 +28,9 @@ int fs_copy_file(const char *from, const char *to, size_t *copied);
  * written. Missing folders are made, and a file or folder that stands where a
  * folder or the file must go is removed first. 0 or -1 with errno. */
 int fs_sync_file(const char *path, const void *data, size_t len);
+/* The same, and *st (may be NULL) gets the file's stat as it is left. */
+struct stat;
+int fs_sync_file_stat(const char *path, const void *data, size_t len, struct stat *st);
 /* True when the files at a and b are regular files with the same bytes. */
 bool fs_same_files(const char *a, const char *b);
 /* True when path is a regular file (not a link) holding exactly data. */

@@ -98,6 +98,7 @@ void record_encode(const page_record *r, buf *out)
         S_str(out, d->msg);
     }
     S_u64(out, r->out_bytes);
+    S_u64(out, r->out_stamp);
     S_bytes(out, r->inputs ? r->inputs : "", r->inputs ? r->inputs_len : 0);
     S_u32(out, (uint32_t)r->nreads);
     buf_put(out, r->reads, r->nreads * sizeof *r->reads);
@@ -239,6 +240,7 @@ int record_decode(const char *data, size_t len, page_record *r)
         diag_add(&r->diags, lv, file[0] ? file : NULL, line, col, "%s", msg);
     }
     r->out_bytes = S_get_u64(&rd);
+    r->out_stamp = S_get_u64(&rd);
     r->inputs = S_get_bytes(&rd, &r->inputs_len);
     r->nreads = S_get_count(&rd, sizeof *r->reads);
     r->reads = xmalloc((r->nreads + 1) * sizeof *r->reads);

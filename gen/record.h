@@ -27,6 +27,7 @@ typedef struct {
     size_t nfigs;
     diag_list diags;
     uint64_t out_bytes;   /* bytes written */
+    uint64_t out_stamp;   /* the written file's stamp (stamp_of_stat), 0: unknown */
     char *inputs;         /* NUL-separated files read (templates, checks/) */
     size_t inputs_len;
     uint32_t *reads;      /* jobs whose records this page read (listings, the

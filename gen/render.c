@@ -6,12 +6,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fsutil.h"
 #include "luadata.h"
 #include "markdown.h"
 #include "quote.h"
 #include "sandbox.h"
+#include "stamp.h"
 #include "template.h"
 
 struct renderer {
@@ -1194,11 +1196,15 @@ static int S_write(renderer *r, const char *out_rel, const buf *html, page_recor
     }
     char *path = fs_join(r->e.out_dir, out_rel);
     int rc = 0;
+    struct stat st;
     /* unchanged output is left alone: no new inode, no write */
-    if (fs_sync_file(path, data, html->len) != 0) {
+    if (fs_sync_file_stat(path, data, html->len, &st) != 0) {
         diag_error(&rec->diags, file, 0, 0, "cannot write %s: %s", out_rel, strerror(errno));
         rc = -1;
     } else {
+        /* the file's stamp as it is left, for the parent's stamp of the
+         * output (a second file would make it ambiguous: none then) */
+        rec->out_stamp = rec->out_bytes ? 0 : stamp_of_stat(STAMP_SEED, out_rel, &st);
         rec->out_bytes += html->len ? html->len : 1;
     }
     free(path);

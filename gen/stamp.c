@@ -29,6 +29,11 @@ static uint64_t S_stat(uint64_t h, const struct stat *st)
     return S_mix(h, v, sizeof v);
 }
 
+uint64_t stamp_of_stat(uint64_t h, const char *path, const struct stat *st)
+{
+    return S_stat(stamp_str(h, path), st);
+}
+
 uint64_t stamp_file(uint64_t h, const char *path)
 {
     struct stat st;

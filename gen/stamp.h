@@ -24,6 +24,9 @@ uint64_t stamp_tree_each(uint64_t h, const char *root, const char *rel, size_t m
 uint64_t stamp_file(uint64_t h, const char *path);
 /* The same for path relative to the open folder dirfd. */
 uint64_t stamp_file_at(uint64_t h, int dirfd, const char *path);
+/* A file's stamp (as stamp_file_at gives it) from a stat already made. */
+struct stat;
+uint64_t stamp_of_stat(uint64_t h, const char *path, const struct stat *st);
 /* Adds a string. */
 uint64_t stamp_str(uint64_t h, const char *s);
 #define STAMP_SEED 1469598103934665603ull
