@@ -162,7 +162,9 @@ int cache_save(const cache *c, const char *path, const cache_encoders *enc)
         free(tmp);
         return -1;
     }
-    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    /* glibc ignores the size without a buffer of ours: 4 KiB writes else */
+    char *iobuf = xmalloc(1u << 20);
+    setvbuf(f, iobuf, _IOFBF, 1u << 20);
     S_put(f, S_MAGIC, sizeof S_MAGIC);
     S_put_u64(f, c->global);
     S_put_u32(f, (uint32_t)c->njobs);
@@ -219,6 +221,7 @@ int cache_save(const cache *c, const char *path, const cache_encoders *enc)
         errno = saved;
     }
     free(tmp);
+    free(iobuf);
     buf_free(&scratch);
     return rc;
 }
