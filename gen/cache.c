@@ -8,7 +8,7 @@
 
 #include "fsutil.h"
 
-static const char S_MAGIC[16] = "kvsite-cache 2\n";
+static const char S_MAGIC[16] = "kvsite-cache 3\n";
 
 void cache_init(cache *c)
 {

@@ -1311,21 +1311,18 @@ unsigned long long yv_hash(const yv *v, unsigned long long h)
 
 /* ---------- bytes, for the build cache ---------- */
 
-typedef struct {
-    int32_t type, line, col;
-    uint8_t b, quoted, pad[2];
-    int64_t i;
-    double f;
-    uint32_t str_len; /* length + 1; 0 for no string */
-    uint32_t n;
-} S_wire_node;
+/* A node: u8 type, u8 flags (1 bool true, 2 quoted, 4 has a string), i32 line,
+ * i32 col, then an i64 (YV_INT) or f64 (YV_FLOAT), the string (u32 length,
+ * bytes) when it has one, and for containers u32 n and the keys (u32 length,
+ * bytes, i32 line, i32 col each, YV_MAP). Children follow in document order. */
+enum { S_F_TRUE = 1, S_F_QUOTED = 2, S_F_STR = 4 };
 
 static void S_put_text(buf *out, const char *s, size_t len, int32_t line, int32_t col)
 {
-    uint32_t n = s ? (uint32_t)len + 1 : 0;
+    uint32_t n = (uint32_t)len;
+    buf_grow(out, sizeof n + len + 2 * sizeof line);
     buf_put(out, &n, sizeof n);
-    if (s)
-        buf_put(out, s, len);
+    buf_put(out, s, len);
     buf_put(out, &line, sizeof line);
     buf_put(out, &col, sizeof col);
 }
@@ -1338,13 +1335,28 @@ void yv_encode(const yv *v, buf *out)
     while (n > 0) {
         const yv *x = stack[--n];
         bool container = x->type == YV_SEQ || x->type == YV_MAP;
-        S_wire_node w = {(int32_t)x->type, x->line, x->col, x->b, x->quoted, {0, 0}, x->i, x->f,
-                         x->str ? (uint32_t)x->len + 1 : 0, container ? (uint32_t)x->n : 0};
-        buf_put(out, &w, sizeof w);
-        if (x->str)
+        unsigned char head[2] = {(unsigned char)x->type,
+                                 (unsigned char)((x->b ? S_F_TRUE : 0) | (x->quoted ? S_F_QUOTED : 0) |
+                                                 (x->str ? S_F_STR : 0))};
+        int32_t pos[2] = {x->line, x->col};
+        buf_grow(out, sizeof head + sizeof pos + 8 + 4 + (x->str ? x->len : 0) + 4);
+        buf_put(out, head, sizeof head);
+        buf_put(out, pos, sizeof pos);
+        if (x->type == YV_INT) {
+            int64_t i = x->i;
+            buf_put(out, &i, sizeof i);
+        } else if (x->type == YV_FLOAT) {
+            buf_put(out, &x->f, sizeof x->f);
+        }
+        if (x->str) {
+            uint32_t len = (uint32_t)x->len;
+            buf_put(out, &len, sizeof len);
             buf_put(out, x->str, x->len);
+        }
         if (!container)
             continue;
+        uint32_t count = (uint32_t)x->n;
+        buf_put(out, &count, sizeof count);
         if (x->type == YV_MAP)
             for (size_t k = 0; k < x->n; k++)
                 S_put_text(out, x->keys[k], strlen(x->keys[k]), x->key_lines ? x->key_lines[k] : 0,
@@ -1376,15 +1388,15 @@ static bool S_rd_get(S_rd *r, void *out, size_t n)
     return true;
 }
 
-/* A string of n - 1 bytes (n from the wire); NULL for n == 0 or when bad. */
+/* A string of n bytes, NUL-terminated; NULL when bad. */
 static char *S_rd_str(S_rd *r, uint32_t n)
 {
-    if (n == 0 || r->bad || (size_t)(r->end - r->p) < n - 1) {
-        r->bad = r->bad || n != 0;
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
         return NULL;
     }
-    char *s = xstrndup(r->p, n - 1);
-    r->p += n - 1;
+    char *s = xstrndup(r->p, n);
+    r->p += n;
     return s;
 }
 
@@ -1398,41 +1410,55 @@ size_t yv_decode(const char *data, size_t len, yv **out)
     stack[n++] = &root;
     while (n > 0 && !r.bad) {
         yv **slot = stack[--n];
-        S_wire_node w;
-        if (!S_rd_get(&r, &w, sizeof w))
+        unsigned char head[2];
+        int32_t pos[2];
+        if (!S_rd_get(&r, head, sizeof head) || !S_rd_get(&r, pos, sizeof pos))
             break;
-        bool container = w.type == YV_SEQ || w.type == YV_MAP;
-        /* every node takes at least its header: a corrupt count cannot allocate much */
-        if (w.type < YV_NULL || w.type > YV_MAP || (!container && w.n) ||
-            w.n > (size_t)(r.end - r.p) / sizeof w) {
+        int type = head[0];
+        bool container = type == YV_SEQ || type == YV_MAP;
+        if (type > YV_MAP || (head[1] & ~(S_F_TRUE | S_F_QUOTED | S_F_STR))) {
             r.bad = true;
             break;
         }
         yv *x = xcalloc(1, sizeof *x);
         *slot = x;
-        x->type = (yv_type)w.type;
-        x->line = w.line;
-        x->col = w.col;
-        x->b = w.b != 0;
-        x->quoted = w.quoted != 0;
-        x->i = w.i;
-        x->f = w.f;
-        x->str = S_rd_str(&r, w.str_len);
-        x->len = w.str_len ? w.str_len - 1 : 0;
+        x->type = (yv_type)type;
+        x->line = pos[0];
+        x->col = pos[1];
+        x->b = (head[1] & S_F_TRUE) != 0;
+        x->quoted = (head[1] & S_F_QUOTED) != 0;
+        if (type == YV_INT) {
+            int64_t i = 0;
+            S_rd_get(&r, &i, sizeof i);
+            x->i = i;
+        } else if (type == YV_FLOAT) {
+            S_rd_get(&r, &x->f, sizeof x->f);
+        }
+        if (head[1] & S_F_STR) {
+            uint32_t sl = 0;
+            S_rd_get(&r, &sl, sizeof sl);
+            x->str = S_rd_str(&r, sl);
+            x->len = sl;
+        }
         if (!container)
             continue;
-        x->n = w.n;
-        x->items = xcalloc(w.n + 1, sizeof *x->items);
+        uint32_t count = 0;
+        S_rd_get(&r, &count, sizeof count);
+        /* every child takes at least its head: a corrupt count cannot allocate much */
+        if (r.bad || count > (size_t)(r.end - r.p) / (sizeof head + sizeof pos)) {
+            r.bad = true;
+            break;
+        }
+        x->n = count;
+        x->items = xcalloc((size_t)count + 1, sizeof *x->items);
         if (x->type == YV_MAP) {
-            x->keys = xcalloc(w.n + 1, sizeof *x->keys);
-            x->key_lines = xcalloc(w.n + 1, sizeof *x->key_lines);
-            x->key_cols = xcalloc(w.n + 1, sizeof *x->key_cols);
-            for (size_t k = 0; k < w.n && !r.bad; k++) {
+            x->keys = xcalloc((size_t)count + 1, sizeof *x->keys);
+            x->key_lines = xcalloc((size_t)count + 1, sizeof *x->key_lines);
+            x->key_cols = xcalloc((size_t)count + 1, sizeof *x->key_cols);
+            for (size_t k = 0; k < count && !r.bad; k++) {
                 uint32_t kn = 0;
                 S_rd_get(&r, &kn, sizeof kn);
                 x->keys[k] = S_rd_str(&r, kn);
-                if (!x->keys[k])
-                    r.bad = true;
                 int32_t kl = 0, kc = 0;
                 S_rd_get(&r, &kl, sizeof kl);
                 S_rd_get(&r, &kc, sizeof kc);
@@ -1440,17 +1466,17 @@ size_t yv_decode(const char *data, size_t len, yv **out)
                 x->key_cols[k] = kc;
             }
         }
-        if (n + w.n > cap) {
-            while (n + w.n > cap)
+        if (n + count > cap) {
+            while (n + count > cap)
                 cap *= 2;
             stack = xrealloc(stack, cap * sizeof *stack);
         }
-        for (size_t k = w.n; k-- > 0;)
+        for (size_t k = count; k-- > 0;)
             stack[n++] = &x->items[k];
     }
     free(stack);
     if (r.bad || n > 0) {
-        /* a partial tree: fill the holes so yv_free can walk it */
+        /* a partial tree: the unfilled slots are NULL, which yv_free skips */
         yv_free(root);
         *out = NULL;
         return 0;

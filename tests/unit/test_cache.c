@@ -373,7 +373,7 @@ static void test_small_layout(void **state)
     buf good = BUF_INIT;
     S_small_bytes(f, &good);
     /* the offsets above describe these bytes */
-    assert_memory_equal(good.ptr, "kvsite-cache 2\n", 16);
+    assert_memory_equal(good.ptr, "kvsite-cache 3\n", 16);
     assert_int_equal(S_get_u32(&good, OFF_NJOBS), 2);
     assert_int_equal(S_get_u32(&good, OFF_PRESENT0), 1);
     uint32_t rec_len = S_get_u32(&good, OFF_REC_LEN0);
@@ -432,7 +432,7 @@ static void test_trailing_garbage_refused(void **state)
     fixture *f = *state;
     buf good = BUF_INIT;
     S_small_bytes(f, &good);
-    static const char *const tails[] = {"\0", "x", "\0\0\0\0", "kvsite-cache 2\n"};
+    static const char *const tails[] = {"\0", "x", "\0\0\0\0", "kvsite-cache 3\n"};
     static const size_t lens[] = {1, 1, 4, 16};
     for (size_t k = 0; k < 4; k++) {
         buf b = BUF_INIT;

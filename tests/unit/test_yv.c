@@ -935,6 +935,52 @@ static void test_hash_sees_values(void **state)
     yv_free(v);
 }
 
+/* yv_encode / yv_decode: the same tree back, positions and all; every cut
+ * of the bytes and trailing garbage in a tree of its own are refused. */
+static void test_encode_round_trip(void **state)
+{
+    (void)state;
+    const char *text = "title: \"KV\"\nn: 42\nf: 1.5\nok: true\nnone: ~\n"
+                       "tags: [a, \"b\", {x: [1, 2]}]\nnested:\n  deeper:\n    - -7\n";
+    diag_list dl;
+    diag_list_init(&dl);
+    yv *v = yv_parse_yaml(text, strlen(text), NULL, "p.md", 1, &dl);
+    assert_non_null(v);
+    buf b = BUF_INIT;
+    yv_encode(v, &b);
+    yv *back = NULL;
+    assert_int_equal(yv_decode(b.ptr, b.len, &back), b.len);
+    assert_non_null(back);
+    assert_true(yv_hash(v, 1) == yv_hash(back, 1));
+    const yv *tags = yv_get(back, "tags");
+    assert_non_null(tags);
+    assert_int_equal(tags->line, yv_get(v, "tags")->line);
+    assert_int_equal(tags->col, yv_get(v, "tags")->col);
+    assert_int_equal(back->key_lines[1], v->key_lines[1]);
+    assert_true(yv_get(back, "title")->quoted);
+    assert_int_equal(yv_get(back, "n")->i, 42);
+    assert_true(yv_get(back, "ok")->b);
+    yv_free(back);
+    for (size_t cut = 0; cut < b.len; cut++) {
+        yv *part = (yv *)1;
+        assert_int_equal(yv_decode(b.ptr, cut, &part), 0);
+        assert_null(part);
+    }
+    /* flipped type bytes never crash */
+    for (size_t i = 0; i < b.len; i++) {
+        buf c = BUF_INIT;
+        buf_put(&c, b.ptr, b.len);
+        c.ptr[i] ^= 0x5a;
+        yv *any = NULL;
+        if (yv_decode(c.ptr, c.len, &any))
+            yv_free(any);
+        buf_free(&c);
+    }
+    buf_free(&b);
+    yv_free(v);
+    diag_list_free(&dl);
+}
+
 static void test_hash_deep_and_null(void **state)
 {
     (void)state;
@@ -1014,6 +1060,7 @@ int main(void)
         cmocka_unit_test(test_hash_ignores_positions),
         cmocka_unit_test(test_hash_sees_values),
         cmocka_unit_test(test_hash_deep_and_null),
+        cmocka_unit_test(test_encode_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
