@@ -1,6 +1,8 @@
 #include "cache.h"
 
 #include <errno.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,16 +158,30 @@ static void S_put_u32(FILE *f, uint32_t v) { S_put(f, &v, sizeof v); }
 int cache_save(const cache *c, const char *path, const cache_encoders *enc)
 {
     buf scratch = BUF_INIT;
-    char *tmp = xasprintf("%s.tmp-%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wbx");
+    /* Written over the last cache in place: a new file of 10 MB and the
+     * release of the old one cost the kernel more than writing the bytes.
+     * The magic is written last: until then the file reads as no cache, so
+     * a build killed halfway leaves nothing that could be taken for one. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0 && errno == ELOOP && unlink(path) == 0)
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+        errno = EINVAL;
+    }
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
     if (!f) {
-        free(tmp);
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     /* glibc ignores the size without a buffer of ours: 4 KiB writes else */
     char *iobuf = xmalloc(1u << 20);
     setvbuf(f, iobuf, _IOFBF, 1u << 20);
-    S_put(f, S_MAGIC, sizeof S_MAGIC);
+    static const char invalid[16] = "kvsite-cache -\n";
+    S_put(f, invalid, sizeof invalid);
     S_put_u64(f, c->global);
     S_put_u32(f, (uint32_t)c->njobs);
     for (size_t i = 0; i < c->njobs; i++) {
@@ -210,17 +226,15 @@ int cache_save(const cache *c, const char *path, const cache_encoders *enc)
         S_put_u32(f, (uint32_t)len);
         S_put(f, bytes, len);
     }
-    int rc = ferror(f) ? -1 : 0;
-    if (fclose(f) != 0)
+    int rc = ferror(f) || fflush(f) != 0 ? -1 : 0;
+    off_t size = ftello(f);
+    if (rc == 0 && (size < 0 || ftruncate(fd, size) != 0 ||
+                    pwrite(fd, S_MAGIC, sizeof S_MAGIC, 0) != (ssize_t)sizeof S_MAGIC))
         rc = -1;
-    if (rc == 0 && rename(tmp, path) != 0)
+    int saved = errno;
+    if (fclose(f) != 0 && rc == 0)
         rc = -1;
-    if (rc != 0) {
-        int saved = errno;
-        unlink(tmp);
-        errno = saved;
-    }
-    free(tmp);
+    errno = saved;
     free(iobuf);
     buf_free(&scratch);
     return rc;

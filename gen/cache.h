@@ -67,9 +67,9 @@ typedef struct {
     void *ctx;
 } cache_encoders;
 
-/* Writes c to path through a temporary file and a rename; entries without
- * bytes get them from enc (which may be NULL when all have them). Returns 0,
- * or -1 with errno. */
+/* Writes c to path, over the file that is there, its magic last (until
+ * then it loads as no cache); entries without bytes get them from enc (which
+ * may be NULL when all have them). Returns 0, or -1 with errno. */
 int cache_save(const cache *c, const char *path, const cache_encoders *enc);
 
 #endif

@@ -47,6 +47,13 @@ bool utf8_valid(const char *s, size_t len, size_t *bad)
             i++;
             continue;
         }
+        /* three bytes (CJK text) inline: E1-EC and EE-EF take any
+         * continuation; E0 and ED are checked the long way below */
+        if (c >= 0xE1 && c <= 0xEF && c != 0xED && i + 3 <= len &&
+            (p[i + 1] & 0xC0) == 0x80 && (p[i + 2] & 0xC0) == 0x80) {
+            i += 3;
+            continue;
+        }
         size_t n = utf8_char_len(p + i);
         if (n == 1 || i + n > len)
             goto fail;
