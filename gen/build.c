@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -113,6 +114,7 @@ typedef struct {
     bool links;
     pthread_t thread;
     bool started, done;
+    atomic_bool stop; /* set by the parent when the scan is not needed */
 } staging_scan;
 
 static void *S_scan_staging(void *arg)
@@ -124,7 +126,7 @@ static void *S_scan_staging(void *arg)
     while (n > 0) {
         char *rel = stack[--n];
         char *path = rel[0] ? fs_join(sc->dir, rel) : xstrdup(sc->dir);
-        DIR *d = sc->links ? NULL : opendir(path);
+        DIR *d = sc->links || atomic_load_explicit(&sc->stop, memory_order_relaxed) ? NULL : opendir(path);
         if (d) {
             struct dirent *e;
             size_t entries = 0;
@@ -1319,18 +1321,8 @@ int build_run(const build_opts *o)
     bool trace = getenv("KVSITE_TRACE") != NULL;
 #define TRACE(what) do { if (trace) fprintf(stderr, "kvsite: trace: %s at %.3f s (%ld MiB)\n", what, S_now() - t0, S_rss_mib()); } while (0)
     TRACE("configured");
-    uint64_t in_stamp = 0;
-    char *stamp_path = NULL;
-    if (!o->check_only) {
-        in_stamp = S_input_stamp(&s);
-        stamp_path = S_stamp_path(&s);
-        if (!o->no_cache && S_up_to_date(&s, stamp_path, in_stamp, t0)) {
-            free(stamp_path);
-            goto out;
-        }
-    }
-    TRACE("input stamp");
-    /* a full build needs the staging folder scanned: done beside the content */
+    /* a full build needs the staging folder scanned: done beside the input
+     * stamp and the content */
     staging_scan scan;
     memset(&scan, 0, sizeof scan);
     char *cache_path = NULL;
@@ -1339,6 +1331,24 @@ int build_run(const build_opts *o)
         if (o->no_cache || !fs_exists(cache_path))
             S_scan_start(&scan, s.staging);
     }
+    uint64_t in_stamp = 0;
+    char *stamp_path = NULL;
+    if (!o->check_only) {
+        in_stamp = S_input_stamp(&s);
+        stamp_path = S_stamp_path(&s);
+        if (!o->no_cache && S_up_to_date(&s, stamp_path, in_stamp, t0)) {
+            free(stamp_path);
+            free(cache_path);
+            if (scan.started) {
+                atomic_store(&scan.stop, true); /* nothing to build: no need for it */
+                pthread_join(scan.thread, NULL);
+            }
+            buf_free(&scan.files);
+            buf_free(&scan.empty_dirs);
+            goto out;
+        }
+    }
+    TRACE("input stamp");
     if (cache_path && !o->no_cache && cache_load(&s.prev, cache_path, s.cfg.limits.output_bytes) == 0) {
         s.front_key = S_front_key(&s);
         if (s.prev.front_key == s.front_key)
@@ -1387,6 +1397,7 @@ int build_run(const build_opts *o)
         env.same_dir = s.out_abs;
     } else if (s.staging) {
         S_scan_finish(&scan, s.staging);
+        TRACE("staging scanned");
         if (scan.links) {
             /* links planted in the staging folder could lead writes out of it */
             fs_remove_tree(s.staging);
