@@ -1430,7 +1430,12 @@ int build_run(const build_opts *o)
             if (j < s.idx.npages)
                 s.pages_built++;
         }
-        diag_move(&s.dl, &r->diags);
+        /* copied, not moved: the record keeps its warnings for the cache,
+         * so a page taken from it warns again */
+        for (size_t k = 0; k < r->diags.n; k++) {
+            const diag *d = &r->diags.v[k];
+            diag_add(&s.dl, d->level, d->file, d->line, d->col, "%s", d->msg);
+        }
     }
     TRACE("assets copied, records merged");
     S_feed(&s);

@@ -1467,6 +1467,24 @@ t_incremental_renders_what_changed() {
     tail -n 1 "$W.err" | grep -q '^kvsite: up to date: ' || fail "no-change build: $(tail -n 1 "$W.err")"
 }
 
+# A page taken from the cache warns again, as it did when it was rendered:
+# an incremental build reports what a full one does.
+t_incremental_keeps_warnings() {
+    fresh good
+    printf -- '---\ntitle: Warn\n---\nThe cache takes 40 GB here.\n' | page content/notes/warn.md
+    kv build
+    expect_rc 0
+    grep -q '^content/notes/warn.md:4:17: warning: unverified figure "40 GB"' "$W.err" ||
+        fail "first build: no warning"
+    printf '\nMore.\n' >>"$W/content/notes/week-1.md"
+    kv build
+    expect_rc 0
+    rendered 1
+    grep -q '^content/notes/warn.md:4:17: warning: unverified figure "40 GB"' "$W.err" ||
+        fail "the warning of a page taken from the cache was lost: $(cat "$W.err")"
+    tail -n 1 "$W.err" | grep -q ', 1 warning, ' || fail "summary: $(tail -n 1 "$W.err")"
+}
+
 # --no-cache renders every page even with a usable cache, and the next build
 # uses the cache it wrote.
 t_incremental_no_cache() {
