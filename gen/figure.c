@@ -524,19 +524,30 @@ void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col)
     size_t i = 0;
     int cur_line = line, line_start = 0; /* byte offset where cur_line starts */
     int cur_col0 = col;
+    size_t counted = 0; /* newlines before here are in cur_line */
     while (i < len) {
-        unsigned char ch = (unsigned char)text[i];
-        if (ch == '\n') {
+        /* to the next digit, eight bytes at a time: bytes that are not
+         * digits become >= 10 after the xor, and UTF-8 bytes keep their top bit */
+        while (i + 8 <= len) {
+            uint64_t w;
+            memcpy(&w, text + i, 8);
+            uint64_t x = w ^ 0x3030303030303030ull;
+            if ((x - 0x0A0A0A0A0A0A0A0Aull) & ~x & 0x8080808080808080ull)
+                break;
+            i += 8;
+        }
+        while (i < len && !(text[i] >= '0' && text[i] <= '9'))
+            i++;
+        if (i >= len)
+            break;
+        /* the lines passed on the way */
+        for (const char *nl; counted < i && (nl = memchr(text + counted, '\n', i - counted));) {
             cur_line++;
-            line_start = (int)i + 1;
+            line_start = (int)(nl - text) + 1;
             cur_col0 = 1;
-            i++;
-            continue;
+            counted = (size_t)(nl - text) + 1;
         }
-        if (!(ch >= '0' && ch <= '9')) {
-            i++;
-            continue;
-        }
+        counted = i;
         bool starts = true;
         if (starts && i > 0) {
             unsigned char prev = (unsigned char)text[i - 1];
