@@ -1096,19 +1096,23 @@ static bool S_reuse_front(void *ctx, page *p)
 /* Every page's front matter for the next build, but for files with a
  * diagnostic (their warnings come from parsing them). Unchanged ones keep the
  * bytes the last build saved; the others are encoded while saving. */
-static void S_save_fronts(build_state *s, cache *c)
+/* The files with a diagnostic so far (their front matter is not cached). */
+static void S_noisy_files(build_state *s, strmap *noisy)
 {
-    strmap noisy;
-    strmap_init(&noisy);
+    strmap_init(noisy);
     for (size_t i = 0; i < s->dl.n; i++)
         if (s->dl.v[i].file)
-            strmap_put(&noisy, s->dl.v[i].file, (void *)1);
+            strmap_put(noisy, s->dl.v[i].file, (void *)1);
+}
+
+static void S_save_fronts(build_state *s, cache *c, const strmap *noisy)
+{
     c->front_key = s->front_key;
     c->fronts = xcalloc(s->idx.npages + 1, sizeof *c->fronts);
     for (size_t i = 0; i < s->idx.npages; i++) {
         const page *p = s->idx.pages[i];
         void *stamp = p->src ? strmap_get(&s->stamps, p->src) : NULL;
-        if (!stamp || strmap_get(&noisy, p->src))
+        if (!stamp || strmap_get(noisy, p->src))
             continue;
         cache_front *f = &c->fronts[c->nfronts++];
         f->src = p->src;
@@ -1120,7 +1124,6 @@ static void S_save_fronts(build_state *s, cache *c)
             f->page_len = old->page_len;
         }
     }
-    strmap_free(&noisy);
 }
 
 static void S_encode_record(void *ctx, size_t job, buf *out)
@@ -1135,8 +1138,8 @@ static void S_encode_front(void *ctx, const cache_front *f, buf *out)
     content_page_encode(s->idx.pages[f->ref], out);
 }
 
-static void S_save_cache(build_state *s, const char *path, uint64_t global, const buf *list,
-                         const uint64_t *job_stamps)
+static int S_save_cache(build_state *s, const char *path, uint64_t global, const buf *list,
+                        const uint64_t *job_stamps, const strmap *noisy, bool finish)
 {
     cache c;
     cache_init(&c);
@@ -1167,13 +1170,15 @@ static void S_save_cache(build_state *s, const char *path, uint64_t global, cons
     }
     c.outputs = buf_cstr(list);
     c.outputs_len = list->len;
-    S_save_fronts(s, &c);
+    S_save_fronts(s, &c, noisy);
     cache_encoders enc = {S_encode_record, S_encode_front, s};
-    if (cache_save(&c, path, &enc) != 0)
+    int rc = finish ? cache_save(&c, path, &enc) : cache_save_unfinished(&c, path, &enc);
+    if (rc != 0)
         fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", path,
                 strerror(errno));
     free(c.jobs);
     free(c.fronts);
+    return rc;
 }
 
 /* In an incremental build, the links of the pages taken from the cache were
@@ -1204,6 +1209,70 @@ static bool S_old_links_hold(build_state *s)
             return false;
     }
     return true;
+}
+
+/* A full build writes its cache while the parent checks links and writes
+ * the feed: everything the cache holds is known once the pages are rendered
+ * (the workers stamped their files). The file reads as no cache until the
+ * build succeeds and cache_finish() marks it. */
+typedef struct {
+    build_state *s;
+    const char *path;
+    uint64_t global;
+    strmap noisy;
+    buf list;
+    uint64_t *job_stamps;
+    pthread_t thread;
+    bool started;
+    int rc;
+} cache_writer;
+
+static void *S_cache_writer_main(void *arg)
+{
+    cache_writer *w = arg;
+    w->rc = S_save_cache(w->s, w->path, w->global, &w->list, w->job_stamps, &w->noisy, false);
+    return NULL;
+}
+
+/* Starts the writer; extras: the output files that are not pages, as far as
+ * they are known (assets), the feed, sitemap and checks.json added here. */
+static void S_cache_writer_start(cache_writer *w, build_state *s, const char *path, uint64_t global)
+{
+    memset(w, 0, sizeof *w);
+    w->s = s;
+    w->path = path;
+    w->global = global;
+    S_noisy_files(s, &w->noisy);
+    buf_init(&w->list);
+    w->job_stamps = xcalloc(s->njobs + 1, sizeof *w->job_stamps);
+    for (size_t j = 0; j < s->njobs; j++) {
+        const page_record *r = &s->records[j];
+        w->job_stamps[j] = STAMP_SEED; /* no file: as S_out_stamp says */
+        if (!r->done || !r->url || !r->url[0] || r->out_bytes == 0)
+            continue;
+        char *rel = S_out_rel(r->url);
+        buf_put(&w->list, rel, strlen(rel) + 1);
+        free(rel);
+        w->job_stamps[j] = r->out_stamp;
+    }
+    buf_put(&w->list, buf_cstr(&s->extra_outputs), s->extra_outputs.len);
+    static const char fixed[] = "feed.xml\0sitemap.xml\0checks.json";
+    buf_put(&w->list, fixed, sizeof fixed);
+    w->started = pthread_create(&w->thread, NULL, S_cache_writer_main, w) == 0;
+}
+
+/* Waits for the writer; the cache counts only when the build succeeded. */
+static void S_cache_writer_end(cache_writer *w, bool succeeded)
+{
+    if (w->started) {
+        pthread_join(w->thread, NULL);
+        if (succeeded && w->rc == 0 && cache_finish(w->path) != 0)
+            fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", w->path,
+                    strerror(errno));
+    }
+    strmap_free(&w->noisy);
+    buf_free(&w->list);
+    free(w->job_stamps);
 }
 
 /* Moves what an incremental build wrote into the output, and removes the
@@ -1268,6 +1337,9 @@ static int S_phase(build_state *s, const render_env *env, const pool_opts *po, i
         }
     }
     s->rendered += n;
+    if (s->incremental && getenv("KVSITE_TRACE"))
+        for (size_t k = 0; k < n; k++)
+            fprintf(stderr, "kvsite: trace: rendering %s\n", render_job_file(env, jobs[k]));
     pool_opts o = *po;
     if (phase == 3)
         o.workers = 1; /* home before the report, in one worker */
@@ -1438,6 +1510,11 @@ int build_run(const build_opts *o)
         }
     }
     TRACE("assets copied, records merged");
+    cache_writer writer;
+    memset(&writer, 0, sizeof writer);
+    bool writer_used = !s.incremental && stamp_path && s.dl.errors == 0;
+    if (writer_used)
+        S_cache_writer_start(&writer, &s, cache_path, global);
     S_feed(&s);
     S_sitemap(&s);
     S_checks_json(&s);
@@ -1496,12 +1573,19 @@ int build_run(const build_opts *o)
             o->check_only ? "checked" : status ? "failed to build" : "built", counts,
             s.dl.errors, s.dl.errors == 1 ? "" : "s", S_now() - t0, how,
             status && !o->check_only ? "; the previous output is unchanged" : "");
+    if (writer_used)
+        S_cache_writer_end(&writer, status == 0);
     if (status == 0 && stamp_path) {
         buf list = BUF_INIT;
         uint64_t *stamps = xmalloc((s.njobs + 1) * sizeof *stamps);
         uint64_t out_stamp = S_outputs(&s, &list, stamps);
         TRACE("output stamped");
-        S_save_cache(&s, cache_path, global, &list, stamps);
+        if (!writer_used) {
+            strmap noisy;
+            S_noisy_files(&s, &noisy);
+            S_save_cache(&s, cache_path, global, &list, stamps, &noisy, true);
+            strmap_free(&noisy);
+        }
         TRACE("cache saved");
         S_save_stamp(&s, stamp_path, in_stamp, counts, &list, out_stamp);
         free(stamps);

@@ -155,7 +155,30 @@ static void S_put(FILE *f, const void *p, size_t n)
 static void S_put_u64(FILE *f, uint64_t v) { S_put(f, &v, sizeof v); }
 static void S_put_u32(FILE *f, uint32_t v) { S_put(f, &v, sizeof v); }
 
+static int S_save(const cache *c, const char *path, const cache_encoders *enc, bool finish);
+
 int cache_save(const cache *c, const char *path, const cache_encoders *enc)
+{
+    return S_save(c, path, enc, true);
+}
+
+int cache_save_unfinished(const cache *c, const char *path, const cache_encoders *enc)
+{
+    return S_save(c, path, enc, false);
+}
+
+int cache_finish(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    int rc = pwrite(fd, S_MAGIC, sizeof S_MAGIC, 0) == (ssize_t)sizeof S_MAGIC ? 0 : -1;
+    if (close(fd) != 0)
+        rc = -1;
+    return rc;
+}
+
+static int S_save(const cache *c, const char *path, const cache_encoders *enc, bool finish)
 {
     buf scratch = BUF_INIT;
     /* Written over the last cache in place: a new file of 10 MB and the
@@ -229,7 +252,7 @@ int cache_save(const cache *c, const char *path, const cache_encoders *enc)
     int rc = ferror(f) || fflush(f) != 0 ? -1 : 0;
     off_t size = ftello(f);
     if (rc == 0 && (size < 0 || ftruncate(fd, size) != 0 ||
-                    pwrite(fd, S_MAGIC, sizeof S_MAGIC, 0) != (ssize_t)sizeof S_MAGIC))
+                    (finish && pwrite(fd, S_MAGIC, sizeof S_MAGIC, 0) != (ssize_t)sizeof S_MAGIC)))
         rc = -1;
     int saved = errno;
     if (fclose(f) != 0 && rc == 0)

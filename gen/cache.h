@@ -71,5 +71,9 @@ typedef struct {
  * then it loads as no cache); entries without bytes get them from enc (which
  * may be NULL when all have them). Returns 0, or -1 with errno. */
 int cache_save(const cache *c, const char *path, const cache_encoders *enc);
+/* The same, but the file keeps reading as no cache until cache_finish(path):
+ * for a cache written while the build that makes it may still fail. */
+int cache_save_unfinished(const cache *c, const char *path, const cache_encoders *enc);
+int cache_finish(const char *path);
 
 #endif

@@ -1485,6 +1485,20 @@ t_incremental_keeps_warnings() {
     tail -n 1 "$W.err" | grep -q ', 1 warning, ' || fail "summary: $(tail -n 1 "$W.err")"
 }
 
+# After a full build, a page that writes no file (the sources page of a site
+# without checks/sources.yaml) is taken from the cache like any other: an
+# input no page reads renders nothing.
+t_incremental_after_full_build() {
+    fresh bare
+    rm -f "$W/checks/sources.yaml"
+    kv build --no-cache
+    expect_rc 0
+    printf 'unused\n' >"$W/checks/unused.txt"
+    kv build
+    expect_rc 0
+    rendered 0
+}
+
 # --no-cache renders every page even with a usable cache, and the next build
 # uses the cache it wrote.
 t_incremental_no_cache() {
@@ -1494,6 +1508,11 @@ t_incremental_no_cache() {
     kv build --no-cache
     expect_rc 0
     tail -n 1 "$W.err" | grep -q 'rendered' && fail "--no-cache used the cache: $(tail -n 1 "$W.err")"
+    # a file no page reads: nothing to render after a full build either
+    printf 'unused\n' >"$W/checks/unused.txt"
+    kv build
+    expect_rc 0
+    rendered 0
     printf '\nMore again.\n' >>"$W/content/notes/week-1.md"
     kv build
     expect_rc 0
