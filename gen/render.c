@@ -200,6 +200,79 @@ static void S_push_params(lua_State *L, const page *p)
     }
 }
 
+/* A kind of read-only object templates see (a listed page, a figure): its
+ * fields in the order pairs() gives them, and the function that pushes one
+ * (false for a key the kind does not have). The object is at stack index 1. */
+typedef struct {
+    const char *meta; /* metatable name */
+    const char *what; /* for errors: "a figure" */
+    const char *const *keys;
+    size_t nkeys;
+    bool (*field)(lua_State *L, const void *obj, const char *k);
+} ro_kind;
+
+static int S_ro_index(lua_State *L)
+{
+    const ro_kind *kind = lua_touserdata(L, lua_upvalueindex(1));
+    const char *k = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+    if (!k || !kind->field(L, lua_touserdata(L, 1), k))
+        lua_pushnil(L);
+    return 1;
+}
+
+static int S_ro_newindex(lua_State *L)
+{
+    const ro_kind *kind = lua_touserdata(L, lua_upvalueindex(1));
+    return luaL_error(L, "%s is read-only: cannot set %s", kind->what, luaL_tolstring(L, 2, NULL));
+}
+
+/* pairs(): the fields that are set, in the kind's order */
+static int S_ro_next(lua_State *L)
+{
+    const ro_kind *kind = lua_touserdata(L, lua_upvalueindex(1));
+    size_t i = 0;
+    if (!lua_isnil(L, 2)) {
+        const char *k = lua_tostring(L, 2);
+        while (i < kind->nkeys && (!k || strcmp(kind->keys[i], k)))
+            i++;
+        i++;
+    }
+    for (; i < kind->nkeys; i++) {
+        lua_pushstring(L, kind->keys[i]);
+        kind->field(L, lua_touserdata(L, 1), kind->keys[i]);
+        if (!lua_isnil(L, -1))
+            return 2;
+        lua_pop(L, 2);
+    }
+    return 0;
+}
+
+static int S_ro_pairs(lua_State *L)
+{
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushcclosure(L, S_ro_next, 1);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
+/* Sets the metatable of the kind on the userdata on top of the stack. */
+static void S_ro_setmeta(lua_State *L, const ro_kind *kind)
+{
+    if (luaL_newmetatable(L, kind->meta)) {
+        lua_CFunction fns[] = {S_ro_index, S_ro_newindex, S_ro_pairs};
+        const char *names[] = {"__index", "__newindex", "__pairs"};
+        for (int i = 0; i < 3; i++) {
+            lua_pushlightuserdata(L, (void *)kind);
+            lua_pushcclosure(L, fns[i], 1);
+            lua_setfield(L, -2, names[i]);
+        }
+        lua_pushliteral(L, "locked");
+        lua_setfield(L, -2, "__metatable");
+    }
+    lua_setmetatable(L, -2);
+}
+
 /* A page in a list (page.pages, site.pages, a tag's pages): a read-only
  * object whose fields are made when read. Listings of thousands of pages
  * read a few fields of each; building a table of 15 for each cost more than
@@ -276,48 +349,14 @@ static bool S_brief_field(lua_State *L, const brief_obj *o, const char *k)
     return true;
 }
 
-static int S_brief_obj_index(lua_State *L)
+static bool S_brief_field_any(lua_State *L, const void *o, const char *k)
 {
-    const brief_obj *o = lua_touserdata(L, 1);
-    const char *k = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
-    if (!k || !S_brief_field(L, o, k))
-        lua_pushnil(L);
-    return 1;
+    return S_brief_field(L, o, k);
 }
 
-static int S_brief_obj_newindex(lua_State *L)
-{
-    return luaL_error(L, "a page in a list is read-only: cannot set %s",
-                      luaL_tolstring(L, 2, NULL));
-}
-
-static int S_brief_obj_next(lua_State *L)
-{
-    const brief_obj *o = lua_touserdata(L, 1);
-    size_t i = 0, n = sizeof S_BRIEF_KEYS / sizeof *S_BRIEF_KEYS;
-    if (!lua_isnil(L, 2)) {
-        const char *k = lua_tostring(L, 2);
-        while (i < n && (!k || strcmp(S_BRIEF_KEYS[i], k)))
-            i++;
-        i++;
-    }
-    for (; i < n; i++) {
-        lua_pushstring(L, S_BRIEF_KEYS[i]);
-        S_brief_field(L, o, S_BRIEF_KEYS[i]);
-        if (!lua_isnil(L, -1))
-            return 2;
-        lua_pop(L, 2);
-    }
-    return 0;
-}
-
-static int S_brief_obj_pairs(lua_State *L)
-{
-    lua_pushcfunction(L, S_brief_obj_next);
-    lua_pushvalue(L, 1);
-    lua_pushnil(L);
-    return 3;
-}
+static const ro_kind S_BRIEF_KIND = {S_BRIEF_OBJ, "a page in a list", S_BRIEF_KEYS,
+                                     sizeof S_BRIEF_KEYS / sizeof *S_BRIEF_KEYS,
+                                     S_brief_field_any};
 
 static void S_push_brief_obj(renderer *r, size_t i)
 {
@@ -325,17 +364,7 @@ static void S_push_brief_obj(renderer *r, size_t i)
     brief_obj *o = lua_newuserdatauv(L, sizeof *o, 2);
     o->r = r;
     o->i = i;
-    if (luaL_newmetatable(L, S_BRIEF_OBJ)) {
-        lua_pushcfunction(L, S_brief_obj_index);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, S_brief_obj_newindex);
-        lua_setfield(L, -2, "__newindex");
-        lua_pushcfunction(L, S_brief_obj_pairs);
-        lua_setfield(L, -2, "__pairs");
-        lua_pushliteral(L, "locked");
-        lua_setfield(L, -2, "__metatable");
-    }
-    lua_setmetatable(L, -2);
+    S_ro_setmeta(L, &S_BRIEF_KIND);
 }
 
 /* A page as listings see it. */
@@ -571,48 +600,14 @@ static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
     return true;
 }
 
-static int S_figure_obj_index(lua_State *L)
+static bool S_figure_field_any(lua_State *L, const void *o, const char *k)
 {
-    const figure_obj *o = lua_touserdata(L, 1);
-    const char *k = lua_tostring(L, 2);
-    if (!k || lua_type(L, 2) != LUA_TSTRING || !S_figure_field(L, o, k))
-        lua_pushnil(L);
-    return 1;
+    return S_figure_field(L, o, k);
 }
 
-static int S_figure_obj_newindex(lua_State *L)
-{
-    return luaL_error(L, "a figure is read-only: cannot set %s", luaL_tolstring(L, 2, NULL));
-}
-
-/* pairs(figure): its fields in a fixed order, those that are set */
-static int S_figure_obj_next(lua_State *L)
-{
-    const figure_obj *o = lua_touserdata(L, 1);
-    size_t i = 0, n = sizeof S_FIGURE_KEYS / sizeof *S_FIGURE_KEYS;
-    if (!lua_isnil(L, 2)) {
-        const char *k = lua_tostring(L, 2);
-        while (i < n && (!k || strcmp(S_FIGURE_KEYS[i], k)))
-            i++;
-        i++;
-    }
-    for (; i < n; i++) {
-        lua_pushstring(L, S_FIGURE_KEYS[i]);
-        S_figure_field(L, o, S_FIGURE_KEYS[i]);
-        if (!lua_isnil(L, -1))
-            return 2;
-        lua_pop(L, 2);
-    }
-    return 0;
-}
-
-static int S_figure_obj_pairs(lua_State *L)
-{
-    lua_pushcfunction(L, S_figure_obj_next);
-    lua_pushvalue(L, 1);
-    lua_pushnil(L);
-    return 3;
-}
+static const ro_kind S_FIGURE_KIND = {S_FIGURE_OBJ, "a figure", S_FIGURE_KEYS,
+                                      sizeof S_FIGURE_KEYS / sizeof *S_FIGURE_KEYS,
+                                      S_figure_field_any};
 
 static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url)
 {
@@ -625,17 +620,7 @@ static void S_push_figure(lua_State *L, const figure *f, const char *src, const 
         memcpy(o + 1, page_url, un);
         o->page_url = (const char *)(o + 1);
     }
-    if (luaL_newmetatable(L, S_FIGURE_OBJ)) {
-        lua_pushcfunction(L, S_figure_obj_index);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, S_figure_obj_newindex);
-        lua_setfield(L, -2, "__newindex");
-        lua_pushcfunction(L, S_figure_obj_pairs);
-        lua_setfield(L, -2, "__pairs");
-        lua_pushliteral(L, "locked");
-        lua_setfield(L, -2, "__metatable");
-    }
-    lua_setmetatable(L, -2);
+    S_ro_setmeta(L, &S_FIGURE_KIND);
 }
 
 /* site.figures: every figure of the records so far, with totals per tier. */
