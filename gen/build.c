@@ -893,14 +893,7 @@ static void S_save_stamp(build_state *s, const char *path, uint64_t in_stamp, co
 
 /* ---------- incremental builds ---------- */
 
-static uint64_t S_mix(uint64_t h, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        h ^= (v >> (8 * i)) & 0xff;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
+static uint64_t S_mix(uint64_t h, uint64_t v) { return stamp_bytes(h, &v, sizeof v); }
 
 static char *S_side_path(build_state *s, const char *what)
 {

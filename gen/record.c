@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stamp.h"
+
 void record_init(page_record *r)
 {
     memset(r, 0, sizeof *r);
@@ -254,16 +256,7 @@ int record_decode(const char *data, size_t len, page_record *r)
 
 /* ---------- digest ---------- */
 
-/* FNV-1a, 64 bits: records are small and this runs once per record. */
-static uint64_t S_mix(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= c[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
+static uint64_t S_mix(uint64_t h, const void *p, size_t n) { return stamp_bytes(h, p, n); }
 
 static uint64_t S_mix_str(uint64_t h, const char *s)
 {
@@ -272,7 +265,7 @@ static uint64_t S_mix_str(uint64_t h, const char *s)
 
 uint64_t record_digest(const page_record *r)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = STAMP_SEED;
     h = S_mix_str(h, r->url);
     h = S_mix_str(h, r->src);
     h = S_mix_str(h, r->summary);

@@ -18,6 +18,8 @@ static uint64_t S_mix(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+uint64_t stamp_bytes(uint64_t h, const void *p, size_t n) { return S_mix(h, p, n); }
+
 uint64_t stamp_str(uint64_t h, const char *s) { return S_mix(h, s, strlen(s) + 1); }
 
 static uint64_t S_stat(uint64_t h, const struct stat *st)

@@ -9,6 +9,7 @@
 #include <yaml.h>
 
 #include "buf.h"
+#include "stamp.h"
 
 const yv_limits yv_default_limits = {1024 * 1024, 32, 100000};
 
@@ -1269,12 +1270,7 @@ yv *yv_parse_csv(const char *text, size_t len, const yv_limits *lim, const char 
 
 static unsigned long long S_hash_bytes(unsigned long long h, const void *p, size_t n)
 {
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= c[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return stamp_bytes(h, p, n);
 }
 
 unsigned long long yv_hash(const yv *v, unsigned long long h)
