@@ -1212,6 +1212,7 @@ typedef struct {
     build_state *s;
     const char *path;
     uint64_t global;
+    bool global_known; /* else the writer makes it */
     strmap noisy;
     buf list;
     uint64_t *job_stamps;
@@ -1223,18 +1224,22 @@ typedef struct {
 static void *S_cache_writer_main(void *arg)
 {
     cache_writer *w = arg;
+    if (!w->global_known)
+        w->global = S_global_key(w->s);
     w->rc = S_save_cache(w->s, w->path, w->global, &w->list, w->job_stamps, &w->noisy, false);
     return NULL;
 }
 
 /* Starts the writer; extras: the output files that are not pages, as far as
  * they are known (assets), the feed, sitemap and checks.json added here. */
-static void S_cache_writer_start(cache_writer *w, build_state *s, const char *path, uint64_t global)
+static void S_cache_writer_start(cache_writer *w, build_state *s, const char *path, uint64_t global,
+                                 bool global_known)
 {
     memset(w, 0, sizeof *w);
     w->s = s;
     w->path = path;
     w->global = global;
+    w->global_known = global_known;
     S_noisy_files(s, &w->noisy);
     buf_init(&w->list);
     w->job_stamps = xcalloc(s->njobs + 1, sizeof *w->job_stamps);
@@ -1444,12 +1449,15 @@ int build_run(const build_opts *o)
 
     /* the last build's cache, when it was made from the same site */
     uint64_t global = 0;
-    if (!o->check_only) {
+    bool global_known = false; /* without a cache to compare it with, it is made
+                                * when the new cache is written, off the critical path */
+    if (!o->check_only && !o->no_cache && s.prev.njobs > 0) {
         global = S_global_key(&s);
-        s.incremental = !o->no_cache && global != 0 && fs_is_dir(s.out_abs) &&
-                        s.prev.njobs > 0 && s.prev.global == global && s.prev.njobs == s.njobs;
-        TRACE(s.incremental ? "incremental" : "full build");
+        global_known = true;
+        s.incremental = global != 0 && fs_is_dir(s.out_abs) && s.prev.global == global &&
+                        s.prev.njobs == s.njobs;
     }
+    TRACE(s.incremental ? "incremental" : "full build");
     if (s.incremental) {
         /* changed files go to a folder of their own, moved in when the build succeeds */
         s.incr_dir = S_side_path(&s, "incr");
@@ -1507,7 +1515,7 @@ int build_run(const build_opts *o)
     memset(&writer, 0, sizeof writer);
     bool writer_used = !s.incremental && stamp_path && s.dl.errors == 0;
     if (writer_used)
-        S_cache_writer_start(&writer, &s, cache_path, global);
+        S_cache_writer_start(&writer, &s, cache_path, global, global_known);
     S_feed(&s);
     S_sitemap(&s);
     S_checks_json(&s);
@@ -1574,6 +1582,8 @@ int build_run(const build_opts *o)
         uint64_t out_stamp = S_outputs(&s, &list, stamps);
         TRACE("output stamped");
         if (!writer_used) {
+            if (!global_known)
+                global = S_global_key(&s);
             strmap noisy;
             S_noisy_files(&s, &noisy);
             S_save_cache(&s, cache_path, global, &list, stamps, &noisy, true);
