@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,15 +20,9 @@
 #include "buf.h"
 #include "cache.h"
 #include "record.h"
+#include "fsutil.h"
 
 /* ---- fixtures ------------------------------------------------------------- */
-
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
 
 typedef struct {
     char *dir;  /* a fresh temporary folder */
@@ -51,7 +44,7 @@ static int S_setup(void **state)
 static int S_teardown(void **state)
 {
     fixture *f = *state;
-    nftw(f->dir, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(f->dir);
     free(f->dir);
     free(f->path);
     free(f);

@@ -1,7 +1,6 @@
 /* Unit tests for gen/config.c: defaults, every key of site.yaml, unknown keys,
  * wrong types and ranges at their line:col, and the forms of base_url. */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,13 +23,6 @@
 
 /* ---- fixtures: one temporary project root per test ------------------------ */
 
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static int S_setup(void **state)
 {
     char *dir = strdup("/tmp/kvsite-test-config-XXXXXX");
@@ -42,7 +34,7 @@ static int S_setup(void **state)
 
 static int S_teardown(void **state)
 {
-    nftw(*state, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(*state);
     free(*state);
     return 0;
 }

@@ -3,7 +3,6 @@
  * front-matter error at its line, URL collisions, symlinks, caps, slugs, and
  * the same index from one parse thread or several. */
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,13 +36,6 @@ typedef struct {
     bool loaded;
 } fx;
 
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static int S_setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
@@ -64,8 +56,8 @@ static int S_teardown(void **state)
         content_index_free(&f->idx);
     diag_list_free(&f->dl);
     config_free(&f->cfg);
-    nftw(f->root, S_rm, 16, FTW_DEPTH | FTW_PHYS);
-    nftw(f->other, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(f->root);
+    fs_remove_tree(f->other);
     free(f->root);
     free(f->other);
     free(f);

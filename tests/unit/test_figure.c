@@ -2,7 +2,6 @@
  * evaluated in a sandbox (exact, approximate, several values, cited, measured),
  * {lua} blocks and their cell options, the unverified-figure lint and the plain
  * text of short Markdown strings. */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,13 +209,6 @@ typedef struct {
     bool code;
 } fx;
 
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static int S_setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
@@ -252,7 +244,7 @@ static int S_teardown(void **state)
     }
     sources_free(&f->src);
     diag_list_free(&f->dl);
-    nftw(f->root, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(f->root);
     free(f->root);
     free(f);
     return 0;

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,13 +26,6 @@
 
 /* ---- fixtures ------------------------------------------------------------- */
 
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static int S_setup(void **state)
 {
     char *dir = strdup("/tmp/kvsite-test-fsutil-XXXXXX");
@@ -45,7 +37,7 @@ static int S_setup(void **state)
 
 static int S_teardown(void **state)
 {
-    nftw(*state, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(*state);
     free(*state);
     return 0;
 }

@@ -2,7 +2,6 @@
  * ids and the table of contents, figures replaced by their spans, {lua}
  * blocks, .md link rewriting and the link list, summaries, positions of
  * figures in tables, lists and headings, the prose lint, inline mode, raw HTML. */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,13 +42,6 @@ typedef struct {
     diag_list dl;
     bool rendered;
 } fx;
-
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
 
 static void S_write(const char *root, const char *rel, const char *text)
 {
@@ -101,7 +93,7 @@ static int S_teardown(void **state)
     content_index_free(&f->idx);
     config_free(&f->cfg);
     diag_list_free(&f->dl);
-    nftw(f->root, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(f->root);
     free(f->root);
     free(f);
     return 0;

@@ -4,7 +4,6 @@
  * data() and its path refusals, provenance of measured figures, user units,
  * error locations in the Markdown file and hostile error objects. */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,13 +37,6 @@ typedef struct {
     sandbox *sb;
     diag_list dl;
 } fx;
-
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
 
 static void S_write(const char *root, const char *rel, const char *text)
 {
@@ -123,8 +115,8 @@ static int S_teardown(void **state)
         sandbox_free(f->sb);
     }
     diag_list_free(&f->dl);
-    nftw(f->root, S_rm, 16, FTW_DEPTH | FTW_PHYS);
-    nftw(f->other, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(f->root);
+    fs_remove_tree(f->other);
     free(f->root);
     free(f->other);
     free(f);

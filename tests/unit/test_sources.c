@@ -1,5 +1,4 @@
 /* Unit tests for gen/sources.c: the bibliography in checks/sources.yaml. */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,13 +12,7 @@
 #include <cmocka.h>
 
 #include "sources.h"
-
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
+#include "fsutil.h"
 
 static int S_setup(void **state)
 {
@@ -35,7 +28,7 @@ static int S_setup(void **state)
 
 static int S_teardown(void **state)
 {
-    nftw(*state, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(*state);
     free(*state);
     return 0;
 }

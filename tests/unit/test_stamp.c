@@ -4,7 +4,6 @@
  * builds keep are those of stamp_file, by root-relative path. */
 #include <fcntl.h>
 #include <stdbool.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,13 +18,7 @@
 #include <cmocka.h>
 
 #include "stamp.h"
-
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
+#include "fsutil.h"
 
 static int S_setup(void **state)
 {
@@ -38,7 +31,7 @@ static int S_setup(void **state)
 
 static int S_teardown(void **state)
 {
-    nftw(*state, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(*state);
     free(*state);
     return 0;
 }

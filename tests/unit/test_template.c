@@ -1,7 +1,6 @@
 /* Unit tests for gen/template.c: translation to Lua with the template's line
  * numbers, escaped and raw output, statement lines, includes (and include
  * cycles), errors at templates/<file>:<line>, unterminated tags, caps. */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,13 +33,6 @@ typedef struct {
     templates *t;
     diag_list dl;
 } fx;
-
-static int S_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
 
 static void S_tpl(fx *f, const char *name, const char *text)
 {
@@ -78,7 +70,7 @@ static int S_teardown(void **state)
         sandbox_free(f->sb);
     }
     diag_list_free(&f->dl);
-    nftw(f->root, S_rm, 16, FTW_DEPTH | FTW_PHYS);
+    fs_remove_tree(f->root);
     free(f->root);
     free(f);
     return 0;
