@@ -187,3 +187,39 @@ void buf_put_g17(buf *b, double v)
     }
     buf_printf(b, "%.17g", v);
 }
+
+void buf_rd_get(buf_reader *r, void *out, size_t n)
+{
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        memset(out, 0, n);
+        return;
+    }
+    memcpy(out, r->p, n);
+    r->p += n;
+}
+
+uint32_t buf_rd_u32(buf_reader *r)
+{
+    uint32_t v;
+    buf_rd_get(r, &v, sizeof v);
+    return v;
+}
+
+uint64_t buf_rd_u64(buf_reader *r)
+{
+    uint64_t v;
+    buf_rd_get(r, &v, sizeof v);
+    return v;
+}
+
+const char *buf_rd_span(buf_reader *r, size_t n)
+{
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        return NULL;
+    }
+    const char *s = r->p;
+    r->p += n;
+    return s;
+}

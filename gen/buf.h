@@ -12,7 +12,9 @@
 #define KV_BUF_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     char *ptr;  /* NULL until the first write */
@@ -51,5 +53,19 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A bounded reader of bytes, for the cache and record formats: a read past
+ * the end marks it bad and yields zeros (or NULL), so a decoder checks once,
+ * at the end. Nothing is copied or owned. */
+typedef struct {
+    const char *p, *end;
+    bool bad;
+} buf_reader;
+
+void buf_rd_get(buf_reader *r, void *out, size_t n);
+uint32_t buf_rd_u32(buf_reader *r);
+uint64_t buf_rd_u64(buf_reader *r);
+/* The next n bytes where they are; NULL when fewer are left. */
+const char *buf_rd_span(buf_reader *r, size_t n);
 
 #endif

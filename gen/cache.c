@@ -26,48 +26,6 @@ void cache_free(cache *c)
     cache_init(c);
 }
 
-typedef struct {
-    const char *p, *end;
-    bool bad;
-} reader;
-
-static void S_get(reader *rd, void *out, size_t n)
-{
-    if ((size_t)(rd->end - rd->p) < n) {
-        rd->bad = true;
-        memset(out, 0, n);
-        return;
-    }
-    memcpy(out, rd->p, n);
-    rd->p += n;
-}
-
-static uint64_t S_u64(reader *rd)
-{
-    uint64_t v;
-    S_get(rd, &v, sizeof v);
-    return v;
-}
-
-static uint32_t S_u32(reader *rd)
-{
-    uint32_t v;
-    S_get(rd, &v, sizeof v);
-    return v;
-}
-
-/* n bytes in place, or NULL (and bad) when fewer are left */
-static const char *S_span(reader *rd, size_t n)
-{
-    if ((size_t)(rd->end - rd->p) < n) {
-        rd->bad = true;
-        return NULL;
-    }
-    const char *s = rd->p;
-    rd->p += n;
-    return s;
-}
-
 /* Output names are removed from the output folder when a build no longer
  * writes them: each must be a plain relative path (no "..", ".", empty part,
  * leading "/"), and the list must end in NUL. */
@@ -97,9 +55,9 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
         cache_free(c);
         return -1;
     }
-    reader rd = {c->data.ptr + sizeof S_MAGIC, c->data.ptr + c->data.len, false};
-    c->global = S_u64(&rd);
-    uint32_t n = S_u32(&rd);
+    buf_reader rd = {c->data.ptr + sizeof S_MAGIC, c->data.ptr + c->data.len, false};
+    c->global = buf_rd_u64(&rd);
+    uint32_t n = buf_rd_u32(&rd);
     /* every entry takes at least 4 bytes: a corrupt count cannot allocate much */
     if (rd.bad || n > (size_t)(rd.end - rd.p) / 4) {
         cache_free(c);
@@ -109,20 +67,20 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
     c->jobs = xcalloc((size_t)n + 1, sizeof *c->jobs);
     for (size_t i = 0; i < n && !rd.bad; i++) {
         cache_entry *e = &c->jobs[i];
-        e->present = S_u32(&rd) == 1;
+        e->present = buf_rd_u32(&rd) == 1;
         if (!e->present)
             continue;
-        e->deps = S_u64(&rd);
-        e->out_stamp = S_u64(&rd);
-        e->digest = S_u64(&rd);
-        e->reads = S_u64(&rd);
-        e->rec_len = S_u32(&rd);
-        e->rec = S_span(&rd, e->rec_len);
+        e->deps = buf_rd_u64(&rd);
+        e->out_stamp = buf_rd_u64(&rd);
+        e->digest = buf_rd_u64(&rd);
+        e->reads = buf_rd_u64(&rd);
+        e->rec_len = buf_rd_u32(&rd);
+        e->rec = buf_rd_span(&rd, e->rec_len);
     }
-    c->outputs_len = S_u32(&rd);
-    c->outputs = S_span(&rd, c->outputs_len);
-    c->front_key = S_u64(&rd);
-    uint32_t nf = S_u32(&rd);
+    c->outputs_len = buf_rd_u32(&rd);
+    c->outputs = buf_rd_span(&rd, c->outputs_len);
+    c->front_key = buf_rd_u64(&rd);
+    uint32_t nf = buf_rd_u32(&rd);
     if (rd.bad || nf > (size_t)(rd.end - rd.p) / 16) {
         cache_free(c);
         return -1;
@@ -131,13 +89,13 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
     c->nfronts = nf;
     for (size_t i = 0; i < nf && !rd.bad; i++) {
         cache_front *f = &c->fronts[i];
-        uint32_t srclen = S_u32(&rd);
-        f->src = S_span(&rd, srclen);
+        uint32_t srclen = buf_rd_u32(&rd);
+        f->src = buf_rd_span(&rd, srclen);
         if (!f->src || srclen == 0 || f->src[srclen - 1] != '\0')
             rd.bad = true;
-        f->stamp = S_u64(&rd);
-        f->page_len = S_u32(&rd);
-        f->page = S_span(&rd, f->page_len);
+        f->stamp = buf_rd_u64(&rd);
+        f->page_len = buf_rd_u32(&rd);
+        f->page = buf_rd_span(&rd, f->page_len);
     }
     if (rd.bad || rd.p != rd.end || !S_plain_names(c->outputs, c->outputs_len)) {
         cache_free(c);

@@ -1048,44 +1048,21 @@ void content_page_encode(const page *p, buf *out)
         yv_encode(p->front, out);
 }
 
-typedef struct {
-    const char *p, *end;
-    bool bad;
-} S_reader;
-
-static char *S_get_str(S_reader *r)
+/* A string as S_put_str wrote it: NULL for none or when the bytes run out. */
+static char *S_get_str(buf_reader *r)
 {
-    uint32_t n = 0;
-    if (r->bad || (size_t)(r->end - r->p) < sizeof n) {
-        r->bad = true;
-        return NULL;
-    }
-    memcpy(&n, r->p, sizeof n);
-    r->p += sizeof n;
-    if (n == 0)
-        return NULL;
-    if ((size_t)(r->end - r->p) < n - 1) {
-        r->bad = true;
-        return NULL;
-    }
-    char *s = xstrndup(r->p, n - 1);
-    r->p += n - 1;
-    return s;
+    uint32_t n = buf_rd_u32(r);
+    const char *s = n ? buf_rd_span(r, n - 1) : NULL;
+    return s ? xstrndup(s, n - 1) : NULL;
 }
 
 int content_page_decode(page *p, const char *data, size_t len)
 {
-    S_reader r = {data, data + len, false};
+    buf_reader r = {data, data + len, false};
     char **strs[] = {&p->title, &p->date, &p->updated, &p->summary, &p->slug, &p->template_name};
     for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
         *strs[i] = S_get_str(&r);
-    uint32_t ntags = 0;
-    if ((size_t)(r.end - r.p) >= sizeof ntags) {
-        memcpy(&ntags, r.p, sizeof ntags);
-        r.p += sizeof ntags;
-    } else {
-        r.bad = true;
-    }
+    uint32_t ntags = buf_rd_u32(&r);
     if (ntags > (size_t)(r.end - r.p) / 4)
         r.bad = true;
     if (!r.bad) {
@@ -1096,15 +1073,10 @@ int content_page_decode(page *p, const char *data, size_t len)
                 r.bad = true;
         }
     }
-    int64_t nums[4] = {0, 0, 0, 0};
-    uint8_t has_front = 0;
-    if (!r.bad && (size_t)(r.end - r.p) >= sizeof nums + 1) {
-        memcpy(nums, r.p, sizeof nums);
-        has_front = (uint8_t)r.p[sizeof nums];
-        r.p += sizeof nums + 1;
-    } else {
-        r.bad = true;
-    }
+    int64_t nums[4];
+    uint8_t has_front;
+    buf_rd_get(&r, nums, sizeof nums);
+    buf_rd_get(&r, &has_front, sizeof has_front);
     p->draft = nums[0] != 0;
     p->weight = nums[1];
     p->body_line = (int)nums[2];

@@ -109,37 +109,14 @@ void record_encode(const page_record *r, buf *out)
 /* ---------- decoding ---------- */
 
 typedef struct {
-    const char *p, *end;
-    bool bad;
+    buf_reader in;
     char *block; /* where strings go: each takes its length + 1 <= its wire size */
     size_t used, cap;
 } reader;
 
-/* Copies the next n bytes into out, or marks the input bad (out zeroed). */
-static void S_get(reader *rd, void *out, size_t n)
-{
-    if ((size_t)(rd->end - rd->p) < n) {
-        rd->bad = true;
-        memset(out, 0, n);
-        return;
-    }
-    memcpy(out, rd->p, n);
-    rd->p += n;
-}
-
-static uint32_t S_get_u32(reader *rd)
-{
-    uint32_t v;
-    S_get(rd, &v, sizeof v);
-    return v;
-}
-
-static uint64_t S_get_u64(reader *rd)
-{
-    uint64_t v;
-    S_get(rd, &v, sizeof v);
-    return v;
-}
+static void S_get(reader *rd, void *out, size_t n) { buf_rd_get(&rd->in, out, n); }
+static uint32_t S_get_u32(reader *rd) { return buf_rd_u32(&rd->in); }
+static uint64_t S_get_u64(reader *rd) { return buf_rd_u64(&rd->in); }
 
 static double S_get_f64(reader *rd)
 {
@@ -151,17 +128,17 @@ static double S_get_f64(reader *rd)
 static char *S_get_bytes(reader *rd, size_t *len)
 {
     uint32_t n = S_get_u32(rd);
-    if (rd->bad || (size_t)(rd->end - rd->p) < n || rd->cap - rd->used < (size_t)n + 1) {
-        rd->bad = true;
+    const char *from = rd->cap - rd->used < (size_t)n + 1 ? NULL : buf_rd_span(&rd->in, n);
+    if (!from) {
+        rd->in.bad = true;
         if (len)
             *len = 0;
         return rd->block + rd->cap; /* the spare NUL past the strings */
     }
     char *s = rd->block + rd->used;
-    memcpy(s, rd->p, n);
+    memcpy(s, from, n);
     s[n] = '\0';
     rd->used += (size_t)n + 1;
-    rd->p += n;
     if (len)
         *len = n;
     return s;
@@ -173,8 +150,8 @@ static char *S_get_str(reader *rd) { return S_get_bytes(rd, NULL); }
 static size_t S_get_count(reader *rd, size_t min_item)
 {
     uint32_t n = S_get_u32(rd);
-    if ((size_t)n > (size_t)(rd->end - rd->p) / min_item) {
-        rd->bad = true;
+    if ((size_t)n > (size_t)(rd->in.end - rd->in.p) / min_item) {
+        rd->in.bad = true;
         return 0;
     }
     return n;
@@ -185,7 +162,7 @@ int record_decode(const char *data, size_t len, page_record *r)
     /* one allocation for every string: decoded records stay in the parent
      * for the whole build, and 200,000 figures' worth of small strings cost
      * more in malloc's headers than in their bytes */
-    reader rd = {data, data + len, false, xmalloc(len + 1), 0, len};
+    reader rd = {{data, data + len, false}, xmalloc(len + 1), 0, len};
     rd.block[len] = '\0';
     record_init(r);
     r->block = rd.block;
@@ -218,11 +195,11 @@ int record_decode(const char *data, size_t len, page_record *r)
         f->mode = S_get_str(&rd);
         uint32_t tier = S_get_u32(&rd);
         if (tier > FIG_CITED)
-            rd.bad = true;
+            rd.in.bad = true;
         f->tier = (fig_tier)(tier > FIG_CITED ? 0 : tier);
         uint32_t ok = S_get_u32(&rd);
         if (ok > 1)
-            rd.bad = true;
+            rd.in.bad = true;
         f->ok = ok == 1;
         f->value = S_get_f64(&rd);
         f->detail = S_get_str(&rd);
@@ -230,13 +207,13 @@ int record_decode(const char *data, size_t len, page_record *r)
         f->anchor = S_get_str(&rd);
     }
     size_t nd = S_get_count(&rd, 20);
-    for (size_t i = 0; i < nd && !rd.bad; i++) {
+    for (size_t i = 0; i < nd && !rd.in.bad; i++) {
         char *file = S_get_str(&rd);
         int line = (int)S_get_u32(&rd);
         int col = (int)S_get_u32(&rd);
         uint32_t level = S_get_u32(&rd);
         if (level > DIAG_NOTE)
-            rd.bad = true;
+            rd.in.bad = true;
         diag_level lv = (diag_level)(level > DIAG_NOTE ? 0 : level);
         char *msg = S_get_str(&rd);
         diag_add(&r->diags, lv, file[0] ? file : NULL, line, col, "%s", msg);
@@ -247,7 +224,7 @@ int record_decode(const char *data, size_t len, page_record *r)
     r->nreads = S_get_count(&rd, sizeof *r->reads);
     r->reads = xmalloc((r->nreads + 1) * sizeof *r->reads);
     S_get(&rd, r->reads, r->nreads * sizeof *r->reads);
-    if (rd.bad || rd.p != rd.end) {
+    if (rd.in.bad || rd.in.p != rd.in.end) {
         record_free(r);
         return -1;
     }

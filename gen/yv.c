@@ -1368,37 +1368,16 @@ void yv_encode(const yv *v, buf *out)
     free(stack);
 }
 
-typedef struct {
-    const char *p, *end;
-    bool bad;
-} S_rd;
-
-static bool S_rd_get(S_rd *r, void *out, size_t n)
-{
-    if (r->bad || (size_t)(r->end - r->p) < n) {
-        r->bad = true;
-        return false;
-    }
-    memcpy(out, r->p, n);
-    r->p += n;
-    return true;
-}
-
 /* A string of n bytes, NUL-terminated; NULL when bad. */
-static char *S_rd_str(S_rd *r, uint32_t n)
+static char *S_rd_str(buf_reader *r, uint32_t n)
 {
-    if (r->bad || (size_t)(r->end - r->p) < n) {
-        r->bad = true;
-        return NULL;
-    }
-    char *s = xstrndup(r->p, n);
-    r->p += n;
-    return s;
+    const char *s = buf_rd_span(r, n);
+    return s ? xstrndup(s, n) : NULL;
 }
 
 size_t yv_decode(const char *data, size_t len, yv **out)
 {
-    S_rd r = {data, data + len, false};
+    buf_reader r = {data, data + len, false};
     /* slots still to fill, as pointers to where the next node goes */
     size_t cap = 16, n = 0;
     yv ***stack = xmalloc(cap * sizeof *stack);
@@ -1408,7 +1387,9 @@ size_t yv_decode(const char *data, size_t len, yv **out)
         yv **slot = stack[--n];
         unsigned char head[2];
         int32_t pos[2];
-        if (!S_rd_get(&r, head, sizeof head) || !S_rd_get(&r, pos, sizeof pos))
+        buf_rd_get(&r, head, sizeof head);
+        buf_rd_get(&r, pos, sizeof pos);
+        if (r.bad)
             break;
         int type = head[0];
         bool container = type == YV_SEQ || type == YV_MAP;
@@ -1425,21 +1406,21 @@ size_t yv_decode(const char *data, size_t len, yv **out)
         x->quoted = (head[1] & S_F_QUOTED) != 0;
         if (type == YV_INT) {
             int64_t i = 0;
-            S_rd_get(&r, &i, sizeof i);
+            buf_rd_get(&r, &i, sizeof i);
             x->i = i;
         } else if (type == YV_FLOAT) {
-            S_rd_get(&r, &x->f, sizeof x->f);
+            buf_rd_get(&r, &x->f, sizeof x->f);
         }
         if (head[1] & S_F_STR) {
             uint32_t sl = 0;
-            S_rd_get(&r, &sl, sizeof sl);
+            buf_rd_get(&r, &sl, sizeof sl);
             x->str = S_rd_str(&r, sl);
             x->len = sl;
         }
         if (!container)
             continue;
         uint32_t count = 0;
-        S_rd_get(&r, &count, sizeof count);
+        buf_rd_get(&r, &count, sizeof count);
         /* every child takes at least its head: a corrupt count cannot allocate much */
         if (r.bad || count > (size_t)(r.end - r.p) / (sizeof head + sizeof pos)) {
             r.bad = true;
@@ -1453,11 +1434,11 @@ size_t yv_decode(const char *data, size_t len, yv **out)
             x->key_cols = xcalloc((size_t)count + 1, sizeof *x->key_cols);
             for (size_t k = 0; k < count && !r.bad; k++) {
                 uint32_t kn = 0;
-                S_rd_get(&r, &kn, sizeof kn);
+                buf_rd_get(&r, &kn, sizeof kn);
                 x->keys[k] = S_rd_str(&r, kn);
                 int32_t kl = 0, kc = 0;
-                S_rd_get(&r, &kl, sizeof kl);
-                S_rd_get(&r, &kc, sizeof kc);
+                buf_rd_get(&r, &kl, sizeof kl);
+                buf_rd_get(&r, &kc, sizeof kc);
                 x->key_lines[k] = kl;
                 x->key_cols[k] = kc;
             }
