@@ -336,23 +336,33 @@ static void S_sweep(build_state *s, const staging_scan *sc)
 
 /* ---------- assets ---------- */
 
+/* "/a/b/" is the file a/b/index.html */
+static char *S_out_rel(const char *url)
+{
+    size_t n = strlen(url);
+    return n && url[n - 1] == '/' ? xasprintf("%sindex.html", url + 1) : xstrdup(url + 1);
+}
+
 static void S_note_file(build_state *s, const char *site_path)
 {
     strmap_put(&s->files, site_path, (void *)1);
-    /* "/a/b/" is the file a/b/index.html */
-    size_t n = strlen(site_path);
-    char *rel = n && site_path[n - 1] == '/' ? xasprintf("%sindex.html", site_path + 1)
-                                            : xstrdup(site_path + 1);
+    char *rel = S_out_rel(site_path);
     strmap_put(&s->outputs, rel, (void *)1);
     free(rel);
 }
 
-static int S_copy_one(build_state *s, const char *from, const char *to_rel, const char *shown)
+/* An output file that is not a page (an asset, the feed, checks.json). */
+static void S_note_extra(build_state *s, const char *rel)
 {
-    buf_put(&s->extra_outputs, to_rel, strlen(to_rel) + 1);
-    char *site = xasprintf("/%s", to_rel);
+    buf_put(&s->extra_outputs, rel, strlen(rel) + 1);
+    char *site = xasprintf("/%s", rel);
     S_note_file(s, site);
     free(site);
+}
+
+static int S_copy_one(build_state *s, const char *from, const char *to_rel, const char *shown)
+{
+    S_note_extra(s, to_rel);
     if (!s->staging && !s->incremental)
         return 0;
     buf b = BUF_INIT;
@@ -461,10 +471,7 @@ static void S_rfc3339(buf *b, const char *date)
 
 static int S_write_output(build_state *s, const char *rel, const buf *b)
 {
-    buf_put(&s->extra_outputs, rel, strlen(rel) + 1);
-    char *site = xasprintf("/%s", rel);
-    S_note_file(s, site);
-    free(site);
+    S_note_extra(s, rel);
     s->asset_bytes += b->len;
     return S_emit(s, rel, buf_cstr(b), b->len);
 }
@@ -608,10 +615,7 @@ static void S_json_str(buf *b, const char *s)
 static void S_checks_json(build_state *s)
 {
     const char *rel = "checks.json";
-    char *site = xasprintf("/%s", rel);
-    S_note_file(s, site);
-    free(site);
-    buf_put(&s->extra_outputs, rel, strlen(rel) + 1);
+    S_note_extra(s, rel);
     const char *dir = s->incremental ? s->incr_dir : s->staging;
     char *tmp = dir ? fs_join(dir, ".checks.json.tmp") : NULL;
     if (tmp)
@@ -975,12 +979,6 @@ static uint64_t S_deps(build_state *s, size_t job, const page_record *r)
     return ok ? h | 1 : 0;
 }
 
-/* "/a/b/" is the file a/b/index.html */
-static char *S_out_rel(const char *url)
-{
-    size_t n = strlen(url);
-    return n && url[n - 1] == '/' ? xasprintf("%sindex.html", url + 1) : xstrdup(url + 1);
-}
 
 static uint64_t S_out_stamp(int outfd, const page_record *r)
 {
@@ -1033,9 +1031,14 @@ static bool S_reuse(build_state *s, size_t job, int outfd)
  * and the stamp of them all (S_list_stamp's). A job taken from the cache was
  * not written: its file's stamp is the one checked when it was taken. Each
  * job's stamp goes to job_stamps (STAMP_SEED for a job without a file). */
-static uint64_t S_outputs(build_state *s, buf *list, uint64_t *job_stamps)
+/* The jobs' output files (appended to list, NUL-separated) and each job's
+ * stamp (STAMP_SEED for a job without a file): a job taken from the cache was
+ * not written, so its file's stamp is the one checked when it was taken; a
+ * full build's workers stat what they write; the rest (files an incremental
+ * build moved in: a rename changes their ctime) are stat'ed in dir, or are 0
+ * (unknown) without one. Returns the sum of the stamps. */
+static uint64_t S_job_outputs(build_state *s, int dir, buf *list, uint64_t *job_stamps)
 {
-    int dir = open(s->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     uint64_t sum = 0;
     for (size_t j = 0; j < s->njobs; j++) {
         const page_record *r = &s->records[j];
@@ -1044,15 +1047,20 @@ static uint64_t S_outputs(build_state *s, buf *list, uint64_t *job_stamps)
             continue;
         char *rel = S_out_rel(r->url);
         buf_put(list, rel, strlen(rel) + 1);
-        /* a full build's workers stat what they write; files an incremental
-         * build moved in (a rename changes their ctime) are stat'ed here */
-        job_stamps[j] = s->from_cache[j]                 ? s->out_stamps[j]
-                        : dir < 0                        ? 0
+        job_stamps[j] = s->from_cache[j]                  ? s->out_stamps[j]
                         : r->out_stamp && !s->incremental ? r->out_stamp
+                        : dir < 0                         ? 0
                                                           : stamp_file_at(STAMP_SEED, dir, rel);
         sum += job_stamps[j];
         free(rel);
     }
+    return sum;
+}
+
+static uint64_t S_outputs(build_state *s, buf *list, uint64_t *job_stamps)
+{
+    int dir = open(s->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    uint64_t sum = S_job_outputs(s, dir, list, job_stamps);
     buf_put(list, buf_cstr(&s->extra_outputs), s->extra_outputs.len);
     const char *p = buf_cstr(&s->extra_outputs), *end = p + s->extra_outputs.len;
     for (; p < end; p += strlen(p) + 1)
@@ -1243,16 +1251,7 @@ static void S_cache_writer_start(cache_writer *w, build_state *s, const char *pa
     S_noisy_files(s, &w->noisy);
     buf_init(&w->list);
     w->job_stamps = xcalloc(s->njobs + 1, sizeof *w->job_stamps);
-    for (size_t j = 0; j < s->njobs; j++) {
-        const page_record *r = &s->records[j];
-        w->job_stamps[j] = STAMP_SEED; /* no file: as S_out_stamp says */
-        if (!r->done || !r->url || !r->url[0] || r->out_bytes == 0)
-            continue;
-        char *rel = S_out_rel(r->url);
-        buf_put(&w->list, rel, strlen(rel) + 1);
-        free(rel);
-        w->job_stamps[j] = r->out_stamp;
-    }
+    S_job_outputs(s, -1, &w->list, w->job_stamps);
     buf_put(&w->list, buf_cstr(&s->extra_outputs), s->extra_outputs.len);
     static const char fixed[] = "feed.xml\0sitemap.xml\0checks.json";
     buf_put(&w->list, fixed, sizeof fixed);
