@@ -250,11 +250,6 @@ static bool S_same_stat(const char *path, const void *data, size_t len, struct s
     return same;
 }
 
-static bool S_same(const char *path, const void *data, size_t len)
-{
-    return S_same_stat(path, data, len, NULL);
-}
-
 bool fs_same_files(const char *a, const char *b)
 {
     int fa = open(a, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -291,7 +286,7 @@ bool fs_same_files(const char *a, const char *b)
 
 bool fs_same(const char *path, const void *data, size_t len)
 {
-    return S_same(path, data, len);
+    return S_same_stat(path, data, len, NULL);
 }
 
 /* Removes whatever blocks the folders leading to path (a file where a folder
