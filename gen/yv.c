@@ -1268,27 +1268,23 @@ yv *yv_parse_csv(const char *text, size_t len, const yv_limits *lim, const char 
 
 /* ---------- hash ---------- */
 
-static unsigned long long S_hash_bytes(unsigned long long h, const void *p, size_t n)
-{
-    return stamp_bytes(h, p, n);
-}
 
 unsigned long long yv_hash(const yv *v, unsigned long long h)
 {
     if (!v)
-        return S_hash_bytes(h, "-", 1);
+        return stamp_bytes(h, "-", 1);
     size_t cap = 16, n = 0;
     const yv **stack = xmalloc(cap * sizeof *stack);
     stack[n++] = v;
     while (n > 0) {
         const yv *x = stack[--n];
         unsigned char t = (unsigned char)x->type;
-        h = S_hash_bytes(h, &t, 1);
+        h = stamp_bytes(h, &t, 1);
         if (x->str)
-            h = S_hash_bytes(h, x->str, x->len + 1);
+            h = stamp_bytes(h, x->str, x->len + 1);
         if (x->type != YV_SEQ && x->type != YV_MAP)
             continue;
-        h = S_hash_bytes(h, &x->n, sizeof x->n);
+        h = stamp_bytes(h, &x->n, sizeof x->n);
         if (n + x->n > cap) {
             while (n + x->n > cap)
                 cap *= 2;
@@ -1297,7 +1293,7 @@ unsigned long long yv_hash(const yv *v, unsigned long long h)
         /* pushed in reverse: items come off the stack in document order */
         for (size_t i = x->n; i-- > 0;) {
             if (x->type == YV_MAP)
-                h = S_hash_bytes(h, x->keys[i], strlen(x->keys[i]) + 1);
+                h = stamp_bytes(h, x->keys[i], strlen(x->keys[i]) + 1);
             stack[n++] = x->items[i];
         }
     }
