@@ -1268,7 +1268,6 @@ yv *yv_parse_csv(const char *text, size_t len, const yv_limits *lim, const char 
 
 /* ---------- hash ---------- */
 
-
 unsigned long long yv_hash(const yv *v, unsigned long long h)
 {
     if (!v)
