@@ -351,7 +351,7 @@ static void S_note_file(build_state *s, const char *site_path)
     free(rel);
 }
 
-/* An output file that is not a page (an asset, the feed, checks.json). */
+/* An output file that is not a page (an asset, the feed, the sitemap). */
 static void S_note_extra(build_state *s, const char *rel)
 {
     buf_put(&s->extra_outputs, rel, strlen(rel) + 1);
@@ -446,7 +446,7 @@ static void S_copy_assets(build_state *s)
     S_copy_template_assets(s);
 }
 
-/* ---------- feed, sitemap, checks.json ---------- */
+/* ---------- feed and sitemap ---------- */
 
 static void S_xml(buf *b, const char *s) { buf_put_html(b, s ? s : "", s ? strlen(s) : 0); }
 
@@ -558,9 +558,9 @@ static void S_sitemap(build_state *s)
                  "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
     for (size_t j = 0; j < s->njobs; j++) {
         const page_record *r = &s->records[j];
-        if (!r->done || !r->url || !r->url[0] || strcmp(r->url, "/404.html") == 0 ||
-            r->out_bytes == 0)
-            continue;
+        size_t un = r->url ? strlen(r->url) : 0;
+        if (!r->done || un == 0 || r->url[un - 1] != '/' || r->out_bytes == 0)
+            continue; /* not a page: 404.html, checks.json */
         buf_puts(&b, "  <url><loc>");
         S_xml(&b, s->cfg.base_url);
         S_xml(&b, r->url + 1);
@@ -578,129 +578,6 @@ static void S_sitemap(build_state *s)
     }
     buf_puts(&b, "</urlset>\n");
     S_write_output(s, "sitemap.xml", &b);
-    buf_free(&b);
-}
-
-/* s escaped for a JSON string, without the quotes */
-static void S_json_chars(buf *b, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : ""), *run = p;
-    for (; *p; p++) {
-        if (*p >= 0x20 && *p != '"' && *p != '\\')
-            continue; /* copied in runs */
-        buf_put(b, run, (size_t)(p - run));
-        if (*p == '"' || *p == '\\')
-            buf_printf(b, "\\%c", *p);
-        else if (*p == '\n')
-            buf_puts(b, "\\n");
-        else if (*p == '\t')
-            buf_puts(b, "\\t");
-        else
-            buf_printf(b, "\\u%04x", *p);
-        run = p + 1;
-    }
-    buf_put(b, run, (size_t)(p - run));
-}
-
-static void S_json_str(buf *b, const char *s)
-{
-    buf_putc(b, '"');
-    S_json_chars(b, s);
-    buf_putc(b, '"');
-}
-
-/* checks.json: every figure. With 200,000 figures it is tens of megabytes,
- * so it goes out in chunks through a temporary file and replaces the old one
- * only when its bytes changed. */
-static void S_checks_json(build_state *s)
-{
-    const char *rel = "checks.json";
-    S_note_extra(s, rel);
-    const char *dir = s->incremental ? s->incr_dir : s->staging;
-    char *tmp = dir ? fs_join(dir, ".checks.json.tmp") : NULL;
-    if (tmp)
-        unlink(tmp); /* left by a build that was killed */
-    FILE *f = tmp ? fopen(tmp, "wx") : NULL;
-    if (tmp && !f) {
-        diag_error(&s->dl, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
-        free(tmp);
-        return;
-    }
-    size_t tiers[3] = {0, 0, 0}, failed = 0, total = 0, bytes = 0;
-    buf b = BUF_INIT;
-    buf_puts(&b, "{\n  \"figures\": [");
-    for (size_t j = 0; j < s->njobs; j++) {
-        const page_record *r = &s->records[j];
-        for (size_t k = 0; k < r->nfigs; k++) {
-            const figure *fg = &r->figs[k];
-            buf_puts(&b, total ? ",\n    {\"page\": \"" : "\n    {\"page\": \"");
-            S_json_chars(&b, s->cfg.base_path);
-            S_json_chars(&b, r->url);
-            buf_puts(&b, "\", \"file\": ");
-            S_json_str(&b, r->src);
-            buf_puts(&b, ", \"line\": ");
-            buf_put_int(&b, fg->line);
-            buf_puts(&b, ", \"col\": ");
-            buf_put_int(&b, fg->col);
-            buf_puts(&b, ", \"quote\": ");
-            S_json_str(&b, fg->quote);
-            buf_puts(&b, ", \"expr\": ");
-            S_json_str(&b, fg->expr);
-            buf_puts(&b, ", \"mode\": ");
-            S_json_str(&b, fg->mode);
-            if (fg->tier == FIG_CITED || !isfinite(fg->value)) {
-                buf_puts(&b, ", \"value\": null");
-            } else {
-                buf_puts(&b, ", \"value\": ");
-                buf_put_g17(&b, fg->value);
-            }
-            buf_puts(&b, ", \"tier\": \"");
-            buf_puts(&b, fig_tier_name(fg->tier));
-            buf_puts(&b, fg->ok ? "\", \"status\": \"pass\", \"detail\": "
-                                : "\", \"status\": \"fail\", \"detail\": ");
-            S_json_str(&b, fg->detail);
-            buf_puts(&b, ", \"provenance\": ");
-            S_json_str(&b, fg->provenance);
-            buf_puts(&b, ", \"anchor\": ");
-            S_json_str(&b, fg->anchor);
-            buf_putc(&b, '}');
-            tiers[fg->tier]++;
-            failed += !fg->ok;
-            total++;
-            if (b.len >= (1u << 20)) {
-                if (f)
-                    fwrite(b.ptr, 1, b.len, f);
-                bytes += b.len;
-                buf_clear(&b);
-            }
-        }
-    }
-    buf_printf(&b, "\n  ],\n  \"totals\": {\"figures\": %zu, \"computed\": %zu, \"measured\": %zu, "
-                   "\"cited\": %zu, \"passed\": %zu, \"failed\": %zu}\n}\n",
-               total, tiers[FIG_COMPUTED], tiers[FIG_MEASURED], tiers[FIG_CITED], total - failed,
-               failed);
-    bytes += b.len;
-    s->asset_bytes += bytes;
-    if (f) {
-        fwrite(b.ptr, 1, b.len, f);
-        bool ok = !ferror(f);
-        if (fclose(f) != 0)
-            ok = false;
-        char *old = fs_join(s->incremental ? s->out_abs : s->staging, rel);
-        char *dest = fs_join(dir, rel);
-        if (!ok) {
-            diag_error(&s->dl, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
-            unlink(tmp);
-        } else if (fs_same_files(tmp, old)) {
-            unlink(tmp); /* unchanged: the file stays as it is */
-        } else if (rename(tmp, dest) != 0) {
-            diag_error(&s->dl, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
-            unlink(tmp);
-        }
-        free(old);
-        free(dest);
-    }
-    free(tmp);
     buf_free(&b);
 }
 
@@ -1239,7 +1116,7 @@ static void *S_cache_writer_main(void *arg)
 }
 
 /* Starts the writer; extras: the output files that are not pages, as far as
- * they are known (assets), the feed, sitemap and checks.json added here. */
+ * they are known (assets), the feed and sitemap added here. */
 static void S_cache_writer_start(cache_writer *w, build_state *s, const char *path, uint64_t global,
                                  bool global_known)
 {
@@ -1253,7 +1130,7 @@ static void S_cache_writer_start(cache_writer *w, build_state *s, const char *pa
     w->job_stamps = xcalloc(s->njobs + 1, sizeof *w->job_stamps);
     S_job_outputs(s, -1, &w->list, w->job_stamps);
     buf_put(&w->list, buf_cstr(&s->extra_outputs), s->extra_outputs.len);
-    static const char fixed[] = "feed.xml\0sitemap.xml\0checks.json";
+    static const char fixed[] = "feed.xml\0sitemap.xml";
     buf_put(&w->list, fixed, sizeof fixed);
     w->started = pthread_create(&w->thread, NULL, S_cache_writer_main, w) == 0;
 }
@@ -1308,39 +1185,20 @@ static long S_rss_mib(void)
 static int S_phase(build_state *s, const render_env *env, const pool_opts *po, int phase,
                    int outfd)
 {
-    size_t *jobs = xmalloc((s->njobs + 1) * sizeof *jobs), n = 0, all = 0;
+    size_t *jobs = xmalloc((s->njobs + 1) * sizeof *jobs), n = 0;
     for (size_t j = 0; j < s->njobs; j++) {
         if (render_job_phase(env, j) != phase)
             continue;
-        all++;
         if (S_reuse(s, j, outfd))
             s->reused++;
         else
             jobs[n++] = j;
     }
-    if (phase == 3 && n > 0 && n < all) {
-        /* the report lists home's figures as the one worker rendered them
-         * just before: the two are rendered together or not at all */
-        n = 0;
-        for (size_t j = 0; j < s->njobs; j++) {
-            if (render_job_phase(env, j) != phase)
-                continue;
-            if (s->records[j].done) {
-                record_free(&s->records[j]);
-                s->from_cache[j] = false;
-                s->reused--;
-            }
-            jobs[n++] = j;
-        }
-    }
     s->rendered += n;
     if (s->incremental && getenv("KVSITE_TRACE"))
         for (size_t k = 0; k < n; k++)
             fprintf(stderr, "kvsite: trace: rendering %s\n", render_job_file(env, jobs[k]));
-    pool_opts o = *po;
-    if (phase == 3)
-        o.workers = 1; /* home before the report, in one worker */
-    int rc = pool_run(env, &o, jobs, n, s->records);
+    int rc = pool_run(env, po, jobs, n, s->records);
     for (size_t j = 0; j < s->njobs; j++)
         if (render_job_phase(env, j) == phase)
             s->digests[j] = record_digest(&s->records[j]);
@@ -1481,7 +1339,7 @@ int build_run(const build_opts *o)
     int jobs = o->jobs > 0 ? o->jobs : s.cfg.jobs > 0 ? s.cfg.jobs : S_cores();
     pool_opts po = {jobs, s.cfg.limits.page_timeout, s.cfg.limits.worker_memory};
     int outfd = s.incremental ? open(s.out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    for (int phase = 1; phase <= 3; phase++) {
+    for (int phase = 1; phase <= 4; phase++) {
         double tp = S_now();
         S_phase(&s, &env, &po, phase, outfd);
         if (trace)
@@ -1517,8 +1375,7 @@ int build_run(const build_opts *o)
         S_cache_writer_start(&writer, &s, cache_path, global, global_known);
     S_feed(&s);
     S_sitemap(&s);
-    S_checks_json(&s);
-    TRACE("feed, sitemap, checks.json");
+    TRACE("feed, sitemap");
     if (S_old_links_hold(&s)) {
         bool *fresh = xcalloc(s.njobs + 1, sizeof *fresh);
         for (size_t j = 0; j < s.njobs; j++)

@@ -353,6 +353,121 @@ int fs_sync_file_stat(const char *path, const void *data, size_t len, struct sta
     return close(fd) != 0 ? -1 : 0;
 }
 
+/* ---------- fs_stream ---------- */
+
+void fs_stream_open(fs_stream *w, const char *path, const char *old)
+{
+    memset(w, 0, sizeof *w);
+    w->out = -1;
+    w->path = xstrdup(path);
+    w->in_place = old == NULL;
+    w->cmp = open(old ? old : path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (w->cmp >= 0 && (fstat(w->cmp, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(w->cmp);
+        w->cmp = -1;
+    }
+}
+
+static void S_stream_fail(fs_stream *w)
+{
+    if (!w->err)
+        w->err = errno ? errno : EIO;
+}
+
+/* The bytes differ from offset at on: path gets the first at bytes (the same
+ * as the old ones) and is left open for the rest. */
+static void S_stream_diverge(fs_stream *w, uint64_t at)
+{
+    if (w->in_place) {
+        w->out = open(w->path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (w->out < 0 || lseek(w->out, (off_t)at, SEEK_SET) < 0)
+            S_stream_fail(w);
+    } else {
+        w->out = S_open_for_write(w->path);
+        char chunk[65536];
+        uint64_t done = 0;
+        while (w->out >= 0 && done < at) {
+            size_t want = at - done < sizeof chunk ? (size_t)(at - done) : sizeof chunk;
+            ssize_t r = pread(w->cmp, chunk, want, (off_t)done);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0 || S_write_all(w->out, chunk, (size_t)r) != 0) {
+                if (r == 0)
+                    errno = EIO; /* the old file shrank under us */
+                break;
+            }
+            done += (uint64_t)r;
+        }
+        if (w->out < 0 || done < at)
+            S_stream_fail(w);
+    }
+    close(w->cmp);
+    w->cmp = -1;
+}
+
+/* True when the old file holds data at the stream's offset. */
+static bool S_stream_same(fs_stream *w, const char *data, size_t len)
+{
+    if (w->scratch_cap < len) {
+        free(w->scratch);
+        w->scratch = xmalloc(len);
+        w->scratch_cap = len;
+    }
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(w->cmp, w->scratch + got, len - got, (off_t)(w->len + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return memcmp(w->scratch, data, len) == 0;
+}
+
+int fs_stream_write(fs_stream *w, const void *data, size_t len)
+{
+    if (w->err)
+        return -1;
+    if (w->cmp >= 0 && !S_stream_same(w, data, len))
+        S_stream_diverge(w, w->len);
+    else if (w->cmp < 0 && w->out < 0 && (w->out = S_open_for_write(w->path)) < 0)
+        S_stream_fail(w);
+    if (!w->err && w->out >= 0 && S_write_all(w->out, data, len) != 0)
+        S_stream_fail(w);
+    w->len += len;
+    return w->err ? -1 : 0;
+}
+
+int fs_stream_close(fs_stream *w, struct stat *st, bool *written)
+{
+    struct stat old;
+    if (!w->err && w->cmp >= 0 && (fstat(w->cmp, &old) != 0 || (uint64_t)old.st_size != w->len))
+        S_stream_diverge(w, w->len); /* the old file is longer (or gone): cut it */
+    if (!w->err && w->cmp < 0 && w->out < 0 && (w->out = S_open_for_write(w->path)) < 0)
+        S_stream_fail(w); /* nothing was written, and nothing was there */
+    bool wrote = w->out >= 0;
+    if (w->out >= 0) {
+        if (!w->err && (ftruncate(w->out, (off_t)w->len) != 0 || (st && fstat(w->out, st) != 0)))
+            S_stream_fail(w);
+        if (close(w->out) != 0)
+            S_stream_fail(w);
+    } else if (w->cmp >= 0 && st && w->in_place) {
+        *st = old;
+    }
+    if (w->cmp >= 0)
+        close(w->cmp);
+    int err = w->err;
+    free(w->path);
+    free(w->scratch);
+    memset(w, 0, sizeof *w);
+    if (written)
+        *written = wrote && !err;
+    errno = err;
+    return err ? -1 : 0;
+}
+
 int fs_sync_copy(const char *from, const char *to, size_t *copied)
 {
     buf b = BUF_INIT;

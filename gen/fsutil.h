@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 
@@ -31,6 +32,30 @@ int fs_sync_file(const char *path, const void *data, size_t len);
 /* The same, and *st (may be NULL) gets the file's stat as it is left. */
 struct stat;
 int fs_sync_file_stat(const char *path, const void *data, size_t len, struct stat *st);
+/* fs_sync_file for output too big to hold whole (checks.json): written in
+ * chunks, compared with the file it would replace as they come. While the
+ * bytes are the same nothing is written; from the first chunk that differs
+ * on, chunks go to path (in place over the old file from that offset, or
+ * after a copy of the same prefix when the old bytes are elsewhere). */
+typedef struct {
+    int cmp;        /* the old bytes, while they are the same; else -1 */
+    int out;        /* path, open once the bytes differ; else -1 */
+    bool in_place;  /* the old bytes are path's own */
+    char *path;     /* owned */
+    uint64_t len;   /* bytes so far */
+    int err;        /* first errno; the stream writes nothing after it */
+    char *scratch;  /* owned: the old bytes of a chunk */
+    size_t scratch_cap;
+} fs_stream;
+
+/* old: the file whose bytes count as already there (an incremental build's
+ * published copy); NULL: path itself. */
+void fs_stream_open(fs_stream *w, const char *path, const char *old);
+int fs_stream_write(fs_stream *w, const void *data, size_t len);
+/* Finishes and frees w. 0 or -1 with errno (of the first failure). *st (may
+ * be NULL) gets path's stat when the stream wrote it; *written says whether
+ * it did (false: the old bytes were all the same). */
+int fs_stream_close(fs_stream *w, struct stat *st, bool *written);
 /* True when the files at a and b are regular files with the same bytes. */
 bool fs_same_files(const char *a, const char *b);
 /* True when path is a regular file (not a link) holding exactly data. */

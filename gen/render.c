@@ -12,6 +12,7 @@
 #include "luadata.h"
 #include "markdown.h"
 #include "quote.h"
+#include "report.h"
 #include "sandbox.h"
 #include "stamp.h"
 #include "template.h"
@@ -26,10 +27,6 @@ struct renderer {
     const char *cur_file;
     page_record *cur_rec;
     fig_ctx *cur_figs;
-    /* phase 3 renders home before the report in the same worker: the report
-     * also lists home's figures */
-    page_record home;
-    bool have_home;
     /* the job being rendered sees the records of earlier phases only, and
      * every record it reads is noted: an incremental build re-renders it
      * when one of them changes */
@@ -47,7 +44,7 @@ struct renderer {
 
 size_t render_job_count(const render_env *e)
 {
-    return e->idx->npages + 1 + e->idx->ntags + 3;
+    return e->idx->npages + 1 + e->idx->ntags + 4;
 }
 
 job_kind render_job_kind(const render_env *e, size_t job, size_t *index)
@@ -67,7 +64,7 @@ job_kind render_job_kind(const render_env *e, size_t job, size_t *index)
         return JOB_TAG;
     }
     job -= e->idx->ntags;
-    return job == 0 ? JOB_SOURCES : job == 1 ? JOB_CHECKS : JOB_404;
+    return job == 0 ? JOB_SOURCES : job == 1 ? JOB_CHECKS : job == 2 ? JOB_404 : JOB_CHECKS_JSON;
 }
 
 int render_job_phase(const render_env *e, size_t job)
@@ -80,7 +77,8 @@ int render_job_phase(const render_env *e, size_t job)
         case PAGE_SECTION: return 2;
         default: return 3;
         }
-    case JOB_CHECKS: return 3;
+    case JOB_CHECKS:
+    case JOB_CHECKS_JSON: return 4;
     default: return 2;
     }
 }
@@ -476,7 +474,7 @@ static int S_figure_view_index(lua_State *L)
     size_t before = lo ? v->spans[2 * lo - 1] : 0;
     size_t job = v->spans[2 * lo];
     renderer *r = v->r;
-    const page_record *rec = job == (size_t)-1 ? &r->home : S_record(r, job);
+    const page_record *rec = S_record(r, job);
     if (!r->fig_url || r->fig_url_job != job) {
         /* a report reads a page's figures one after the other */
         free(r->fig_url);
@@ -630,8 +628,8 @@ static void S_push_site_figures(renderer *r)
     lua_createtable(L, 0, 8);
     size_t nspans = 0, total = 0;
     lua_Integer tiers[3] = {0, 0, 0}, failed = 0;
-    for (size_t j = 0; j <= r->e.nrecords; j++) {
-        const page_record *rec = j < r->e.nrecords ? S_record(r, j) : r->have_home ? &r->home : NULL;
+    for (size_t j = 0; j < r->e.nrecords; j++) {
+        const page_record *rec = S_record(r, j);
         if (rec && rec->nfigs)
             nspans++;
     }
@@ -639,8 +637,8 @@ static void S_push_site_figures(renderer *r)
     fv->r = r;
     fv->nspans = nspans;
     nspans = 0;
-    for (size_t j = 0; j <= r->e.nrecords; j++) {
-        const page_record *rec = j < r->e.nrecords ? S_record(r, j) : r->have_home ? &r->home : NULL;
+    for (size_t j = 0; j < r->e.nrecords; j++) {
+        const page_record *rec = S_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
         for (size_t k = 0; k < rec->nfigs; k++) {
@@ -648,7 +646,7 @@ static void S_push_site_figures(renderer *r)
             failed += !rec->figs[k].ok;
         }
         total += rec->nfigs;
-        fv->spans[2 * nspans] = j < r->e.nrecords ? j : (size_t)-1;
+        fv->spans[2 * nspans] = j;
         fv->spans[2 * nspans + 1] = total;
         nspans++;
     }
@@ -1008,7 +1006,6 @@ renderer *render_new(const render_env *e)
     md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
     r->md = md_new(&mo);
-    record_init(&r->home);
     r->read_mark = xcalloc(e->nrecords + 1, 1);
     buf_init(&r->scratch);
     strmap_init(&r->tag_urls);
@@ -1022,7 +1019,6 @@ void render_free(renderer *r)
     md_free(r->md);
     tpl_free(r->tpl);
     sandbox_free(r->sb);
-    record_free(&r->home);
     free(r->read_mark);
     free(r->reads);
     free(r->fig_url);
@@ -1569,23 +1565,52 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     free(tpath);
 }
 
-static void S_copy_figures(page_record *dst, const page_record *src)
+/* checks.json: every figure, in job order. It can be tens of megabytes, so
+ * it goes out in chunks, and the old file stays where its bytes are the same. */
+static void S_render_checks_json(renderer *r, page_record *rec)
 {
-    dst->figs = xcalloc(src->nfigs + 1, sizeof *dst->figs);
-    for (size_t i = 0; i < src->nfigs; i++) {
-        figure f = src->figs[i];
-        f.quote = xstrdup(f.quote);
-        f.expr = xstrdup(f.expr);
-        f.mode = xstrdup(f.mode);
-        f.detail = xstrdup(f.detail);
-        f.provenance = xstrdup(f.provenance);
-        f.anchor = xstrdup(f.anchor);
-        dst->figs[i] = f;
+    const char *rel = "checks.json";
+    rec->url = xstrdup("/checks.json");
+    fs_stream w;
+    char *path = r->e.out_dir ? fs_join(r->e.out_dir, rel) : NULL;
+    char *old = path && r->e.same_dir ? fs_join(r->e.same_dir, rel) : NULL;
+    if (path)
+        fs_stream_open(&w, path, old);
+    report_totals t = {0, 0, {0, 0, 0}};
+    buf b = BUF_INIT;
+    uint64_t bytes = 0;
+    report_json_head(&b);
+    for (size_t j = 0; j < r->e.nrecords; j++) {
+        const page_record *pr = S_record(r, j);
+        if (!pr || !pr->nfigs)
+            continue;
+        char *url = S_full_url(r, pr->url);
+        for (size_t k = 0; k < pr->nfigs; k++) {
+            report_json_figure(&b, &t, url, pr->src, &pr->figs[k]);
+            if (b.len >= ((size_t)1 << 20)) {
+                if (path)
+                    fs_stream_write(&w, b.ptr, b.len);
+                bytes += b.len;
+                buf_clear(&b);
+            }
+        }
+        free(url);
     }
-    dst->nfigs = src->nfigs;
-    dst->url = xstrdup(src->url);
-    dst->src = xstrdup(src->src);
-    dst->done = 1;
+    report_json_tail(&b, &t);
+    bytes += b.len;
+    if (path) {
+        fs_stream_write(&w, b.ptr, b.len);
+        struct stat st;
+        bool written;
+        if (fs_stream_close(&w, &st, &written) != 0)
+            diag_error(&rec->diags, NULL, 0, 0, "cannot write %s: %s", rel, strerror(errno));
+        else if (written || !old)
+            rec->out_stamp = stamp_of_stat(STAMP_SEED, rel, &st);
+    }
+    rec->out_bytes = bytes;
+    buf_free(&b);
+    free(path);
+    free(old);
 }
 
 void render_job(renderer *r, size_t job, page_record *rec)
@@ -1594,19 +1619,13 @@ void render_job(renderer *r, size_t job, page_record *rec)
     job_kind kind = render_job_kind(&r->e, job, &index);
     rec->job = (uint32_t)job;
     r->cur_phase = render_job_phase(&r->e, job);
-    free(r->fig_url); /* home's record changes between jobs */
-    r->fig_url = NULL;
     for (size_t i = 0; i < r->nreads; i++)
         r->read_mark[r->reads[i]] = 0;
     r->nreads = 0;
     if (kind == JOB_PAGE) {
-        const page *p = r->e.idx->pages[index];
-        S_render_page(r, job, p, rec);
-        if (p->kind == PAGE_HOME) {
-            record_free(&r->home);
-            S_copy_figures(&r->home, rec);
-            r->have_home = true;
-        }
+        S_render_page(r, job, r->e.idx->pages[index], rec);
+    } else if (kind == JOB_CHECKS_JSON) {
+        S_render_checks_json(r, rec);
     } else {
         S_render_generated(r, kind, index, rec);
     }

@@ -3,10 +3,11 @@
  * the staging directory plus one page_record each.
  *
  * Jobs are numbered: 0..npages-1 are the pages of the content index, then the
- * generated pages (tag index, one per tag, sources, the checks report, 404).
- * They run in three phases, each after the previous one is complete, because
- * later pages list what earlier ones produced: regular pages; sections, tags,
- * sources and 404; home and the checks report (which count every figure). */
+ * generated pages (tag index, one per tag, sources, the checks report, 404,
+ * checks.json). They run in four phases, each after the previous one is
+ * complete, because later pages list what earlier ones produced: regular
+ * pages; sections, tags, sources and 404; home (which lists sections); the
+ * checks report and checks.json (every figure, home's too). */
 #ifndef KV_RENDER_H
 #define KV_RENDER_H
 
@@ -31,7 +32,7 @@ typedef struct {
                                * whose bytes are already there is not written */
 } render_env;
 
-typedef enum { JOB_PAGE, JOB_TAGS, JOB_TAG, JOB_SOURCES, JOB_CHECKS, JOB_404 } job_kind;
+typedef enum { JOB_PAGE, JOB_TAGS, JOB_TAG, JOB_SOURCES, JOB_CHECKS, JOB_404, JOB_CHECKS_JSON } job_kind;
 
 typedef struct renderer renderer;
 

@@ -864,6 +864,125 @@ static void test_remove_in_stays_under_top(void **state)
     S_assert_file(state, "top/a/keep.html", "k");
 }
 
+/* ---- fs_stream -------------------------------------------------------------- */
+
+/* Streams text in chunks of n bytes to rel (old: NULL, or the file compared
+ * against); returns whether it wrote, and checks the file then holds text. */
+static bool S_stream(void **state, const char *rel, const char *old_rel, const char *text,
+                     size_t n)
+{
+    char *path = S_path(state, rel);
+    char *old = old_rel ? S_path(state, old_rel) : NULL;
+    fs_stream w;
+    fs_stream_open(&w, path, old);
+    size_t len = strlen(text);
+    for (size_t off = 0; off < len; off += n)
+        assert_int_equal(fs_stream_write(&w, text + off, len - off < n ? len - off : n), 0);
+    struct stat st;
+    bool written = true;
+    assert_int_equal(fs_stream_close(&w, &st, &written), 0);
+    if (!old_rel || written) {
+        size_t got;
+        char *s = S_slurp(path, &got);
+        assert_non_null(s);
+        assert_int_equal(got, len);
+        assert_memory_equal(s, text, len);
+        assert_int_equal((size_t)st.st_size, len);
+        free(s);
+    }
+    free(path);
+    free(old);
+    return written;
+}
+
+static ino_t S_inode(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    free(p);
+    return st.st_ino;
+}
+
+static void test_stream_in_place(void **state)
+{
+    /* a new file */
+    assert_true(S_stream(state, "sub/f.json", NULL, "hello, world", 5));
+    ino_t ino = S_inode(state, "sub/f.json");
+    char *p = S_path(state, "sub/f.json");
+    struct stat before, after;
+    assert_int_equal(stat(p, &before), 0);
+    /* the same bytes: nothing written */
+    assert_false(S_stream(state, "sub/f.json", NULL, "hello, world", 4));
+    assert_int_equal(stat(p, &after), 0);
+    assert_int_equal(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
+    /* differs in the middle, then longer, then shorter, then empty */
+    assert_true(S_stream(state, "sub/f.json", NULL, "hello, World", 5));
+    assert_true(S_stream(state, "sub/f.json", NULL, "hello, World and more", 3));
+    assert_true(S_stream(state, "sub/f.json", NULL, "hello", 2));
+    assert_true(S_stream(state, "sub/f.json", NULL, "", 1));
+    assert_int_equal(S_inode(state, "sub/f.json"), ino); /* written over, in place */
+    free(p);
+}
+
+static void test_stream_against_another_file(void **state)
+{
+    S_put_rel(state, "pub", "0123456789abcdef");
+    /* the same bytes as the published file: the output is not even made */
+    assert_false(S_stream(state, "out/f", "pub", "0123456789abcdef", 3));
+    assert_false(S_lexists_rel(state, "out/f"));
+    /* differs late: the same prefix is copied, then the rest written */
+    assert_true(S_stream(state, "out/f", "pub", "0123456789abcdeF", 4));
+    /* the published one is longer, or shorter */
+    assert_true(S_stream(state, "out/g", "pub", "0123456789", 4));
+    assert_true(S_stream(state, "out/h", "pub", "0123456789abcdef!", 4));
+    /* no published file */
+    assert_true(S_stream(state, "out/i", "missing", "x", 4));
+    char *pub = S_path(state, "pub");
+    size_t n;
+    char *s = S_slurp(pub, &n);
+    assert_int_equal(n, 16); /* never touched */
+    assert_memory_equal(s, "0123456789abcdef", 16);
+    free(s);
+    free(pub);
+}
+
+static void test_stream_replaces_what_is_in_the_way(void **state)
+{
+    /* a folder or a link where the file goes: replaced, the link's target kept */
+    S_mkdir_rel(state, "d");
+    S_put_rel(state, "d/x", "x");
+    assert_true(S_stream(state, "d", NULL, "now a file", 4));
+    S_put_rel(state, "target", "keep");
+    char *t = S_path(state, "target"), *l = S_path(state, "link");
+    assert_int_equal(symlink(t, l), 0);
+    assert_true(S_stream(state, "link", NULL, "keep", 4));
+    S_assert_file(state, "target", "keep");
+    struct stat st;
+    assert_int_equal(lstat(l, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    free(t);
+    free(l);
+}
+
+static void test_stream_errors(void **state)
+{
+    /* a name no file system takes: an error at close, with errno */
+    char name[400];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    char *p = S_path(state, name);
+    fs_stream w;
+    fs_stream_open(&w, p, NULL);
+    fs_stream_write(&w, "abc", 3);
+    bool written = true;
+    errno = 0;
+    assert_int_equal(fs_stream_close(&w, NULL, &written), -1);
+    assert_int_not_equal(errno, 0);
+    assert_false(written);
+    free(p);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -895,6 +1014,10 @@ int main(void)
         T(test_remove_in),
         T(test_remove_in_does_not_follow_links),
         T(test_remove_in_stays_under_top),
+        T(test_stream_in_place),
+        T(test_stream_against_another_file),
+        T(test_stream_replaces_what_is_in_the_way),
+        T(test_stream_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
