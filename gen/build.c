@@ -43,6 +43,9 @@ typedef struct {
     char *staging;     /* NULL in check mode */
     page_record *records;
     size_t njobs;
+    bool split_report; /* the checks report has a page per section */
+    size_t *report_sections;
+    size_t nreport_sections;
     strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
     strmap outputs;    /* the same as paths relative to the output folder */
     int lock_fd;
@@ -810,6 +813,8 @@ static uint64_t S_global_key(build_state *s)
         h = stamp_file(h, exe);
     h = stamp_str(h, s->o->strict ? "strict" : "-");
     h = stamp_str(h, s->o->drafts ? "drafts" : "-");
+    /* every figure links to the report page that lists it */
+    h = stamp_str(h, s->split_report ? "report by section" : "one report");
     char *cfg = fs_join(s->o->root, "site.yaml");
     h = stamp_file(h, cfg);
     free(cfg);
@@ -1293,7 +1298,16 @@ int build_run(const build_opts *o)
     sources_load(&s.src, o->root, s.cfg.limits.data_bytes, &s.dl);
     TRACE("sources loaded");
 
-    render_env env = {o->root, s.staging, &s.cfg, &s.idx, &s.src, o->strict, NULL, 0, NULL};
+    render_env env = {o->root, s.staging, &s.cfg, &s.idx, &s.src, o->strict, NULL, 0, NULL,
+                      NULL, 0};
+    char *split = fs_join(o->root, "templates/" RENDER_REPORT_SECTION_TEMPLATE);
+    if (fs_exists(split)) {
+        s.report_sections = render_report_sections(&s.idx, &s.nreport_sections);
+        s.split_report = true;
+        env.report_sections = s.report_sections;
+        env.nreport_sections = s.nreport_sections;
+    }
+    free(split);
     s.njobs = render_job_count(&env);
     s.records = xcalloc(s.njobs, sizeof *s.records);
     s.digests = xcalloc(s.njobs + 1, sizeof *s.digests);
@@ -1475,6 +1489,7 @@ out:
     for (size_t j = 0; j < s.njobs; j++)
         record_free(&s.records[j]);
     free(s.records);
+    free(s.report_sections);
     content_index_free(&s.idx);
     sources_free(&s.src);
     config_free(&s.cfg);

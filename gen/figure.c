@@ -303,8 +303,13 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     S_trim(&expr, &en);
     f->expr = xstrndup(expr, en);
     buf hb = BUF_INIT;
-    buf_puts(&hb, c->base_path);
-    buf_puts(&hb, "/checks/#");
+    if (c->report_url) {
+        buf_puts(&hb, c->report_url);
+        buf_putc(&hb, '#');
+    } else {
+        buf_puts(&hb, c->base_path);
+        buf_puts(&hb, "/checks/#");
+    }
     buf_puts(&hb, f->anchor);
     char *href = buf_detach(&hb);
     quote q;

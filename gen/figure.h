@@ -46,6 +46,8 @@ typedef struct {
     const char *file;          /* the page's path, for diagnostics */
     const char *anchor_prefix; /* unique per page: "articles-kv-check" */
     const char *base_path;     /* "" or "/docs": prefix of links to the report */
+    const char *report_url;    /* the report page that lists these figures
+                                * ("/docs/checks/notes/"); NULL: base_path/checks/ */
     diag_level unverified;     /* DIAG_WARNING, or DIAG_ERROR under --strict */
     diag_list *dl;
     figure *figs;

@@ -38,13 +38,15 @@ struct renderer {
     strmap tag_urls;    /* tag name -> its URL (owned) */
     char *fig_url;      /* full URL of the page whose figures a view last gave */
     size_t fig_url_job;
+    size_t *groups;     /* report group by page (S_groups), NULL until needed */
+    char *report_url;   /* full URL of the report page listing the current page */
 };
 
 /* ---------- jobs ---------- */
 
 size_t render_job_count(const render_env *e)
 {
-    return e->idx->npages + 1 + e->idx->ntags + 4;
+    return e->idx->npages + 1 + e->idx->ntags + 4 + e->nreport_sections;
 }
 
 job_kind render_job_kind(const render_env *e, size_t job, size_t *index)
@@ -64,6 +66,10 @@ job_kind render_job_kind(const render_env *e, size_t job, size_t *index)
         return JOB_TAG;
     }
     job -= e->idx->ntags;
+    if (job >= 4) {
+        *index = job - 4; /* into e->report_sections */
+        return JOB_CHECKS_SECTION;
+    }
     return job == 0 ? JOB_SOURCES : job == 1 ? JOB_CHECKS : job == 2 ? JOB_404 : JOB_CHECKS_JSON;
 }
 
@@ -78,7 +84,8 @@ int render_job_phase(const render_env *e, size_t job)
         default: return 3;
         }
     case JOB_CHECKS:
-    case JOB_CHECKS_JSON: return 4;
+    case JOB_CHECKS_JSON:
+    case JOB_CHECKS_SECTION: return 4;
     default: return 2;
     }
 }
@@ -621,14 +628,82 @@ static void S_push_figure(lua_State *L, const figure *f, const char *src, const 
     S_ro_setmeta(L, &S_FIGURE_KIND);
 }
 
-/* site.figures: every figure of the records so far, with totals per tier. */
-static void S_push_site_figures(renderer *r)
+/* ---------- report groups ---------- */
+
+/* With templates/checks-section.html the report is one page per top-level
+ * section (checks/<section>/) plus the index (checks/), which lists home's
+ * and the root pages' figures: a site of 100,000s of figures gets pages a
+ * browser can open, and rendered side by side. */
+#define GROUP_ALL ((size_t)-2)  /* every figure: site.figures, the one report */
+#define GROUP_ROOT ((size_t)-1) /* home and the pages at the root */
+
+size_t *render_report_sections(const content_index *idx, size_t *n)
+{
+    size_t *v = xmalloc((idx->npages + 1) * sizeof *v);
+    *n = 0;
+    for (size_t i = 0; i < idx->npages; i++) {
+        const page *p = idx->pages[i];
+        if (p->kind == PAGE_SECTION && p->parent && p->parent->kind == PAGE_HOME)
+            v[(*n)++] = i;
+    }
+    return v;
+}
+
+/* The top-level section page a page belongs to, or NULL for the root group. */
+static const page *S_top_section(const page *p)
+{
+    /* parents lead to home: a chain as deep as the content folders */
+    while (p && p->parent && p->parent->kind != PAGE_HOME)
+        p = p->parent;
+    return p && p->kind != PAGE_HOME && p->parent && p->kind == PAGE_SECTION ? p : NULL;
+}
+
+/* The report group of every page (GROUP_ROOT, or the position of its
+ * top-level section in e->report_sections; GROUP_ALL when the report is one
+ * page), made once per worker. */
+static const size_t *S_groups(renderer *r)
+{
+    if (r->groups)
+        return r->groups;
+    const render_env *e = &r->e;
+    r->groups = xmalloc((e->idx->npages + 1) * sizeof *r->groups);
+    strmap top_of;
+    strmap_init(&top_of);
+    for (size_t k = 0; k < e->nreport_sections; k++)
+        strmap_put(&top_of, e->idx->pages[e->report_sections[k]]->url, (void *)(k + 1));
+    for (size_t j = 0; j < e->idx->npages; j++) {
+        const page *top = e->nreport_sections ? S_top_section(e->idx->pages[j]) : NULL;
+        size_t k = top ? (size_t)strmap_get(&top_of, top->url) : 0;
+        r->groups[j] = !e->nreport_sections ? GROUP_ALL : k ? k - 1 : GROUP_ROOT;
+    }
+    strmap_free(&top_of);
+    return r->groups;
+}
+
+/* Where the figures of job j are listed: "/checks/" or "/checks/<section>/"
+ * (site path, malloc'ed). */
+static char *S_report_path(const render_env *e, size_t group)
+{
+    if (group == GROUP_ALL || group == GROUP_ROOT)
+        return xstrdup("/checks/");
+    return xasprintf("/checks%s", e->idx->pages[e->report_sections[group]]->url);
+}
+
+/* Figures of a group (GROUP_ALL: every one) among the records so far, with
+ * totals per tier: {list = view, total, computed, measured, cited, failed}.
+ * Only the group's records are read. */
+static void S_push_figures(renderer *r, size_t group)
 {
     lua_State *L = sandbox_lua(r->sb);
     lua_createtable(L, 0, 8);
     size_t nspans = 0, total = 0;
     lua_Integer tiers[3] = {0, 0, 0}, failed = 0;
-    for (size_t j = 0; j < r->e.nrecords; j++) {
+    /* generated pages have no figures */
+    size_t njobs = group == GROUP_ALL ? r->e.nrecords : r->e.idx->npages;
+    const size_t *groups = group == GROUP_ALL ? NULL : S_groups(r);
+    for (size_t j = 0; j < njobs; j++) {
+        if (groups && groups[j] != group)
+            continue;
         const page_record *rec = S_record(r, j);
         if (rec && rec->nfigs)
             nspans++;
@@ -637,7 +712,9 @@ static void S_push_site_figures(renderer *r)
     fv->r = r;
     fv->nspans = nspans;
     nspans = 0;
-    for (size_t j = 0; j < r->e.nrecords; j++) {
+    for (size_t j = 0; j < njobs; j++) {
+        if (groups && groups[j] != group)
+            continue;
         const page_record *rec = S_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
@@ -663,6 +740,59 @@ static void S_push_site_figures(renderer *r)
     lua_setfield(L, -2, "cited");
     lua_pushinteger(L, failed);
     lua_setfield(L, -2, "failed");
+}
+
+static void S_push_site_figures(renderer *r) { S_push_figures(r, GROUP_ALL); }
+
+/* `report` of a report page: its figures, its section (a page brief; none
+ * for the index) and, on the index, one entry per report section page. */
+static void S_push_report(renderer *r, size_t group)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, 0, 3);
+    S_push_figures(r, group);
+    lua_setfield(L, -2, "figures");
+    if (group != GROUP_ALL && group != GROUP_ROOT) {
+        S_push_page_brief(r, r->e.report_sections[group]);
+        lua_setfield(L, -2, "section");
+    }
+    size_t ns = group == GROUP_ROOT ? r->e.nreport_sections : 0;
+    lua_createtable(L, (int)ns, 0);
+    if (ns) {
+        /* totals per section, from every record */
+        size_t *count = xcalloc(5 * ns + 1, sizeof *count);
+        const size_t *groups = S_groups(r);
+        for (size_t j = 0; j < r->e.idx->npages; j++) {
+            size_t g = groups[j];
+            const page_record *rec = g == GROUP_ROOT ? NULL : S_record(r, j);
+            for (size_t k = 0; rec && k < rec->nfigs; k++) {
+                count[5 * g]++;
+                count[5 * g + 1 + rec->figs[k].tier]++;
+                count[5 * g + 4] += !rec->figs[k].ok;
+            }
+        }
+        static const char *const keys[] = {"total", "computed", "measured", "cited", "failed"};
+        for (size_t g = 0; g < ns; g++) {
+            const page *p = r->e.idx->pages[r->e.report_sections[g]];
+            lua_createtable(L, 0, 8);
+            S_setstr(L, "title", p->title);
+            char *u = S_full_url(r, p->url);
+            S_setstr(L, "page_url", u);
+            free(u);
+            char *path = S_report_path(&r->e, g);
+            u = S_full_url(r, path);
+            S_setstr(L, "url", u);
+            free(u);
+            free(path);
+            for (size_t k = 0; k < 5; k++) {
+                lua_pushinteger(L, (lua_Integer)count[5 * g + k]);
+                lua_setfield(L, -2, keys[k]);
+            }
+            lua_rawseti(L, -2, (lua_Integer)g + 1);
+        }
+        free(count);
+    }
+    lua_setfield(L, -2, "sections");
 }
 
 static void S_push_sections(renderer *r)
@@ -844,6 +974,7 @@ static int S_markdown_inline(lua_State *L)
         /* number these figures after the page's own, under the page's prefix */
         res.figs.anchor_prefix = r->cur_figs->anchor_prefix;
         res.figs.anchor_base = r->cur_figs->anchor_base + r->cur_figs->nfigs;
+        res.figs.report_url = r->cur_figs->report_url;
     }
     diag_list *dl = r->cur_rec ? &r->cur_rec->diags : NULL;
     diag_list tmp;
@@ -1022,6 +1153,8 @@ void render_free(renderer *r)
     free(r->read_mark);
     free(r->reads);
     free(r->fig_url);
+    free(r->groups);
+    free(r->report_url);
     buf_free(&r->scratch);
     for (size_t i = 0; i < r->tag_urls.cap; i++)
         if (r->tag_urls.keys[i])
@@ -1038,6 +1171,7 @@ static const char *S_job_template(const render_env *e, size_t job)
     case JOB_TAG: return "templates/tag.html";
     case JOB_SOURCES: return "templates/sources.html";
     case JOB_CHECKS: return "templates/checks.html";
+    case JOB_CHECKS_SECTION: return "templates/" RENDER_REPORT_SECTION_TEMPLATE;
     case JOB_404: return "templates/404.html";
     default: return "templates/page.html";
     }
@@ -1231,8 +1365,15 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
     for (size_t i = 0; fc && i < fc->nfigs; i++) {
         const figure *f = &fc->figs[i];
         buf_clear(&u);
-        buf_puts(&u, f->tier == FIG_CITED ? "/sources/#" : "/checks/#");
-        buf_puts(&u, f->tier == FIG_CITED ? f->expr : f->anchor);
+        if (f->tier == FIG_CITED) {
+            buf_puts(&u, "/sources/#");
+            buf_puts(&u, f->expr);
+        } else {
+            /* the report page's site path: its URL without the base path */
+            buf_puts(&u, r->report_url ? r->report_url + strlen(base) : "/checks/");
+            buf_putc(&u, '#');
+            buf_puts(&u, f->anchor);
+        }
         strmap_put(&seen, buf_cstr(&u), (void *)1);
     }
     const char *p = buf_cstr(html), *end = p + html->len;
@@ -1396,6 +1537,11 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     md_result_init(&res);
     char *prefix = S_anchor_prefix(p->url);
     res.figs.anchor_prefix = prefix;
+    free(r->report_url);
+    char *report_path = S_report_path(&r->e, r->e.nreport_sections ? S_groups(r)[job] : GROUP_ALL);
+    r->report_url = S_full_url(r, report_path);
+    free(report_path);
+    res.figs.report_url = r->report_url;
     sandbox_page_begin(r->sb, file, &rec->diags);
     r->cur_page = p;
     r->cur_file = file;
@@ -1473,8 +1619,9 @@ static int S_generated_env(lua_State *L)
     sandbox_push_env(r->sb);
     lua_createtable(L, 0, 8);
     S_setstr(L, "title", a->title);
+    bool report = kind == JOB_CHECKS || kind == JOB_CHECKS_SECTION;
     S_setstr(L, "kind", kind == JOB_TAGS ? "tags" : kind == JOB_TAG ? "tag"
-                         : kind == JOB_SOURCES ? "sources" : kind == JOB_CHECKS ? "checks" : "404");
+                         : kind == JOB_SOURCES ? "sources" : report ? "checks" : "404");
     S_setstr(L, "url", a->url);
     S_setstr(L, "path", a->path);
     lua_pushliteral(L, "");
@@ -1490,6 +1637,11 @@ static int S_generated_env(lua_State *L)
         S_setstr(L, "tag", t->name);
     }
     lua_setfield(L, -2, "page");
+    if (report) {
+        S_push_report(r, kind == JOB_CHECKS_SECTION ? a->index
+                         : r->e.nreport_sections ? GROUP_ROOT : GROUP_ALL);
+        lua_setfield(L, -2, "report");
+    }
     lua_pop(L, 1);
     return 0;
 }
@@ -1498,6 +1650,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
 {
     lua_State *L = sandbox_lua(r->sb);
     const char *tname = NULL, *title = NULL, *url = NULL;
+    char *made_url = NULL;
     switch (kind) {
     case JOB_TAGS:
         if (r->e.idx->ntags == 0)
@@ -1522,6 +1675,11 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
         tname = "checks.html";
         title = "Checks";
         url = "/checks/";
+        break;
+    case JOB_CHECKS_SECTION:
+        tname = RENDER_REPORT_SECTION_TEMPLATE;
+        title = r->e.idx->pages[r->e.report_sections[index]]->title;
+        url = made_url = S_report_path(&r->e, index);
         break;
     case JOB_404:
         if (!tpl_exists(r->tpl, "404.html"))
@@ -1563,6 +1721,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     r->cur_rec = NULL;
     sandbox_page_end(r->sb);
     free(tpath);
+    free(made_url);
 }
 
 /* checks.json: every figure, in job order. It can be tens of megabytes, so

@@ -4,7 +4,7 @@
  *
  * Jobs are numbered: 0..npages-1 are the pages of the content index, then the
  * generated pages (tag index, one per tag, sources, the checks report, 404,
- * checks.json). They run in four phases, each after the previous one is
+ * checks.json, the report's section pages). They run in four phases, each after the previous one is
  * complete, because later pages list what earlier ones produced: regular
  * pages; sections, tags, sources and 404; home (which lists sections); the
  * checks report and checks.json (every figure, home's too). */
@@ -30,14 +30,29 @@ typedef struct {
     size_t nrecords;
     const char *same_dir;     /* incremental builds: the published output; a file
                                * whose bytes are already there is not written */
+    const size_t *report_sections; /* pages with a report page of their own (see
+                               * RENDER_REPORT_SECTION_TEMPLATE); NULL for none */
+    size_t nreport_sections;
 } render_env;
 
-typedef enum { JOB_PAGE, JOB_TAGS, JOB_TAG, JOB_SOURCES, JOB_CHECKS, JOB_404, JOB_CHECKS_JSON } job_kind;
+typedef enum {
+    JOB_PAGE, JOB_TAGS, JOB_TAG, JOB_SOURCES, JOB_CHECKS, JOB_404, JOB_CHECKS_JSON,
+    JOB_CHECKS_SECTION /* one per report section (render_env.report_sections) */
+} job_kind;
+
+/* The template that splits the checks report into one page per top-level
+ * section: when it exists, checks/ lists home's and the root pages' figures
+ * and each section's are on checks/<section>/. */
+#define RENDER_REPORT_SECTION_TEMPLATE "checks-section.html"
 
 typedef struct renderer renderer;
 
 renderer *render_new(const render_env *e);
 void render_free(renderer *r);
+
+/* The top-level sections, in page order: the report's sections when the
+ * site has RENDER_REPORT_SECTION_TEMPLATE. Returns a malloc'ed array. */
+size_t *render_report_sections(const content_index *idx, size_t *n);
 
 size_t render_job_count(const render_env *e);
 job_kind render_job_kind(const render_env *e, size_t job, size_t *index);

@@ -801,13 +801,26 @@ static const char kv_tags_html[] =
     "<ul>{% for _, t in ipairs(site.tags) do %}<li><a href=\"{{ t.url }}\">{{ t.name }}</a></li>{% end %}</ul>\n"
     "</main></body></html>\n";
 
+/* The report is split by section (checks-section.html), as a site with
+ * 100,000s of figures would have it: the index lists the sections with their
+ * totals and the root pages' figures, each section page its own figures. */
+#define KV_FIGURE_ROWS                                                                        \
+    "{% for _, f in ipairs(report.figures.list) do %}<tr><td><a href=\"{{ f.page_url }}\">"   \
+    "{{ f.src }}</a></td><td>{{ f.line }}</td><td>{{ f.quote }}</td><td>{{ f.expr }}</td>"    \
+    "<td>{{ f.value }}</td><td>{{ f.tier }}</td><td>{{ f.status }}</td></tr>\n{% end %}"
+
 static const char kv_checks_html[] =
     "<!doctype html>\n"
     "<html><head><meta charset=\"utf-8\"><title>{{ page.title }}</title></head>\n"
-    "<body><main><table>\n"
-    "{% for _, f in ipairs(site.figures.list) do %}<tr><td><a href=\"{{ f.page_url }}\">{{ f.src }}</a></td>"
-    "<td>{{ f.line }}</td><td>{{ f.quote }}</td><td>{{ f.expr }}</td><td>{{ f.value }}</td>"
-    "<td>{{ f.tier }}</td><td>{{ f.status }}</td></tr>\n{% end %}"
+    "<body><main><p>{{ site.figures.total }} figures, {{ site.figures.failed }} failed</p>\n"
+    "<ul>{% for _, s in ipairs(report.sections) do %}<li><a href=\"{{ s.url }}\">{{ s.title }}</a> "
+    "{{ s.total }}</li>{% end %}</ul>\n"
+    "<table>\n" KV_FIGURE_ROWS "</table></main></body></html>\n";
+
+static const char kv_checks_section_html[] =
+    "<!doctype html>\n"
+    "<html><head><meta charset=\"utf-8\"><title>{{ page.title }}</title></head>\n"
+    "<body><main><h1>{{ report.section.title }}</h1><table>\n" KV_FIGURE_ROWS
     "</table></main></body></html>\n";
 
 static const char kv_404_html[] =
@@ -972,6 +985,7 @@ static int S_skeleton(const char *outdir, unsigned nsec)
     rc |= S_write_in(outdir, "kvsite/templates/tag.html", kv_list_html);
     rc |= S_write_in(outdir, "kvsite/templates/tags.html", kv_tags_html);
     rc |= S_write_in(outdir, "kvsite/templates/checks.html", kv_checks_html);
+    rc |= S_write_in(outdir, "kvsite/templates/checks-section.html", kv_checks_section_html);
     rc |= S_write_in(outdir, "kvsite/templates/404.html", kv_404_html);
     rc |= S_write_in(outdir, "hugo/hugo.toml", hugo_toml);
     rc |= S_write_in(outdir, "hugo/layouts/_default/single.html", hugo_single);

@@ -1361,6 +1361,63 @@ EOF
         fail "setting a listed page's field: $(grep error "$W.err" | head -n 2)"
 }
 
+# With templates/checks-section.html the report is one page per top-level
+# section; checks/ keeps home's and the root pages' figures and lists the
+# sections with their totals. Figures link to the page that lists them, and
+# incremental builds re-render only the report pages whose figures changed.
+t_report_by_section() {
+    good_built || return
+    cat >"$W/templates/checks.html" <<'EOF'
+{{ include "partials/head.html" }}
+<p>index {{ report.figures.total }} of {{ site.figures.total }}</p>
+{% for _, s in ipairs(report.sections) do %}<p>section {{ s.title }}|{{ s.url }}|{{ s.page_url }}|{{ s.total }}|{{ s.computed }}|{{ s.measured }}|{{ s.cited }}|{{ s.failed }}</p>
+{% end %}{% for _, f in ipairs(report.figures.list) do %}<p id="{{ f.anchor }}">root {{ f.src }}:{{ f.line }} {{ f.quote }}</p>
+{% end %}
+EOF
+    cat >"$W/templates/checks-section.html" <<'EOF'
+{{ include "partials/head.html" }}
+<h1>{{ page.title }}|{{ page.url }}|{{ report.section.title }}|{{ #report.sections }}</h1>
+{% for _, f in ipairs(report.figures.list) do %}<p id="{{ f.anchor }}">{{ f.src }}:{{ f.line }} {{ f.quote }}</p>
+{% end %}
+EOF
+    printf -- '---\ntitle: About\n---\nTwo and two make `4 {= 2+2}`.\n' | page content/about.md
+    printf -- '---\ntitle: Deep\n---\nThree times three is `9 {= 3*3}`.\n' | page content/notes/deep/nine.md
+    kv build
+    expect_rc 0
+    expect_grep site/checks/index.html "<p>index 1 of 13</p>"
+    expect_grep site/checks/index.html "<p>section Articles|/checks/articles/|/articles/|10|8|1|1|0</p>"
+    expect_grep site/checks/index.html "<p>section Notes|/checks/notes/|/notes/|2|2|0|0|0</p>"
+    expect_grep site/checks/index.html "root content/about.md:4 4</p>"
+    expect_no_grep site/checks/index.html "kv-cache.md"
+    expect_grep site/checks/articles/index.html "<h1>Articles|/checks/articles/|Articles|0</h1>"
+    expect_grep site/checks/articles/index.html "content/articles/kv-cache.md:"
+    expect_no_grep site/checks/articles/index.html "week-1.md"
+    expect_grep site/checks/notes/index.html "content/notes/week-1.md:"
+    expect_grep site/checks/notes/index.html "content/notes/deep/nine.md:4 9</p>"
+    expect_grep site/notes/deep/nine/index.html 'href="/checks/notes/#notes-deep-nine-1"'
+    expect_grep site/about/index.html 'href="/checks/#about-1"'
+    expect_grep site/articles/kv-cache/index.html 'href="/checks/articles/#articles-kv-cache-1"'
+    expect_grep site/checks.json '"file": "content/notes/deep/nine.md"'
+    expect_grep site/sitemap.xml "/checks/notes/</loc>"
+    expect_no_grep site/sitemap.xml "checks.json"
+    same_as_full split
+    # a figure of one section: its page, its report page, the index (totals)
+    # and checks.json; the other section's report stays
+    sed -i 's/`9 {= 3\*3}`/`10 {= 3*3+1}`/' "$W/content/notes/deep/nine.md"
+    kv build
+    expect_rc 0
+    rendered 4
+    expect_grep site/checks/notes/index.html "content/notes/deep/nine.md:4 10</p>"
+    same_as_full edit
+    # back to one report: every page links to checks/ again
+    rm "$W/templates/checks-section.html"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/deep/nine/index.html 'href="/checks/#notes-deep-nine-1"'
+    [ -e "$W/site/checks/notes/index.html" ] && fail "a report section page outlived its template"
+    same_as_full one
+}
+
 # ---------- incremental builds ----------
 
 # same_as_full STEP: site/ equals a full build (--no-cache) of the same tree
