@@ -46,6 +46,7 @@ typedef struct {
     bool split_report; /* the checks report has a page per section */
     size_t *report_sections;
     size_t nreport_sections;
+    figstore *figs;    /* where decoded records keep their figures; NULL: in memory */
     strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
     strmap outputs;    /* the same as paths relative to the output folder */
     int lock_fd;
@@ -894,7 +895,7 @@ static bool S_reuse(build_state *s, size_t job, int outfd)
     if (!e->present || e->deps == 0)
         return false;
     page_record rec;
-    if (record_decode(e->rec, e->rec_len, &rec) != 0)
+    if (record_decode(e->rec, e->rec_len, s->figs, &rec) != 0)
         return false;
     bool ok = rec.job == job && rec.done && S_deps(s, job, &rec) == e->deps &&
               S_out_stamp(outfd, &rec) == e->out_stamp && S_reads_digest(s, &rec) == e->reads;
@@ -1012,7 +1013,7 @@ static void S_save_fronts(build_state *s, cache *c, const strmap *noisy)
 static void S_encode_record(void *ctx, size_t job, buf *out)
 {
     build_state *s = ctx;
-    record_encode(&s->records[job], out);
+    record_encode(&s->records[job], s->figs, out);
 }
 
 static void S_encode_front(void *ctx, const cache_front *f, buf *out)
@@ -1081,7 +1082,7 @@ static bool S_old_links_hold(build_state *s)
             continue;
         const cache_entry *e = j < s->prev.njobs ? &s->prev.jobs[j] : NULL;
         page_record old;
-        if (!e || !e->present || record_decode(e->rec, e->rec_len, &old) != 0)
+        if (!e || !e->present || record_decode(e->rec, e->rec_len, NULL, &old) != 0)
             return false;
         const page_record *r = &s->records[j];
         bool same = !strcmp(old.url, r->url ? r->url : "") && old.nids == r->nids;
@@ -1299,7 +1300,7 @@ int build_run(const build_opts *o)
     TRACE("sources loaded");
 
     render_env env = {o->root, s.staging, &s.cfg, &s.idx, &s.src, o->strict, NULL, 0, NULL,
-                      NULL, 0};
+                      NULL, 0, NULL};
     char *split = fs_join(o->root, "templates/" RENDER_REPORT_SECTION_TEMPLATE);
     if (fs_exists(split)) {
         s.report_sections = render_report_sections(&s.idx, &s.nreport_sections);
@@ -1308,6 +1309,18 @@ int build_run(const build_opts *o)
         env.nreport_sections = s.nreport_sections;
     }
     free(split);
+    if (!o->check_only) {
+        /* beside the output, where the cache goes */
+        s.figs = xcalloc(1, sizeof *s.figs);
+        char *side = S_side_path(&s, "figs");
+        *strrchr(side, '/') = '\0';
+        if (figstore_open(s.figs, side) != 0) {
+            free(s.figs); /* not fatal: the figures stay in memory */
+            s.figs = NULL;
+        }
+        free(side);
+        env.figs = s.figs;
+    }
     s.njobs = render_job_count(&env);
     s.records = xcalloc(s.njobs, sizeof *s.records);
     s.digests = xcalloc(s.njobs + 1, sizeof *s.digests);
@@ -1355,6 +1368,8 @@ int build_run(const build_opts *o)
     int outfd = s.incremental ? open(s.out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     for (int phase = 1; phase <= 4; phase++) {
         double tp = S_now();
+        if (s.figs && figstore_flush(s.figs) != 0)
+            diag_error(&s.dl, NULL, 0, 0, "cannot write the figure store: %s", strerror(errno));
         S_phase(&s, &env, &po, phase, outfd);
         if (trace)
             fprintf(stderr, "kvsite: trace: phase %d: %.3f s\n", phase, S_now() - tp);
@@ -1385,6 +1400,8 @@ int build_run(const build_opts *o)
     cache_writer writer;
     memset(&writer, 0, sizeof writer);
     bool writer_used = !s.incremental && stamp_path && s.dl.errors == 0;
+    if (s.figs)
+        figstore_flush(s.figs); /* a cache writer's thread reads them with pread */
     if (writer_used)
         S_cache_writer_start(&writer, &s, cache_path, global, global_known);
     S_feed(&s);
@@ -1407,9 +1424,12 @@ int build_run(const build_opts *o)
     if (o->strict)
         diag_promote_warnings(&s.dl);
     size_t tiers[3] = {0, 0, 0};
-    for (size_t j = 0; j < s.njobs; j++)
-        for (size_t k = 0; k < s.records[j].nfigs; k++)
-            tiers[s.records[j].figs[k].tier]++;
+    for (size_t j = 0; j < s.njobs; j++) {
+        uint32_t counts[4];
+        record_fig_counts(&s.records[j], counts);
+        for (int t = 0; t < 3; t++)
+            tiers[t] += counts[t];
+    }
     diag_sort(&s.dl);
     diag_print(&s.dl, stderr, github);
     if (stamp_path)
@@ -1490,6 +1510,9 @@ out:
         record_free(&s.records[j]);
     free(s.records);
     free(s.report_sections);
+    if (s.figs)
+        figstore_close(s.figs);
+    free(s.figs);
     content_index_free(&s.idx);
     sources_free(&s.src);
     config_free(&s.cfg);

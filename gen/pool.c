@@ -147,7 +147,7 @@ static void S_worker_main(const render_env *env, const pool_opts *o, int ctl, in
         buf_clear(&out);
         frame f = {0, 0, 0.0};
         buf_put(&out, &f, sizeof f);
-        record_encode(&rec, &out);
+        record_encode(&rec, NULL, &out);
         record_free(&rec);
         f.len = (uint32_t)(out.len - sizeof f);
         f.finished = S_now();
@@ -372,7 +372,8 @@ static size_t S_store_records(const render_env *env, worker *w, page_record *rec
         uint32_t job = S_pop(w);
         page_record *rec = &records[job];
         record_free(rec);
-        if (record_decode(w->in.ptr + off + sizeof f, f.len, rec) != 0 || rec->job != job) {
+        if (record_decode(w->in.ptr + off + sizeof f, f.len, env->figs, rec) != 0 ||
+            rec->job != job) {
             record_free(rec);
             S_fail_job(env, records, job, "internal error: a worker sent a malformed record");
         }

@@ -58,10 +58,44 @@ static void S_bytes(buf *b, const char *s, size_t n)
 }
 static void S_str(buf *b, const char *s) { S_bytes(b, s ? s : "", s ? strlen(s) : 0); }
 
-void record_encode(const page_record *r, buf *out)
+/* The figures' encoding: what a figstore keeps. */
+static void S_encode_figs(const figure *figs, size_t n, buf *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        const figure *f = &figs[i];
+        S_u32(out, (uint32_t)f->line);
+        S_u32(out, (uint32_t)f->col);
+        S_str(out, f->quote);
+        S_str(out, f->expr);
+        S_str(out, f->mode);
+        S_u32(out, (uint32_t)f->tier);
+        S_u32(out, f->ok);
+        S_f64(out, f->value);
+        S_str(out, f->detail);
+        S_str(out, f->provenance);
+        S_str(out, f->anchor);
+    }
+}
+
+void record_encode(const page_record *r, const figstore *st, buf *out)
 {
     S_u32(out, r->job);
     S_u32(out, r->done);
+    /* the figures first, as one span: a decoder that stores them elsewhere
+     * knows at once how much of the record is left for it to keep */
+    S_u32(out, (uint32_t)r->nfigs);
+    size_t at = out->len;
+    S_u32(out, 0);
+    if (r->figs || r->nfigs == 0) {
+        S_encode_figs(r->figs, r->nfigs, out);
+    } else {
+        buf b = BUF_INIT;
+        if (st && figstore_read(st, r->figs_at, r->figs_len, &b) == 0)
+            buf_put(out, b.ptr, b.len);
+        buf_free(&b);
+    }
+    uint32_t flen = (uint32_t)(out->len - at - sizeof flen);
+    memcpy(out->ptr + at, &flen, sizeof flen);
     S_str(out, r->url);
     S_str(out, r->src);
     S_str(out, r->summary);
@@ -74,21 +108,6 @@ void record_encode(const page_record *r, buf *out)
         S_u32(out, (uint32_t)r->links[i].line);
         S_u32(out, (uint32_t)r->links[i].col);
         S_str(out, r->links[i].file);
-    }
-    S_u32(out, (uint32_t)r->nfigs);
-    for (size_t i = 0; i < r->nfigs; i++) {
-        const figure *f = &r->figs[i];
-        S_u32(out, (uint32_t)f->line);
-        S_u32(out, (uint32_t)f->col);
-        S_str(out, f->quote);
-        S_str(out, f->expr);
-        S_str(out, f->mode);
-        S_u32(out, (uint32_t)f->tier);
-        S_u32(out, f->ok);
-        S_f64(out, f->value);
-        S_str(out, f->detail);
-        S_str(out, f->provenance);
-        S_str(out, f->anchor);
     }
     S_u32(out, (uint32_t)r->diags.n);
     for (size_t i = 0; i < r->diags.n; i++) {
@@ -157,17 +176,92 @@ static size_t S_get_count(reader *rd, size_t min_item)
     return n;
 }
 
-int record_decode(const char *data, size_t len, page_record *r)
+/* Decodes n figures from the reader into figs (strings into its block);
+ * counts[] as record_fig_counts. */
+static void S_decode_figs(reader *rd, size_t n, figure *figs, uint32_t counts[4])
 {
+    for (size_t i = 0; i < n && !rd->in.bad; i++) {
+        figure *f = &figs[i];
+        f->line = (int)S_get_u32(rd);
+        f->col = (int)S_get_u32(rd);
+        f->quote = S_get_str(rd);
+        f->expr = S_get_str(rd);
+        f->mode = S_get_str(rd);
+        uint32_t tier = S_get_u32(rd);
+        if (tier > FIG_CITED)
+            rd->in.bad = true;
+        f->tier = (fig_tier)(tier > FIG_CITED ? 0 : tier);
+        uint32_t ok = S_get_u32(rd);
+        if (ok > 1)
+            rd->in.bad = true;
+        f->ok = ok == 1;
+        f->value = S_get_f64(rd);
+        f->detail = S_get_str(rd);
+        f->provenance = S_get_str(rd);
+        f->anchor = S_get_str(rd);
+        counts[f->tier]++;
+        counts[3] += !f->ok;
+    }
+}
+
+/* Walks n encoded figures without keeping them: checks them and counts. */
+static bool S_check_figs(const char *p, size_t len, size_t n, uint32_t counts[4])
+{
+    buf_reader in = {p, p + len, false};
+    for (size_t i = 0; i < n && !in.bad; i++) {
+        buf_rd_u32(&in); /* line */
+        buf_rd_u32(&in); /* col */
+        for (int k = 0; k < 3; k++) /* quote, expr, mode */
+            buf_rd_span(&in, buf_rd_u32(&in));
+        uint32_t tier = buf_rd_u32(&in), ok = buf_rd_u32(&in);
+        if (tier > FIG_CITED || ok > 1)
+            return false;
+        buf_rd_u64(&in); /* value */
+        for (int k = 0; k < 3; k++) /* detail, provenance, anchor */
+            buf_rd_span(&in, buf_rd_u32(&in));
+        counts[tier]++;
+        counts[3] += !ok;
+    }
+    return !in.bad && in.p == in.end;
+}
+
+int record_decode(const char *data, size_t len, figstore *st, page_record *r)
+{
+    record_init(r);
+    buf_reader head = {data, data + len, false};
+    r->job = buf_rd_u32(&head);
+    r->done = buf_rd_u32(&head);
+    uint32_t nfigs = buf_rd_u32(&head), flen = buf_rd_u32(&head);
+    const char *figs = buf_rd_span(&head, flen);
+    if (head.bad || nfigs > flen / 40)
+        return -1;
+    r->nfigs = nfigs;
+    r->figs_hash = stamp_bytes(STAMP_SEED, figs, flen);
     /* one allocation for every string: decoded records stay in the parent
      * for the whole build, and 200,000 figures' worth of small strings cost
-     * more in malloc's headers than in their bytes */
-    reader rd = {{data, data + len, false}, xmalloc(len + 1), 0, len};
-    rd.block[len] = '\0';
-    record_init(r);
+     * more in malloc's headers than in their bytes; stored figures need
+     * none of it */
+    size_t room = st ? (size_t)(head.end - head.p) : len;
+    reader rd = {head, xmalloc(room + 1), 0, room};
+    rd.block[room] = '\0';
     r->block = rd.block;
-    r->job = S_get_u32(&rd);
-    r->done = S_get_u32(&rd);
+    if (st) {
+        if (!S_check_figs(figs, flen, nfigs, r->fig_counts)) {
+            record_free(r);
+            return -1;
+        }
+        r->figs_at = figstore_append(st, figs, flen);
+        r->figs_len = flen;
+    } else {
+        reader fr = {{figs, figs + flen, false}, rd.block, 0, room};
+        r->figs = xcalloc(r->nfigs + 1, sizeof *r->figs);
+        S_decode_figs(&fr, nfigs, r->figs, r->fig_counts);
+        if (fr.in.bad || fr.in.p != fr.in.end) {
+            record_free(r);
+            return -1;
+        }
+        rd.used = fr.used;
+    }
     r->url = S_get_str(&rd);
     r->src = S_get_str(&rd);
     r->summary = S_get_str(&rd);
@@ -183,28 +277,6 @@ int record_decode(const char *data, size_t len, page_record *r)
         r->links[i].col = (int)S_get_u32(&rd);
         char *file = S_get_str(&rd);
         r->links[i].file = file[0] ? file : NULL;
-    }
-    r->nfigs = S_get_count(&rd, 40);
-    r->figs = xcalloc(r->nfigs + 1, sizeof *r->figs);
-    for (size_t i = 0; i < r->nfigs; i++) {
-        figure *f = &r->figs[i];
-        f->line = (int)S_get_u32(&rd);
-        f->col = (int)S_get_u32(&rd);
-        f->quote = S_get_str(&rd);
-        f->expr = S_get_str(&rd);
-        f->mode = S_get_str(&rd);
-        uint32_t tier = S_get_u32(&rd);
-        if (tier > FIG_CITED)
-            rd.in.bad = true;
-        f->tier = (fig_tier)(tier > FIG_CITED ? 0 : tier);
-        uint32_t ok = S_get_u32(&rd);
-        if (ok > 1)
-            rd.in.bad = true;
-        f->ok = ok == 1;
-        f->value = S_get_f64(&rd);
-        f->detail = S_get_str(&rd);
-        f->provenance = S_get_str(&rd);
-        f->anchor = S_get_str(&rd);
     }
     size_t nd = S_get_count(&rd, 20);
     for (size_t i = 0; i < nd && !rd.in.bad; i++) {
@@ -248,17 +320,57 @@ uint64_t record_digest(const page_record *r)
     h = S_mix_str(h, r->summary);
     uint64_t n = r->nfigs;
     h = S_mix(h, &n, sizeof n);
-    for (size_t i = 0; i < r->nfigs; i++) {
-        const figure *f = &r->figs[i];
-        int32_t v[4] = {f->line, f->col, (int32_t)f->tier, f->ok};
-        h = S_mix(h, v, sizeof v);
-        h = S_mix(h, &f->value, sizeof f->value);
-        h = S_mix_str(h, f->quote);
-        h = S_mix_str(h, f->expr);
-        h = S_mix_str(h, f->mode);
-        h = S_mix_str(h, f->detail);
-        h = S_mix_str(h, f->provenance);
-        h = S_mix_str(h, f->anchor);
+    /* the figures as encoded: a decoded record knows their stamp, whether
+     * they are in memory or in a store */
+    uint64_t figs = r->figs_hash;
+    if (!r->block) {
+        buf b = BUF_INIT;
+        S_encode_figs(r->figs, r->nfigs, &b);
+        figs = stamp_bytes(STAMP_SEED, b.ptr ? b.ptr : "", b.len);
+        buf_free(&b);
     }
-    return h;
+    return S_mix(h, &figs, sizeof figs);
+}
+
+/* ---------- figures in a store ---------- */
+
+void record_figs_buf_free(record_figs_buf *fb)
+{
+    free(fb->figs);
+    buf_free(&fb->bytes);
+    buf_free(&fb->block);
+    memset(fb, 0, sizeof *fb);
+}
+
+const figure *record_figures(const page_record *r, const figstore *st, record_figs_buf *fb)
+{
+    if (r->figs || r->nfigs == 0)
+        return r->figs;
+    if (!st || figstore_read(st, r->figs_at, r->figs_len, &fb->bytes) != 0)
+        return NULL;
+    if (fb->cap < r->nfigs) {
+        free(fb->figs);
+        fb->figs = xcalloc(r->nfigs, sizeof *fb->figs);
+        fb->cap = r->nfigs;
+    }
+    buf_clear(&fb->block);
+    buf_grow(&fb->block, fb->bytes.len);
+    reader rd = {{fb->bytes.ptr, fb->bytes.ptr + fb->bytes.len, false}, fb->block.ptr, 0,
+                 fb->bytes.len};
+    uint32_t counts[4] = {0, 0, 0, 0};
+    S_decode_figs(&rd, r->nfigs, fb->figs, counts);
+    return rd.in.bad ? NULL : fb->figs;
+}
+
+void record_fig_counts(const page_record *r, uint32_t counts[4])
+{
+    if (r->block) {
+        memcpy(counts, r->fig_counts, sizeof r->fig_counts);
+        return;
+    }
+    memset(counts, 0, 4 * sizeof *counts);
+    for (size_t i = 0; i < r->nfigs; i++) {
+        counts[r->figs[i].tier]++;
+        counts[3] += !r->figs[i].ok;
+    }
 }

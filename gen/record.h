@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "diag.h"
 #include "figure.h"
+#include "figstore.h"
 #include "markdown.h"
 
 typedef struct {
@@ -23,8 +24,12 @@ typedef struct {
     size_t nids;
     md_link *links;
     size_t nlinks;
-    figure *figs;
+    figure *figs;         /* NULL when they are in a figstore (or there are none) */
     size_t nfigs;
+    uint64_t figs_at;     /* stored figures: their encoding's offset in the store */
+    uint32_t figs_len;    /* and length */
+    uint32_t fig_counts[4]; /* decoded records: figures per tier, then failed */
+    uint64_t figs_hash;   /* decoded records: stamp of the figures' encoding */
     diag_list diags;
     uint64_t out_bytes;   /* bytes written */
     uint64_t out_stamp;   /* the written file's stamp (stamp_of_stat), 0: unknown */
@@ -39,11 +44,28 @@ typedef struct {
 
 void record_init(page_record *r);
 void record_free(page_record *r);
-void record_encode(const page_record *r, buf *out);
-/* Returns 0, or -1 when the bytes are not a well-formed record. */
-int record_decode(const char *data, size_t len, page_record *r);
+/* st: where r's figures are when r->figs is NULL (may be NULL otherwise). */
+void record_encode(const page_record *r, const figstore *st, buf *out);
+/* Returns 0, or -1 when the bytes are not a well-formed record. With a store,
+ * the figures are appended to it as they are encoded and not decoded. */
+int record_decode(const char *data, size_t len, figstore *st, page_record *r);
 /* A fingerprint of what other pages can read of a record (url, src, summary,
  * figures): a page that read it is stale when it changes. */
 uint64_t record_digest(const page_record *r);
+
+/* Figures decoded from a store, reused from one record to the next. */
+typedef struct {
+    figure *figs;
+    size_t cap;
+    buf bytes;  /* the encoding read back */
+    buf block;  /* their strings */
+} record_figs_buf;
+
+void record_figs_buf_free(record_figs_buf *fb);
+/* r's figures (r->nfigs of them): r->figs, or decoded from st into fb, valid
+ * until fb is used again. NULL when they cannot be read (an I/O error). */
+const figure *record_figures(const page_record *r, const figstore *st, record_figs_buf *fb);
+/* counts[0..2]: figures per tier; counts[3]: failed ones. */
+void record_fig_counts(const page_record *r, uint32_t counts[4]);
 
 #endif

@@ -39,6 +39,9 @@ struct renderer {
     char *fig_url;      /* full URL of the page whose figures a view last gave */
     size_t fig_url_job;
     size_t *groups;     /* report group by page (S_groups), NULL until needed */
+    record_figs_buf figs_buf; /* the figures of the record a view last read */
+    const figure *figs_now;
+    size_t figs_job;
     char *report_url;   /* full URL of the report page listing the current page */
 };
 
@@ -488,7 +491,15 @@ static int S_figure_view_index(lua_State *L)
         r->fig_url = S_full_url(r, rec->url);
         r->fig_url_job = job;
     }
-    S_push_figure(L, &rec->figs[k - before], rec->src, r->fig_url);
+    const figure *figs = r->figs_job == job ? r->figs_now : NULL;
+    if (!figs) {
+        figs = record_figures(rec, r->e.figs, &r->figs_buf);
+        if (!figs)
+            return luaL_error(L, "cannot read the figures of %s: %s", rec->src, strerror(errno));
+        r->figs_now = figs;
+        r->figs_job = job;
+    }
+    S_push_figure(L, &figs[k - before], rec->src, r->fig_url);
     return 1;
 }
 
@@ -538,12 +549,12 @@ static void S_push_page_list(renderer *r, const size_t *v, size_t n)
 /* A figure as templates see it: a read-only object whose fields are made
  * when read. A report reads a few fields of each of 100,000s of figures:
  * building a 14-field table for each cost more than the rest of the page.
- * The figure lives as long as the page being rendered (its record, or the
- * page's own figures), and nothing a page makes outlives the page. */
+ * The object holds a copy of the figure and its strings: figures of other
+ * pages are decoded into a buffer that the next page's reuse. */
 typedef struct {
-    const figure *f;
-    const char *src;
-    const char *page_url; /* owned by the object, NULL for none */
+    figure f;             /* its strings point into the object */
+    const char *src;      /* the same */
+    const char *page_url; /* the same, NULL for none */
 } figure_obj;
 
 static const char *const S_FIGURE_OBJ = "kvsite.figure";
@@ -555,7 +566,7 @@ static const char *const S_FIGURE_KEYS[] = {"quote",  "expr",       "mode",   "t
 /* Pushes field k of o; returns false for a key figures do not have. */
 static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
 {
-    const figure *f = o->f;
+    const figure *f = &o->f;
     const char *str = NULL;
     switch (k[0]) {
     case 'q': if (!strcmp(k, "quote")) str = f->quote; else return false; break;
@@ -616,15 +627,27 @@ static const ro_kind S_FIGURE_KIND = {S_FIGURE_OBJ, "a figure", S_FIGURE_KEYS,
 
 static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url)
 {
-    size_t un = page_url ? strlen(page_url) + 1 : 0;
-    figure_obj *o = lua_newuserdatauv(L, sizeof *o + un, 0);
-    o->f = f;
-    o->src = src;
-    o->page_url = NULL;
-    if (page_url) {
-        memcpy(o + 1, page_url, un);
-        o->page_url = (const char *)(o + 1);
+    enum { NSTR = 8 };
+    const char *from[NSTR] = {f->quote, f->expr, f->mode, f->detail, f->provenance, f->anchor,
+                              src, page_url};
+    size_t len[NSTR], total = 0;
+    for (int i = 0; i < NSTR; i++)
+        total += len[i] = from[i] ? strlen(from[i]) + 1 : 0;
+    figure_obj *o = lua_newuserdatauv(L, sizeof *o + total, 0);
+    char *to[NSTR], *p = (char *)(o + 1);
+    for (int i = 0; i < NSTR; i++) {
+        to[i] = from[i] ? memcpy(p, from[i], len[i]) : NULL;
+        p += len[i];
     }
+    o->f = *f;
+    o->f.quote = to[0];
+    o->f.expr = to[1];
+    o->f.mode = to[2];
+    o->f.detail = to[3];
+    o->f.provenance = to[4];
+    o->f.anchor = to[5];
+    o->src = to[6];
+    o->page_url = to[7];
     S_ro_setmeta(L, &S_FIGURE_KIND);
 }
 
@@ -718,10 +741,11 @@ static void S_push_figures(renderer *r, size_t group)
         const page_record *rec = S_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
-        for (size_t k = 0; k < rec->nfigs; k++) {
-            tiers[rec->figs[k].tier]++;
-            failed += !rec->figs[k].ok;
-        }
+        uint32_t counts[4];
+        record_fig_counts(rec, counts);
+        for (int t = 0; t < 3; t++)
+            tiers[t] += counts[t];
+        failed += counts[3];
         total += rec->nfigs;
         fv->spans[2 * nspans] = j;
         fv->spans[2 * nspans + 1] = total;
@@ -765,11 +789,13 @@ static void S_push_report(renderer *r, size_t group)
         for (size_t j = 0; j < r->e.idx->npages; j++) {
             size_t g = groups[j];
             const page_record *rec = g == GROUP_ROOT ? NULL : S_record(r, j);
-            for (size_t k = 0; rec && k < rec->nfigs; k++) {
-                count[5 * g]++;
-                count[5 * g + 1 + rec->figs[k].tier]++;
-                count[5 * g + 4] += !rec->figs[k].ok;
-            }
+            if (!rec || !rec->nfigs)
+                continue;
+            uint32_t c[4];
+            record_fig_counts(rec, c);
+            count[5 * g] += rec->nfigs;
+            for (int k = 0; k < 4; k++)
+                count[5 * g + 1 + k] += c[k];
         }
         static const char *const keys[] = {"total", "computed", "measured", "cited", "failed"};
         for (size_t g = 0; g < ns; g++) {
@@ -1155,6 +1181,7 @@ void render_free(renderer *r)
     free(r->fig_url);
     free(r->groups);
     free(r->report_url);
+    record_figs_buf_free(&r->figs_buf);
     buf_free(&r->scratch);
     for (size_t i = 0; i < r->tag_urls.cap; i++)
         if (r->tag_urls.keys[i])
@@ -1743,9 +1770,16 @@ static void S_render_checks_json(renderer *r, page_record *rec)
         const page_record *pr = S_record(r, j);
         if (!pr || !pr->nfigs)
             continue;
+        const figure *figs = record_figures(pr, r->e.figs, &r->figs_buf);
+        if (!figs) {
+            diag_error(&rec->diags, NULL, 0, 0, "cannot read the figures of %s: %s", pr->src,
+                       strerror(errno));
+            continue;
+        }
+        r->figs_now = NULL; /* the buffer is reused here */
         char *url = S_full_url(r, pr->url);
         for (size_t k = 0; k < pr->nfigs; k++) {
-            report_json_figure(&b, &t, url, pr->src, &pr->figs[k]);
+            report_json_figure(&b, &t, url, pr->src, &figs[k]);
             if (b.len >= ((size_t)1 << 20)) {
                 if (path)
                     fs_stream_write(&w, b.ptr, b.len);

@@ -33,6 +33,8 @@ typedef struct {
     const size_t *report_sections; /* pages with a report page of their own (see
                                * RENDER_REPORT_SECTION_TEMPLATE); NULL for none */
     size_t nreport_sections;
+    figstore *figs;           /* where records keep their figures (record_figures);
+                               * the parent appends, workers only read */
 } render_env;
 
 typedef enum {

@@ -40,6 +40,10 @@ struct sandbox {
     int proto_ref, env_ref, loaded_ref, modules_ref, libs_ref;
     int exprs_ref;       /* compiled expressions by their text (sandbox_eval) */
     size_t nexprs;
+    int used_ref;        /* the ones the page ran, given its environment: taken
+                          * back at its end, or the cache would keep thousands
+                          * of dead pages alive (26 MiB at 10,000 pages) */
+    size_t nused;
     const char *expr_file; /* the expression being evaluated: its place */
     int expr_line;
     const char *page_file;
@@ -792,7 +796,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
     sb->o = *o;
     sb->root = xstrdup(o->root);
     sb->limit = (size_t)-1;
-    sb->env_ref = sb->loaded_ref = sb->exprs_ref = LUA_NOREF;
+    sb->env_ref = sb->loaded_ref = sb->exprs_ref = sb->used_ref = LUA_NOREF;
     char *checks = fs_join(o->root, CHECKS_DIR);
     char real[PATH_MAX];
     if (realpath(checks, real) && fs_is_dir(real))
@@ -924,6 +928,20 @@ void sandbox_page_end(sandbox *sb)
 {
     lua_State *L = sb->L;
     lua_sethook(L, NULL, 0, 0);
+    sb->limit = (size_t)-1;
+    if (sb->nused) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, sb->used_ref);
+        for (size_t i = 1; i <= sb->nused; i++) {
+            lua_rawgeti(L, -1, (lua_Integer)i);
+            lua_pushnil(L);
+            lua_setupvalue(L, -2, 1);
+            lua_pop(L, 1);
+            lua_pushnil(L);
+            lua_rawseti(L, -2, (lua_Integer)i);
+        }
+        lua_pop(L, 1);
+        sb->nused = 0;
+    }
     luaL_unref(L, LUA_REGISTRYINDEX, sb->env_ref);
     luaL_unref(L, LUA_REGISTRYINDEX, sb->loaded_ref);
     sb->env_ref = sb->loaded_ref = LUA_NOREF;
@@ -1094,6 +1112,14 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
     lua_remove(L, -2); /* the cache table */
     S_push_env(sb);
     lua_setupvalue(L, -2, 1);
+    if (sb->used_ref == LUA_NOREF) {
+        lua_newtable(L);
+        sb->used_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->used_ref);
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, (lua_Integer)++sb->nused);
+    lua_pop(L, 1);
     const char *saved_file = sb->expr_file;
     int saved_line = sb->expr_line;
     sb->expr_file = file;

@@ -132,7 +132,7 @@ static void S_record_bytes(buf *out, uint32_t job, size_t nids, size_t idlen)
         memset(r.ids[i], 'a' + (int)(i % 26), idlen);
         r.ids[i][idlen] = '\0';
     }
-    record_encode(&r, out);
+    record_encode(&r, NULL, out);
     record_free(&r);
 }
 
@@ -216,7 +216,7 @@ static void test_round_trip(void **state)
         assert_true(b->rec >= c.data.ptr && b->rec + b->rec_len <= c.data.ptr + c.data.len);
         if (j != 0) {
             page_record r;
-            assert_int_equal(record_decode(b->rec, b->rec_len, &r), 0);
+            assert_int_equal(record_decode(b->rec, b->rec_len, NULL, &r), 0);
             assert_int_equal(r.job, j);
             record_free(&r);
         }

@@ -101,8 +101,8 @@ static void test_round_trip_every_field(void **state)
     page_record r, d;
     S_full(&r);
     buf enc = BUF_INIT;
-    record_encode(&r, &enc);
-    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), 0);
 
     assert_int_equal(d.job, 7);
     assert_int_equal(d.done, 1);
@@ -150,7 +150,7 @@ static void test_round_trip_every_field(void **state)
 
     /* encoding is deterministic: the decoded record encodes to the same bytes */
     buf again = BUF_INIT;
-    record_encode(&d, &again);
+    record_encode(&d, NULL, &again);
     assert_int_equal(again.len, enc.len);
     assert_memory_equal(again.ptr, enc.ptr, enc.len);
     buf_free(&again);
@@ -167,8 +167,8 @@ static void test_round_trip_empty(void **state)
     page_record r, d;
     record_init(&r);
     buf enc = BUF_INIT;
-    record_encode(&r, &enc);
-    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), 0);
     assert_int_equal(d.job, 0);
     assert_int_equal(d.done, 0);
     assert_string_equal(d.url, ""); /* NULL strings travel as "" */
@@ -185,8 +185,8 @@ static void test_round_trip_empty(void **state)
     /* appending to a buffer that holds something already */
     buf_clear(&enc);
     buf_puts(&enc, "HDR");
-    record_encode(&r, &enc);
-    assert_int_equal(record_decode(enc.ptr + 3, enc.len - 3, &d), 0);
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr + 3, enc.len - 3, NULL, &d), 0);
     record_free(&d);
     record_free(&r);
     buf_free(&enc);
@@ -204,8 +204,8 @@ static void test_round_trip_many(void **state)
     for (int i = 0; i < 500; i++)
         diag_error(&r.diags, "f.md", i, i, "e%d", i);
     buf enc = BUF_INIT;
-    record_encode(&r, &enc);
-    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), 0);
     assert_int_equal(d.nids, 1000);
     assert_string_equal(d.ids[999], "id-999");
     assert_int_equal(d.diags.n, 500);
@@ -224,12 +224,12 @@ static void test_every_prefix_refused(void **state)
     page_record r, d;
     S_full(&r);
     buf enc = BUF_INIT;
-    record_encode(&r, &enc);
+    record_encode(&r, NULL, &enc);
     for (size_t n = 0; n < enc.len; n++) {
         /* a copy of exactly n bytes, so a sanitizer sees any read past it */
         char *part = xmalloc(n ? n : 1);
         memcpy(part, enc.ptr, n);
-        if (record_decode(part, n, &d) != -1)
+        if (record_decode(part, n, NULL, &d) != -1)
             fail_msg("a prefix of %zu of %zu bytes was accepted", n, enc.len);
         /* a refused record is left empty */
         assert_null(d.url);
@@ -239,7 +239,7 @@ static void test_every_prefix_refused(void **state)
     }
     /* one byte too many is refused as well */
     buf_putc(&enc, 0);
-    assert_int_equal(record_decode(enc.ptr, enc.len, &d), -1);
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), -1);
     record_free(&r);
     buf_free(&enc);
 }
@@ -254,14 +254,17 @@ static void S_small(page_record *r)
     diag_error(&r->diags, "a.md", 1, 1, "m");
 }
 
+/* job, done, then the figures as one span (count, length, bytes), then the
+ * rest of the record */
 enum {
-    OFF_URL_LEN = 8,
-    OFF_NIDS = 8 + 4 * 3,
-    OFF_NLINKS = OFF_NIDS + 4,
-    OFF_NFIGS = OFF_NLINKS + 4,
-    OFF_TIER = OFF_NFIGS + 4 + 4 + 4 + (4 + 3) + (4 + 1) + (4 + 1),
+    OFF_NFIGS = 8,
+    OFF_FIGS_LEN = OFF_NFIGS + 4,
+    OFF_TIER = OFF_FIGS_LEN + 4 + 4 + 4 + (4 + 3) + (4 + 1) + (4 + 1),
     OFF_OK = OFF_TIER + 4,
-    OFF_NDIAGS = OFF_OK + 4 + 8 + (4 + 1) + 4 + (4 + 5),
+    OFF_URL_LEN = OFF_OK + 4 + 8 + (4 + 1) + 4 + (4 + 5),
+    OFF_NIDS = OFF_URL_LEN + 4 * 3,
+    OFF_NLINKS = OFF_NIDS + 4,
+    OFF_NDIAGS = OFF_NLINKS + 4,
     OFF_LEVEL = OFF_NDIAGS + 4 + (4 + 4) + 4 + 4,
 };
 
@@ -273,7 +276,7 @@ static int S_decode_with(const buf *enc, size_t off, uint32_t v)
     buf_put(&b, enc->ptr, enc->len);
     S_put_u32(&b, off, v);
     page_record d;
-    int rc = record_decode(b.ptr, b.len, &d);
+    int rc = record_decode(b.ptr, b.len, NULL, &d);
     if (rc == 0)
         record_free(&d);
     buf_free(&b);
@@ -286,7 +289,7 @@ static void test_corruption_refused(void **state)
     page_record r;
     S_small(&r);
     buf enc = BUF_INIT;
-    record_encode(&r, &enc);
+    record_encode(&r, NULL, &enc);
     /* the offsets above describe this encoding */
     uint32_t v;
     memcpy(&v, enc.ptr + OFF_NFIGS, 4);
@@ -308,6 +311,9 @@ static void test_corruption_refused(void **state)
     assert_int_equal(S_decode_with(&enc, OFF_NFIGS, 0xFFFFFFFFu), -1);
     assert_int_equal(S_decode_with(&enc, OFF_NFIGS, 2), -1);
     assert_int_equal(S_decode_with(&enc, OFF_NFIGS, 0), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_FIGS_LEN, 0xFFFFFFFFu), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_FIGS_LEN, OFF_URL_LEN - OFF_FIGS_LEN - 5), -1);
+    assert_int_equal(S_decode_with(&enc, OFF_FIGS_LEN, OFF_URL_LEN - OFF_FIGS_LEN - 3), -1);
     assert_int_equal(S_decode_with(&enc, OFF_NDIAGS, 0xFFFFFFFFu), -1);
     assert_int_equal(S_decode_with(&enc, OFF_NDIAGS, 0), -1);
     record_free(&r);
@@ -320,7 +326,7 @@ static void test_enum_out_of_range_refused(void **state)
     page_record r;
     S_small(&r);
     buf enc = BUF_INIT;
-    record_encode(&r, &enc);
+    record_encode(&r, NULL, &enc);
     /* values outside their enums are not well-formed records */
     int tier3 = S_decode_with(&enc, OFF_TIER, 3);
     int tier_big = S_decode_with(&enc, OFF_TIER, 0x80000001u);
@@ -338,7 +344,7 @@ static void test_bit_flips_never_crash(void **state)
     page_record r, d;
     S_full(&r);
     buf enc = BUF_INIT;
-    record_encode(&r, &enc);
+    record_encode(&r, NULL, &enc);
     /* every byte flipped in turn: decode may accept or refuse, but never reads
      * out of bounds, leaks or allocates what is not there (the sanitizer run
      * checks the first two) */
@@ -347,7 +353,7 @@ static void test_bit_flips_never_crash(void **state)
         char *copy = xmalloc(enc.len);
         memcpy(copy, enc.ptr, enc.len);
         copy[i] ^= (char)0xA5;
-        if (record_decode(copy, enc.len, &d) == 0) {
+        if (record_decode(copy, enc.len, NULL, &d) == 0) {
             accepted++;
             record_free(&d);
         } else {
@@ -381,15 +387,15 @@ static void test_reads_round_trip(void **state)
         page_record r, d;
         S_with_reads(&r, sizes[k]);
         buf enc = BUF_INIT;
-        record_encode(&r, &enc);
-        assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+        record_encode(&r, NULL, &enc);
+        assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), 0);
         assert_int_equal(d.nreads, sizes[k]);
         if (sizes[k])
             assert_memory_equal(d.reads, r.reads, sizes[k] * sizeof *r.reads);
         assert_string_equal(d.url, "/r/");
         /* the decoded record encodes to the same bytes */
         buf again = BUF_INIT;
-        record_encode(&d, &again);
+        record_encode(&d, NULL, &again);
         assert_int_equal(again.len, enc.len);
         assert_memory_equal(again.ptr, enc.ptr, enc.len);
         buf_free(&again);
@@ -407,7 +413,7 @@ static void test_reads_truncated_refused(void **state)
     page_record r, d;
     S_with_reads(&r, 2);
     buf enc = BUF_INIT;
-    record_encode(&r, &enc);
+    record_encode(&r, NULL, &enc);
     size_t off = enc.len - 4 - 2 * 4; /* the count comes last, before the items */
     uint32_t v;
     memcpy(&v, enc.ptr + off, 4);
@@ -419,7 +425,7 @@ static void test_reads_truncated_refused(void **state)
         size_t n = enc.len - cuts[k];
         char *part = xmalloc(n);
         memcpy(part, enc.ptr, n);
-        if (record_decode(part, n, &d) != -1)
+        if (record_decode(part, n, NULL, &d) != -1)
             fail_msg("cut by %zu bytes: accepted", cuts[k]);
         assert_null(d.reads);
         assert_int_equal(d.nreads, 0);
@@ -473,8 +479,8 @@ static void test_digest_stable(void **state)
     assert_true(h == record_digest(&r));
     /* a record and its decoded copy have the same digest */
     buf enc = BUF_INIT;
-    record_encode(&r, &enc);
-    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), 0);
     assert_true(record_digest(&d) == h);
     record_free(&d);
     buf_free(&enc);
@@ -482,8 +488,8 @@ static void test_digest_stable(void **state)
     /* NULL strings travel as "": the digest does not tell them apart */
     page_record e;
     record_init(&e);
-    record_encode(&e, &enc);
-    assert_int_equal(record_decode(enc.ptr, enc.len, &d), 0);
+    record_encode(&e, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), 0);
     assert_true(record_digest(&d) == record_digest(&e));
     assert_true(record_digest(&e) != h);
     record_free(&d);
@@ -608,6 +614,59 @@ static void test_digest_ignores_what_pages_cannot_read(void **state)
     }
 }
 
+/* With a figstore, decoded records keep their figures there: counts and the
+ * digest are the same as in memory, record_figures reads them back, and
+ * encoding the stored record gives the same bytes. */
+static void test_figures_in_a_store(void **state)
+{
+    (void)state;
+    figstore st;
+    assert_int_equal(figstore_open(&st, "/tmp"), 0);
+    page_record r, mem, stored, other;
+    S_full(&r);
+    buf enc = BUF_INIT, again = BUF_INIT;
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &mem), 0);
+    /* another record first, so the figures are not at offset 0 */
+    assert_int_equal(record_decode(enc.ptr, enc.len, &st, &other), 0);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &st, &stored), 0);
+    assert_null(stored.figs);
+    assert_int_equal(stored.nfigs, 2);
+    assert_true(stored.figs_at > 0);
+    assert_int_equal(record_digest(&stored), record_digest(&mem));
+    assert_int_equal(record_digest(&stored), record_digest(&r));
+    uint32_t a[4], b[4];
+    record_fig_counts(&stored, a);
+    record_fig_counts(&r, b);
+    assert_memory_equal(a, b, sizeof a);
+    assert_int_equal(a[FIG_MEASURED], 1);
+    assert_int_equal(a[FIG_CITED], 1);
+    assert_int_equal(a[3], 1);
+    record_figs_buf fb = {0};
+    for (int pass = 0; pass < 2; pass++) { /* pending, then flushed */
+        const figure *f = record_figures(&stored, &st, &fb);
+        assert_non_null(f);
+        S_same_fig(&f[0], &r.figs[0]);
+        S_same_fig(&f[1], &r.figs[1]);
+        buf_clear(&again);
+        record_encode(&stored, &st, &again);
+        assert_int_equal(again.len, enc.len);
+        assert_memory_equal(again.ptr, enc.ptr, enc.len);
+        assert_int_equal(figstore_flush(&st), 0);
+    }
+    /* the store cannot be read past its end */
+    stored.figs_at += 1000;
+    assert_null(record_figures(&stored, &st, &fb));
+    record_figs_buf_free(&fb);
+    record_free(&r);
+    record_free(&mem);
+    record_free(&stored);
+    record_free(&other);
+    buf_free(&enc);
+    buf_free(&again);
+    figstore_close(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -623,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_digest_stable),
         cmocka_unit_test(test_digest_sees_what_pages_read),
         cmocka_unit_test(test_digest_ignores_what_pages_cannot_read),
+        cmocka_unit_test(test_figures_in_a_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -398,6 +398,44 @@ static void test_page_isolation(void **state)
              "nilnilnilnil3.1415926535898AB");
 }
 
+/* A compiled expression is kept for the next page, but the page it ran on is
+ * not: at 10,000 pages the cache had kept thousands of dead pages alive. A
+ * function the expression made still sees its page until the page ends. */
+static void test_expression_cache_keeps_no_page(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    lua_State *L = sandbox_lua(f->sb);
+    /* a weak table that holds the page's environment only while others do */
+    lua_newtable(L);
+    lua_newtable(L);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    sandbox_push_env(f->sb);
+    lua_rawseti(L, -2, 1);
+    int weak = luaL_ref(L, LUA_REGISTRYINDEX);
+    static const char code[] = "return (function() f = function() return 6 * 7 end; return 1 end)()";
+    int nres = 0;
+    sandbox_error err;
+    assert_int_equal(sandbox_eval(f->sb, code, strlen(code), PAGE, 1, &nres, &err), 0);
+    lua_pop(L, nres);
+    S_expect(f, "return f()", "42");
+    assert_int_equal(sandbox_eval(f->sb, code, strlen(code), PAGE, 2, &nres, &err), 0);
+    lua_pop(L, nres);
+    S_expect(f, "return f()", "42"); /* the same page: its function still works */
+    S_new_page(f);
+    lua_gc(L, LUA_GCCOLLECT);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, weak);
+    assert_int_equal(lua_rawgeti(L, -1, 1), LUA_TNIL);
+    lua_pop(L, 2);
+    luaL_unref(L, LUA_REGISTRYINDEX, weak);
+    /* and the cached expression runs on the new page */
+    assert_int_equal(sandbox_eval(f->sb, code, strlen(code), PAGE, 1, &nres, &err), 0);
+    lua_pop(L, nres);
+    S_expect(f, "return f()", "42");
+}
+
 /* ---- require -------------------------------------------------------------- */
 
 static void test_require_from_checks(void **state)
@@ -814,6 +852,7 @@ int main(void)
         T(test_memory_cap),
         T(test_memory_error_location_not_stale),
         T(test_page_isolation),
+        T(test_expression_cache_keeps_no_page),
         T(test_require_from_checks),
         T(test_require_refusals),
         T(test_require_error_then_retry),

@@ -1,0 +1,39 @@
+/* figstore: the figures of every record, kept in a file instead of memory.
+ *
+ * A site of 10,000 pages has 200,000 figures: tens of megabytes that the
+ * parent only passes on (to the report pages, checks.json and the cache).
+ * The parent appends each record's encoded figures as it arrives and keeps
+ * where they went; workers forked afterwards read them back with pread().
+ * The file has no name (O_TMPFILE, or unlinked at once) and goes away with
+ * the last process that holds it.
+ *
+ * Appends are buffered: figstore_flush() before forking readers. Reads and
+ * appends from several threads at once are not supported, except reads of
+ * flushed bytes (pread). */
+#ifndef KV_FIGSTORE_H
+#define KV_FIGSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+typedef struct {
+    int fd;
+    uint64_t flushed; /* bytes in the file */
+    buf pending;      /* bytes after them, not yet written */
+    int err;          /* first errno of a failed write; 0 */
+} figstore;
+
+/* Opens an empty store in the folder dir. Returns 0, or -1 with errno. */
+int figstore_open(figstore *st, const char *dir);
+void figstore_close(figstore *st);
+/* Appends n bytes; returns their offset. A write error is kept in st->err
+ * (and makes later reads of those bytes fail). */
+uint64_t figstore_append(figstore *st, const void *p, size_t n);
+/* Writes what is pending. 0, or -1 with errno. */
+int figstore_flush(figstore *st);
+/* Sets out to the n bytes at off (replacing its content). 0, or -1. */
+int figstore_read(const figstore *st, uint64_t off, size_t n, buf *out);
+
+#endif

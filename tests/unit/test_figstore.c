@@ -1,0 +1,90 @@
+/* Unit tests for gen/figstore.c: appends come back by offset, whether still
+ * pending or written; reads past the end fail; the file has no name. */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "figstore.h"
+#include "fsutil.h"
+
+static size_t S_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+static void test_append_and_read(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kvsite-test-figstore-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    figstore st;
+    assert_int_equal(figstore_open(&st, dir), 0);
+    assert_int_equal(S_entries(dir), 0); /* nothing with a name */
+    buf out = BUF_INIT;
+    assert_int_equal(figstore_append(&st, "hello", 5), 0);
+    assert_int_equal(figstore_append(&st, "", 0), 5);
+    assert_int_equal(figstore_append(&st, " world", 6), 5);
+    assert_int_equal(figstore_read(&st, 0, 5, &out), 0);
+    assert_string_equal(out.ptr, "hello");
+    assert_int_equal(figstore_flush(&st), 0);
+    /* more than a flush's worth: written on the way */
+    enum { BIG = (1 << 20) + 12345 };
+    char *big = malloc(BIG);
+    for (size_t i = 0; i < BIG; i++)
+        big[i] = (char)(i * 7);
+    uint64_t at = figstore_append(&st, big, BIG);
+    assert_int_equal(at, 11);
+    assert_int_equal(figstore_append(&st, "tail", 4), 11 + BIG);
+    /* a read across what is written and what is pending */
+    assert_int_equal(figstore_read(&st, 3, 8, &out), 0);
+    assert_string_equal(out.ptr, "lo world");
+    assert_int_equal(figstore_read(&st, at, BIG, &out), 0);
+    assert_memory_equal(out.ptr, big, BIG);
+    assert_int_equal(figstore_read(&st, at + BIG - 2, 6, &out), 0);
+    assert_memory_equal(out.ptr, big + BIG - 2, 2);
+    assert_memory_equal(out.ptr + 2, "tail", 4);
+    assert_int_equal(figstore_read(&st, 11 + BIG, 4, &out), 0);
+    assert_string_equal(out.ptr, "tail");
+    /* past the end */
+    assert_int_equal(figstore_read(&st, 11 + BIG, 5, &out), -1);
+    assert_int_equal(figstore_read(&st, UINT64_MAX - 1, 4, &out), -1);
+    free(big);
+    buf_free(&out);
+    figstore_close(&st);
+    assert_int_equal(S_entries(dir), 0);
+    fs_remove_tree(dir);
+}
+
+static void test_open_fails_without_a_folder(void **state)
+{
+    (void)state;
+    figstore st;
+    errno = 0;
+    assert_int_equal(figstore_open(&st, "/nonexistent/kvsite/folder"), -1);
+    assert_int_not_equal(errno, 0);
+    figstore_close(&st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_append_and_read),
+        cmocka_unit_test(test_open_fails_without_a_folder),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
