@@ -39,6 +39,7 @@ struct renderer {
     char *fig_url;      /* full URL of the page whose figures a view last gave */
     size_t fig_url_job;
     size_t *groups;     /* report group by page (S_groups), NULL until needed */
+    const void *figure_meta;  /* the figures' metatable, once made (S_write_field) */
     record_figs_buf figs_buf; /* the figures of the record a view last read */
     const figure *figs_now;
     size_t figs_job;
@@ -563,11 +564,21 @@ static const char *const S_FIGURE_KEYS[] = {"quote",  "expr",       "mode",   "t
                                             "provenance", "anchor", "src",    "page_url",
                                             "line",   "col"};
 
-/* Pushes field k of o; returns false for a key figures do not have. */
-static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
+/* A field's value, as Lua would get it. */
+typedef struct {
+    int type;       /* LUA_TNIL, LUA_TSTRING, LUA_TNUMBER, LUA_TBOOLEAN */
+    bool integer;   /* a number: i, else d */
+    const char *s;
+    long long i;
+    double d;
+} field_value;
+
+/* Field k of o; false for a key figures do not have. */
+static bool S_figure_get(const figure_obj *o, const char *k, field_value *v)
 {
     const figure *f = &o->f;
     const char *str = NULL;
+    memset(v, 0, sizeof *v);
     switch (k[0]) {
     case 'q': if (!strcmp(k, "quote")) str = f->quote; else return false; break;
     case 'e': if (!strcmp(k, "expr")) str = f->expr; else return false; break;
@@ -584,12 +595,14 @@ static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
     case 'o':
         if (strcmp(k, "ok"))
             return false;
-        lua_pushboolean(L, f->ok);
+        v->type = LUA_TBOOLEAN;
+        v->i = f->ok;
         return true;
     case 'v':
         if (strcmp(k, "value"))
             return false;
-        lua_pushnumber(L, f->value);
+        v->type = LUA_TNUMBER;
+        v->d = f->value;
         return true;
     case 'd': if (!strcmp(k, "detail")) str = f->detail; else return false; break;
     case 'p':
@@ -605,14 +618,70 @@ static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
     case 'c':
         if (strcmp(k, "line") && strcmp(k, "col"))
             return false;
-        lua_pushinteger(L, k[0] == 'l' ? f->line : f->col);
+        v->type = LUA_TNUMBER;
+        v->integer = true;
+        v->i = k[0] == 'l' ? f->line : f->col;
         return true;
     default: return false;
     }
-    if (!str)
-        lua_pushnil(L);
-    else
-        lua_pushstring(L, str);
+    v->type = str ? LUA_TSTRING : LUA_TNIL;
+    v->s = str;
+    return true;
+}
+
+/* Pushes field k of o; returns false for a key figures do not have. */
+static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
+{
+    field_value v;
+    if (!S_figure_get(o, k, &v))
+        return false;
+    switch (v.type) {
+    case LUA_TSTRING: lua_pushstring(L, v.s); break;
+    case LUA_TBOOLEAN: lua_pushboolean(L, (int)v.i); break;
+    case LUA_TNUMBER:
+        if (v.integer)
+            lua_pushinteger(L, (lua_Integer)v.i);
+        else
+            lua_pushnumber(L, v.d);
+        break;
+    default: lua_pushnil(L);
+    }
+    return true;
+}
+
+/* tpl_field_writer: `{{ f.quote }}` of a figure written as _oe(f.quote)
+ * would write it, without making the Lua string. */
+static bool S_write_field(void *ctx, lua_State *L, int obj, const char *k, buf *out, bool escape)
+{
+    renderer *r = ctx;
+    if (!k || !lua_getmetatable(L, obj))
+        return false;
+    if (!r->figure_meta) {
+        luaL_getmetatable(L, S_FIGURE_OBJ);
+        r->figure_meta = lua_topointer(L, -1);
+        lua_pop(L, 1);
+    }
+    bool is_figure = r->figure_meta && lua_topointer(L, -1) == r->figure_meta;
+    lua_pop(L, 1);
+    field_value v;
+    if (!is_figure || !S_figure_get(lua_touserdata(L, obj), k, &v))
+        return false;
+    switch (v.type) {
+    case LUA_TSTRING:
+        if (escape)
+            buf_put_html(out, v.s, strlen(v.s));
+        else
+            buf_puts(out, v.s);
+        break;
+    case LUA_TBOOLEAN: buf_puts(out, v.i ? "true" : "false"); break;
+    case LUA_TNUMBER:
+        if (v.integer)
+            buf_put_int(out, v.i);
+        else
+            sandbox_put_float(out, v.d);
+        break;
+    default: break; /* nil shows as nothing */
+    }
     return true;
 }
 
@@ -1160,6 +1229,7 @@ renderer *render_new(const render_env *e)
         return NULL;
     }
     r->tpl = tpl_new(r->sb, e->root, c->limits.template_bytes, c->limits.output_bytes);
+    tpl_set_field_writer(r->tpl, S_write_field, r);
     md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
     r->md = md_new(&mo);

@@ -124,6 +124,16 @@ static void S_warn(void *ud, const char *msg, int tocont)
 
 /* ---------- text of values ---------- */
 
+void sandbox_put_float(buf *out, double d)
+{
+    if (d == floor(d) && fabs(d) < 1e15 && !(d == 0 && signbit(d)))
+        buf_put_int(out, (long long)d); /* what "%.0f" prints, faster */
+    else if (d == floor(d) && fabs(d) < 1e15)
+        buf_puts(out, "-0");
+    else
+        buf_printf(out, "%.14g", d);
+}
+
 bool sandbox_tostring(lua_State *L, int idx, buf *out)
 {
     switch (lua_type(L, idx)) {
@@ -133,13 +143,7 @@ bool sandbox_tostring(lua_State *L, int idx, buf *out)
         if (lua_isinteger(L, idx)) {
             buf_put_int(out, (long long)lua_tointeger(L, idx));
         } else {
-            double d = lua_tonumber(L, idx);
-            if (d == floor(d) && fabs(d) < 1e15 && !(d == 0 && signbit(d)))
-                buf_put_int(out, (long long)d); /* what "%.0f" prints, faster */
-            else if (d == floor(d) && fabs(d) < 1e15)
-                buf_puts(out, "-0");
-            else
-                buf_printf(out, "%.14g", d);
+            sandbox_put_float(out, lua_tonumber(L, idx));
         }
         return true;
     case LUA_TSTRING: {

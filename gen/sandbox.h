@@ -96,5 +96,7 @@ const buf *sandbox_page_inputs(sandbox *sb);
  * nil as "". Never calls __tostring (a hostile metamethod could loop). Returns
  * false for tables, functions and other values (a message is put in out). */
 bool sandbox_tostring(lua_State *L, int idx, buf *out);
+/* How sandbox_tostring shows a float (not an integer). */
+void sandbox_put_float(buf *out, double d);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <lauxlib.h>
 #include <lua.h>
 
 #include "buf.h"
@@ -133,17 +134,25 @@ static void test_translate_exact(void **state)
 {
     (void)state;
     static const tr_case cases[] = {
-        {"", "local _o, _esc, _raw, _oe, _or = ...; \n"},
+        {"", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; \n"},
         {"Hi {{ name }}!\n",
-         "local _o, _esc, _raw, _oe, _or = ...; _o(\"Hi \") _oe( name ) _o(\"!\\n\")\n\n"},
-        {"{{{ x }}}", "local _o, _esc, _raw, _oe, _or = ...; _or( x ) \n"},
-        {"a\"b\\c\td\x7f", "local _o, _esc, _raw, _oe, _or = ...; _o(\"a\\\"b\\\\c\\009d\\127\") \n"},
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _o(\"Hi \") _oe( name ) _o(\"!\\n\")\n\n"},
+        {"{{{ x }}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _or( x ) \n"},
+        {"a\"b\\c\td\x7f", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _o(\"a\\\"b\\\\c\\009d\\127\") \n"},
         {"{% for i = 1, 2 do %}\n{{ i }}\n{% end %}\n",
-         "local _o, _esc, _raw, _oe, _or = ...;  for i = 1, 2 do  \n_oe( i ) _o(\"\\n\")\n end  \n\n"},
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...;  for i = 1, 2 do  \n_oe( i ) _o(\"\\n\")\n end  \n\n"},
         {"{{ include \"partials/h.html\" }}",
-         "local _o, _esc, _raw, _oe, _or = ...; _o( include \"partials/h.html\" ) \n"},
-        {"{{include('x.html')}}", "local _o, _esc, _raw, _oe, _or = ...; _o(include('x.html')) \n"},
-        {"{{ included }}", "local _o, _esc, _raw, _oe, _or = ...; _oe( included ) \n"},
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _o( include \"partials/h.html\" ) \n"},
+        {"{{include('x.html')}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _o(include('x.html')) \n"},
+        {"{{ included }}", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _oe( included ) \n"},
+        /* name.field asks the host first, then runs as written */
+        {"{{ f.quote }}{{{ p.url }}}",
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; if not _of(f, \"quote\") then _oe( "
+         "f.quote ) end if not _ofr(p, \"url\") then _or( p.url ) end \n"},
+        /* anything else, as written */
+        {"{{ f.a.b }}{{ f:m() }}{{ not.x }}{{ f.end }}{{ 1.5 }}{{ f . x }}",
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _oe( f.a.b ) _oe( f:m() ) _oe( not.x ) "
+         "_oe( f.end ) _oe( 1.5 ) _oe( f . x ) \n"},
     };
     for (size_t i = 0; i < N(cases); i++) {
         buf lua = BUF_INIT;
@@ -429,6 +438,39 @@ static void test_exists(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
+/* ---- the host's fast way to show obj.field --------------------------------- */
+
+/* Writes field "w" of any full userdata (as "<W&>", escaped or not); leaves
+ * everything else to Lua. */
+static bool S_writer(void *ctx, lua_State *L, int obj, const char *field, buf *out, bool escape)
+{
+    (*(int *)ctx)++;
+    assert_int_equal(lua_type(L, obj), LUA_TUSERDATA);
+    if (strcmp(field, "w") != 0)
+        return false;
+    buf_puts(out, escape ? "&lt;W&amp;&gt;" : "<W&>");
+    return true;
+}
+
+static void test_field_writer(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "w.html", "{{ u.w }}|{{{ u.w }}}|{{ u.x }}|{{ t.w }}|{{ t.x }}|{{ u.w .. '' }}");
+    S_start(f, "t = {w = 'tw', x = '<x>'}");
+    int calls = 0;
+    tpl_set_field_writer(f->t, S_writer, &calls);
+    lua_State *L = sandbox_lua(f->sb);
+    /* u: a userdata whose __index gives "lua:<key>" */
+    sandbox_push_env(f->sb);
+    lua_newuserdatauv(L, 1, 0);
+    assert_int_equal(luaL_dostring(L, "return {__index = function(_, k) return 'lua:' .. k end}"), 0);
+    lua_setmetatable(L, -2);
+    lua_setfield(L, -2, "u");
+    lua_pop(L, 1);
+    S_render_ok(f, "w.html", "&lt;W&amp;&gt;|<W&>|lua:x|tw|&lt;x&gt;|lua:w");
+    assert_int_equal(calls, 3); /* u.w twice and u.x; never for tables */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -447,6 +489,7 @@ int main(void)
         T(test_budget_in_template),
         T(test_compiled_once),
         T(test_exists),
+        T(test_field_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
