@@ -88,9 +88,17 @@ void buf_grow(buf *b, size_t extra)
     b->cap = cap;
 }
 
+/* Room for extra more bytes and the NUL: the common case inline, without a
+ * call (an empty buffer has cap 0 and always takes the call). */
+static inline void S_room(buf *b, size_t extra)
+{
+    if (extra >= b->cap - b->len)
+        buf_grow(b, extra);
+}
+
 void buf_put(buf *b, const void *data, size_t len)
 {
-    buf_grow(b, len);
+    S_room(b, len);
     if (len)
         memcpy(b->ptr + b->len, data, len);
     b->len += len;
@@ -101,7 +109,7 @@ void buf_puts(buf *b, const char *s) { buf_put(b, s, strlen(s)); }
 
 void buf_putc(buf *b, int c)
 {
-    buf_grow(b, 1);
+    S_room(b, 1);
     b->ptr[b->len++] = (char)c;
     b->ptr[b->len] = '\0';
 }
@@ -144,21 +152,23 @@ char *buf_detach(buf *b)
 
 const char *buf_cstr(const buf *b) { return b->ptr ? b->ptr : ""; }
 
+/* What each byte becomes in HTML: 0 for itself, else an index into S_html_rep. */
+static const unsigned char S_html_class[256] = {['&'] = 1, ['<'] = 2, ['>'] = 3, ['"'] = 4,
+                                                 ['\''] = 5};
+static const char *const S_html_rep[] = {"", "&amp;", "&lt;", "&gt;", "&quot;", "&#39;"};
+static const unsigned char S_html_rep_len[] = {0, 5, 4, 4, 6, 5};
+
 void buf_put_html(buf *b, const char *s, size_t len)
 {
+    /* room for the text as it is: most of it has nothing to escape */
+    S_room(b, len);
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
-        const char *rep = NULL;
-        switch (s[i]) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&quot;"; break;
-        case '\'': rep = "&#39;"; break;
-        default: continue;
-        }
+        unsigned k = S_html_class[(unsigned char)s[i]];
+        if (!k)
+            continue;
         buf_put(b, s + run, i - run);
-        buf_puts(b, rep);
+        buf_put(b, S_html_rep[k], S_html_rep_len[k]);
         run = i + 1;
     }
     buf_put(b, s + run, len - run);

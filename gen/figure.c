@@ -102,11 +102,20 @@ static figure *S_new_figure(fig_ctx *c, int line, int col)
     memset(f, 0, sizeof *f);
     f->line = line;
     f->col = col;
-    buf a = BUF_INIT; /* "<prefix>-<n>", without printf: pages have many figures */
-    buf_puts(&a, c->anchor_prefix);
-    buf_putc(&a, '-');
-    buf_put_int(&a, (long long)(c->anchor_base + c->nfigs));
-    f->anchor = buf_detach(&a);
+    /* "<prefix>-<n>" in one allocation of its size, without printf: pages
+     * have many figures */
+    char num[24], *d = num + sizeof num;
+    size_t n = c->anchor_base + c->nfigs;
+    do {
+        *--d = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    size_t pn = strlen(c->anchor_prefix), dn = (size_t)(num + sizeof num - d);
+    f->anchor = xmalloc(pn + 1 + dn + 1);
+    memcpy(f->anchor, c->anchor_prefix, pn);
+    f->anchor[pn] = '-';
+    memcpy(f->anchor + pn + 1, d, dn);
+    f->anchor[pn + 1 + dn] = '\0';
     f->provenance = xstrdup("");
     return f;
 }
@@ -126,19 +135,49 @@ static void S_lua_error(fig_ctx *c, const sandbox_error *err, int line, int col,
                "%s: %s", what, err->msg);
 }
 
-static void S_open_span(buf *enter, const figure *f, const char *href, bool in_link,
-                        const char *title)
+static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
+
+/* The figure's markup is written straight into enter, piece by piece (HTML
+ * escaping of a concatenation is the concatenation of the escaped pieces),
+ * instead of building the title and the link as strings first. */
+
+/* "<span ... title=\"" up to the title's text. */
+static void S_open_span(buf *enter, const figure *f)
 {
     buf_puts(enter, "<span class=\"fig\" data-tier=\"");
     buf_puts(enter, fig_tier_name(f->tier));
     buf_puts(enter, f->ok ? "\" title=\"" : "\" data-status=\"fail\" title=\"");
-    buf_put_html(enter, title, strlen(title));
+}
+
+/* Ends the title and, outside a link, opens the link to
+ * <base_path><where><id> (where has nothing to escape). */
+static void S_open_link(buf *enter, const fig_ctx *c, const char *where, const char *id,
+                        bool in_link)
+{
     buf_puts(enter, "\">");
     if (!in_link) {
         buf_puts(enter, "<a href=\"");
-        buf_put_html(enter, href, strlen(href));
+        S_put_html(enter, c->base_path);
+        buf_puts(enter, where);
+        S_put_html(enter, id);
         buf_puts(enter, "\">");
     }
+}
+
+/* "return EXPR" for sandbox_eval: in small (of size cap) when it fits, as
+ * most expressions do, else in big. Returns the code; *len its length. */
+static const char *S_return_code(char *small, size_t cap, buf *big, const char *expr, size_t n,
+                                 size_t *len)
+{
+    *len = 7 + n;
+    if (n < cap - 7) {
+        memcpy(small, "return ", 7);
+        memcpy(small + 7, expr, n);
+        return small;
+    }
+    buf_puts(big, "return ");
+    buf_put(big, expr, n);
+    return big->ptr;
 }
 
 static void S_inline_lua(fig_ctx *c, const char *expr, size_t n, int line, int col, buf *text)
@@ -148,12 +187,13 @@ static void S_inline_lua(fig_ctx *c, const char *expr, size_t n, int line, int c
         diag_error(c->dl, c->file, line, col, "`{lua}` needs an expression after it");
         return;
     }
+    char small[256];
     buf code = BUF_INIT;
-    buf_puts(&code, "return ");
-    buf_put(&code, expr, n);
+    size_t cn;
+    const char *cp = S_return_code(small, sizeof small, &code, expr, n, &cn);
     int nres = 0;
     sandbox_error err;
-    if (sandbox_eval(c->sb, code.ptr, code.len, c->file, line, &nres, &err) != 0) {
+    if (sandbox_eval(c->sb, cp, cn, c->file, line, &nres, &err) != 0) {
         S_lua_error(c, &err, line, col, "in `{lua}`");
         sandbox_error_free(&err);
     } else {
@@ -202,11 +242,10 @@ static void S_cite(fig_ctx *c, figure *f, const char *key, size_t n, bool in_lin
         const char *title = yv_string(yv_get(entry, "title"));
         f->detail = xstrdup(title ? title : f->expr);
     }
-    char *href = xasprintf("%s/sources/#%s", c->base_path, f->expr);
-    char *title = xasprintf("cited: %s", f->detail);
-    S_open_span(enter, f, href, in_link, title);
-    free(title);
-    free(href);
+    S_open_span(enter, f);
+    buf_puts(enter, "cited: ");
+    S_put_html(enter, f->detail);
+    S_open_link(enter, c, "/sources/#", f->expr, in_link);
     buf_puts(exit, in_link ? "</span>" : "</a></span>");
 }
 
@@ -249,12 +288,12 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
                 diag_error(c->dl, c->file, line, col, "cited source \"%s\" is not in %s", key,
                            SOURCES_FILE);
             } else if (!in_link) {
-                char *href = xasprintf("%s/sources/#%s", c->base_path, key);
                 buf_puts(enter, "<a class=\"cite\" href=\"");
-                buf_put_html(enter, href, strlen(href));
+                S_put_html(enter, c->base_path);
+                buf_puts(enter, "/sources/#");
+                S_put_html(enter, key);
                 buf_puts(enter, "\">");
                 buf_puts(exit, "</a>");
-                free(href);
             }
             free(key);
             return;
@@ -302,11 +341,6 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     size_t en = (size_t)(end - p);
     S_trim(&expr, &en);
     f->expr = xstrndup(expr, en);
-    buf hb = BUF_INIT;
-    buf_puts(&hb, c->base_path);
-    buf_puts(&hb, "/checks/#");
-    buf_puts(&hb, f->anchor);
-    char *href = buf_detach(&hb);
     quote q;
     buf err = BUF_INIT;
     buf msg = BUF_INIT;
@@ -317,14 +351,15 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     } else if (!(tol >= 0 && tol < 1)) {
         buf_puts(&msg, "tolerance must be between 0% and 100%");
     } else {
+        char small[256];
         buf codebuf = BUF_INIT;
-        buf_puts(&codebuf, "return ");
-        buf_put(&codebuf, expr, en);
+        size_t cn;
+        const char *cp = S_return_code(small, sizeof small, &codebuf, expr, en, &cn);
         sandbox_figure_begin(c->sb);
         int nres = 0;
         sandbox_error lerr;
         lua_State *L = sandbox_lua(c->sb);
-        if (sandbox_eval(c->sb, codebuf.ptr, codebuf.len, c->file, line, &nres, &lerr) != 0) {
+        if (sandbox_eval(c->sb, cp, cn, c->file, line, &nres, &lerr) != 0) {
             f->detail = xasprintf("in figure `%s`: %s", f->quote, lerr.msg);
             S_lua_error(c, &lerr, line, col, "in figure");
             sandbox_error_free(&lerr);
@@ -361,7 +396,8 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
             if (msg.len == 0) {
                 f->ok = true;
                 buf d = BUF_INIT;
-                buf_puts(&d, f->expr);
+                buf_grow(&d, en + 80); /* at once: the expression and two numbers */
+                buf_put(&d, f->expr, en);
                 buf_puts(&d, " = ");
                 quote_describe(&q, f->value, sandbox_units(c->sb), &d);
                 f->detail = buf_detach(&d);
@@ -375,13 +411,14 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     }
     if (!f->detail)
         f->detail = xstrdup("");
-    char *title = f->tier == FIG_MEASURED && f->ok
-                      ? xasprintf("%s; measured: %s", f->detail, f->provenance)
-                      : xstrdup(f->detail);
-    S_open_span(enter, f, href, in_link, title);
+    S_open_span(enter, f);
+    S_put_html(enter, f->detail);
+    if (f->tier == FIG_MEASURED && f->ok) {
+        buf_puts(enter, "; measured: ");
+        S_put_html(enter, f->provenance);
+    }
+    S_open_link(enter, c, "/checks/#", f->anchor, in_link);
     buf_puts(exit, in_link ? "</span>" : "</a></span>");
-    free(title);
-    free(href);
     buf_free(&err);
     buf_free(&msg);
 }

@@ -152,6 +152,8 @@ static bool S_equal_nocase(const char *a, size_t alen, const char *b)
 
 quote_unitset *quote_units_new(void) { return xcalloc(1, sizeof(quote_unitset)); }
 
+void quote_units_clear(quote_unitset *u) { u->n = 0; }
+
 void quote_units_free(quote_unitset *u) { free(u); }
 
 const char *quote_kind_name(quote_kind kind)
@@ -167,7 +169,11 @@ const char *quote_kind_name(quote_kind kind)
 
 static bool S_name_is(const quote_unit *unit, const char *name, size_t len)
 {
-    return strlen(unit->name) == len && memcmp(unit->name, name, len) == 0;
+    /* the first byte rules out most units before any strlen */
+    if (len == 0)
+        return unit->name[0] == '\0';
+    return unit->name[0] == name[0] && strlen(unit->name) == len &&
+           memcmp(unit->name, name, len) == 0;
 }
 
 const quote_unit *quote_units_find(const quote_unitset *u, const char *name, size_t len)
@@ -423,6 +429,11 @@ int quote_parse(const char *s, size_t len, const quote_unitset *u, quote *out, b
         return -1;
     }
     for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7F) { /* printable ASCII: most of a quote */
+            i++;
+            continue;
+        }
         uint32_t cp;
         size_t n = S_utf8((const unsigned char *)s, len, i, &cp);
         if (n == 0)
@@ -583,23 +594,29 @@ void quote_format_number(double v, int decimals, buf *out)
         if (nd <= 0 || (size_t)nd >= sizeof digits)
             return;
     }
+    /* the text is put together here and appended at once: sign, integer
+     * digits with a comma every three, the point, zeros, the rest */
+    char o[sizeof digits + sizeof digits / 3 + FORMAT_MAX_DECIMALS + 4];
+    size_t k = 0;
     if (r != 0 && v < 0)
-        buf_putc(out, '-');
+        o[k++] = '-';
     size_t n = (size_t)nd, dec = (size_t)decimals;
     size_t nint = n > dec ? n - dec : 0;
     if (nint == 0)
-        buf_putc(out, '0');
+        o[k++] = '0';
     for (size_t i = 0; i < nint; i++) {
         if (i > 0 && (nint - i) % 3 == 0)
-            buf_putc(out, ',');
-        buf_putc(out, digits[i]);
+            o[k++] = ',';
+        o[k++] = digits[i];
     }
     if (dec > 0) {
-        buf_putc(out, '.');
+        o[k++] = '.';
         for (size_t i = n; i < dec; i++)
-            buf_putc(out, '0');
-        buf_put(out, digits + nint, n - nint);
+            o[k++] = '0';
+        memcpy(o + k, digits + nint, n - nint);
+        k += n - nint;
     }
+    buf_put(out, o, k);
 }
 
 /* The fewest decimals (at most 17) that show v to QUOTE_TIE_REL. */

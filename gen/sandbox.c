@@ -899,8 +899,11 @@ void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl)
     sandbox_page_end(sb);
     sb->page_file = file;
     sb->dl = dl;
-    quote_units_free(sb->units);
-    sb->units = quote_units_new();
+    /* one unit set per worker, emptied for each page */
+    if (sb->units)
+        quote_units_clear(sb->units);
+    else
+        sb->units = quote_units_new();
     buf_clear(&sb->inputs);
     sb->limit = (size_t)-1;
     if (sb->used > sb->gc_baseline + GC_SLACK) {
