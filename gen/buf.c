@@ -47,8 +47,17 @@ char *xstrndup(const char *s, size_t n)
 
 char *xasprintf(const char *fmt, ...)
 {
-    buf b = BUF_INIT;
+    /* one formatting pass for the usual short result, two for a long one */
+    char tmp[256];
     va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return xstrdup("");
+    if ((size_t)n < sizeof tmp)
+        return xstrndup(tmp, (size_t)n);
+    buf b = BUF_INIT;
     va_start(ap, fmt);
     buf_vprintf(&b, fmt, ap);
     va_end(ap);
@@ -116,14 +125,22 @@ void buf_putc(buf *b, int c)
 
 void buf_vprintf(buf *b, const char *fmt, va_list ap)
 {
+    /* straight into the room there is; measured and written again only
+     * when it does not fit */
+    size_t room = b->cap - b->len;
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
+    int n = vsnprintf(room ? b->ptr + b->len : NULL, room, fmt, ap2);
     va_end(ap2);
-    if (n < 0)
+    if (n < 0) {
+        if (room)
+            b->ptr[b->len] = '\0';
         return;
-    buf_grow(b, (size_t)n);
-    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    }
+    if ((size_t)n >= room) {
+        buf_grow(b, (size_t)n);
+        vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    }
     b->len += (size_t)n;
 }
 

@@ -118,6 +118,8 @@ static int S_hex(char c)
 
 char *md_percent_decode(const char *s, size_t n)
 {
+    if (!memchr(s, '%', n))
+        return xstrndup(s, n); /* most URLs have no escapes */
     buf b = BUF_INIT;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '%' && i + 2 < n && S_hex(s[i + 1]) >= 0 && S_hex(s[i + 2]) >= 0) {
@@ -164,6 +166,19 @@ static char *S_resolve(const char *dir, const char *rel)
     return buf_detach(&b);
 }
 
+/* a, b and c (c may be NULL) joined, in one allocation; caller frees. Links
+ * are many: no printf. */
+static char *S_cat(const char *a, const char *b, const char *c)
+{
+    size_t an = strlen(a), bn = strlen(b), cn = c ? strlen(c) : 0;
+    char *r = xmalloc(an + bn + cn + 1);
+    memcpy(r, a, an);
+    memcpy(r + an, b, bn);
+    memcpy(r + an + bn, c ? c : "", cn);
+    r[an + bn + cn] = '\0';
+    return r;
+}
+
 typedef struct {
     md_ctx *m;
     const page *p;
@@ -199,7 +214,7 @@ static void S_link(walk_state *w, cmark_node *n, int line, int col)
     char *final = NULL;
     if (pathlen == 0) {
         /* "#frag" on this page */
-        target = xasprintf("%s%s", w->p ? w->p->url : "/", frag);
+        target = S_cat(w->p ? w->p->url : "/", frag, NULL);
         final = NULL; /* keep as written */
     } else {
         char *path = md_percent_decode(url, pathlen);
@@ -226,12 +241,12 @@ static void S_link(walk_state *w, cmark_node *n, int line, int col)
                 }
                 site = xstrdup(tp->url);
             } else {
-                site = xasprintf("/%s", res);
+                site = S_cat("/", res, NULL);
             }
             free(res);
         }
-        target = xasprintf("%s%s", site, frag);
-        final = xasprintf("%s%s%s", base, site, rest);
+        target = S_cat(site, frag, NULL);
+        final = S_cat(base, site, rest);
         free(site);
         free(path);
     }
