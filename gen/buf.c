@@ -175,18 +175,42 @@ static const unsigned char S_html_class[256] = {['&'] = 1, ['<'] = 2, ['>'] = 3,
 static const char *const S_html_rep[] = {"", "&amp;", "&lt;", "&gt;", "&quot;", "&#39;"};
 static const unsigned char S_html_rep_len[] = {0, 5, 4, 4, 6, 5};
 
+/* Whether one of the eight bytes of w is one of the five HTML escapes (a
+ * byte equal to c becomes zero after the xor, and the expression is
+ * nonzero exactly when w has a zero byte). */
+static bool S_html_word(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t any = 0;
+    static const unsigned char special[] = {'&', '<', '>', '"', '\''};
+    for (size_t k = 0; k < sizeof special; k++) {
+        uint64_t x = w ^ (ones * special[k]);
+        any |= (x - ones) & ~x & high;
+    }
+    return any != 0;
+}
+
 void buf_put_html(buf *b, const char *s, size_t len)
 {
     /* room for the text as it is: most of it has nothing to escape */
     S_room(b, len);
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned k = S_html_class[(unsigned char)s[i]];
-        if (!k)
-            continue;
-        buf_put(b, s + run, i - run);
-        buf_put(b, S_html_rep[k], S_html_rep_len[k]);
-        run = i + 1;
+    size_t run = 0, i = 0;
+    while (i < len) {
+        while (i + 8 <= len) { /* eight bytes at a time past plain text */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (S_html_word(w))
+                break;
+            i += 8;
+        }
+        for (size_t stop = len - i > 8 ? i + 8 : len; i < stop; i++) {
+            unsigned k = S_html_class[(unsigned char)s[i]];
+            if (!k)
+                continue;
+            buf_put(b, s + run, i - run);
+            buf_put(b, S_html_rep[k], S_html_rep_len[k]);
+            run = i + 1;
+        }
     }
     buf_put(b, s + run, len - run);
 }
