@@ -181,13 +181,10 @@ static const unsigned char S_html_rep_len[] = {0, 5, 4, 4, 6, 5};
 static bool S_html_word(uint64_t w)
 {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-    uint64_t any = 0;
-    static const unsigned char special[] = {'&', '<', '>', '"', '\''};
-    for (size_t k = 0; k < sizeof special; k++) {
-        uint64_t x = w ^ (ones * special[k]);
-        any |= (x - ones) & ~x & high;
-    }
-    return any != 0;
+    uint64_t a = w ^ (ones * '&'), b = w ^ (ones * '<'), c = w ^ (ones * '>'),
+             d = w ^ (ones * '"'), e = w ^ (ones * '\'');
+    return (((a - ones) & ~a) | ((b - ones) & ~b) | ((c - ones) & ~c) | ((d - ones) & ~d) |
+            ((e - ones) & ~e)) & high;
 }
 
 void buf_put_html(buf *b, const char *s, size_t len)

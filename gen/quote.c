@@ -576,47 +576,50 @@ void quote_format_number(double v, int decimals, buf *out)
         x = v, decimals = 0;
     double r = fabs(S_round_half_away(x));
     /* An integral %.0f prints no decimal point and no grouping: locale-free. */
-    char digits[400];
-    int nd;
+    char big[400];
+    const char *dg;
+    size_t n;
+    char tmp[24];
     if (r < 18446744073709551616.0) {
         /* an integral double below 2^64 is that integer exactly: its digits
          * are what %.0f prints, without printf's cost (figures call this a lot) */
         unsigned long long u = (unsigned long long)r;
-        char tmp[24], *p = tmp + sizeof tmp;
+        char *p = tmp + sizeof tmp;
         do {
             *--p = (char)('0' + u % 10);
             u /= 10;
         } while (u);
-        nd = (int)(tmp + sizeof tmp - p);
-        memcpy(digits, p, (size_t)nd);
+        dg = p;
+        n = (size_t)(tmp + sizeof tmp - p);
     } else {
-        nd = snprintf(digits, sizeof digits, "%.0f", r);
-        if (nd <= 0 || (size_t)nd >= sizeof digits)
+        int nd = snprintf(big, sizeof big, "%.0f", r);
+        if (nd <= 0 || (size_t)nd >= sizeof big)
             return;
+        dg = big;
+        n = (size_t)nd;
     }
-    /* the text is put together here and appended at once: sign, integer
-     * digits with a comma every three, the point, zeros, the rest */
-    char o[sizeof digits + sizeof digits / 3 + FORMAT_MAX_DECIMALS + 4];
-    size_t k = 0;
-    if (r != 0 && v < 0)
-        o[k++] = '-';
-    size_t n = (size_t)nd, dec = (size_t)decimals;
+    /* the text is put together from its end and appended at once: the
+     * decimals (zeros first when there are fewer digits), the point, the
+     * integer digits with a comma every three, the sign */
+    char o[sizeof big + sizeof big / 3 + FORMAT_MAX_DECIMALS + 4];
+    char *end = o + sizeof o, *q = end;
+    size_t dec = (size_t)decimals;
+    if (dec > 0) {
+        for (size_t i = 0; i < dec; i++)
+            *--q = i < n ? dg[n - 1 - i] : '0';
+        *--q = '.';
+    }
     size_t nint = n > dec ? n - dec : 0;
     if (nint == 0)
-        o[k++] = '0';
+        *--q = '0';
     for (size_t i = 0; i < nint; i++) {
-        if (i > 0 && (nint - i) % 3 == 0)
-            o[k++] = ',';
-        o[k++] = digits[i];
+        if (i > 0 && i % 3 == 0)
+            *--q = ',';
+        *--q = dg[nint - 1 - i];
     }
-    if (dec > 0) {
-        o[k++] = '.';
-        for (size_t i = n; i < dec; i++)
-            o[k++] = '0';
-        memcpy(o + k, digits + nint, n - nint);
-        k += n - nint;
-    }
-    buf_put(out, o, k);
+    if (r != 0 && v < 0)
+        *--q = '-';
+    buf_put(out, q, (size_t)(end - q));
 }
 
 /* The fewest decimals (at most 17) that show v to QUOTE_TIE_REL. */
