@@ -60,8 +60,9 @@ struct sandbox {
     size_t gc_baseline;
 
     int proto_ref, env_ref, loaded_ref, modules_ref, libs_ref;
-    int exprs_ref;       /* compiled expressions by their text (sandbox_eval) */
+    int exprs_ref;       /* the list of compiled expressions (sandbox_eval) */
     size_t nexprs;
+    struct expr_slot *expr_slots; /* their index in the list by their text */
     const char *expr_file; /* the expression being evaluated: its place */
     int expr_line;
     const char *page_file;
@@ -85,6 +86,17 @@ struct sandbox {
  * in it are replaced by the expression's own place. */
 #define EXPR_CHUNK "(expression)"
 #define EXPRS_MAX 4096
+#define EXPR_SLOTS 8192 /* twice EXPRS_MAX: probes stay short */
+
+/* The expression cache is looked up by the text in C, hashed a word at a
+ * time: making a Lua string of every figure's code only to look it up cost
+ * more than running the code. */
+typedef struct expr_slot {
+    char *text; /* owned; NULL for a free slot */
+    size_t len;
+    uint64_t hash;
+    lua_Integer index; /* of the compiled function in the list at exprs_ref */
+} expr_slot;
 
 static sandbox *S_sb(lua_State *L)
 {
@@ -937,6 +949,15 @@ sandbox *sandbox_new(const sandbox_opts *o)
     return sb;
 }
 
+static void S_exprs_clear(sandbox *sb)
+{
+    if (!sb->expr_slots)
+        return;
+    for (size_t i = 0; i < EXPR_SLOTS; i++)
+        free(sb->expr_slots[i].text);
+    memset(sb->expr_slots, 0, EXPR_SLOTS * sizeof *sb->expr_slots);
+}
+
 void sandbox_free(sandbox *sb)
 {
     if (!sb)
@@ -954,6 +975,8 @@ void sandbox_free(sandbox *sb)
         }
     }
     strmap_free(&sb->data_cache);
+    S_exprs_clear(sb);
+    free(sb->expr_slots);
     quote_units_free(sb->units);
     buf_free(&sb->provenance);
     buf_free(&sb->inputs);
@@ -1182,6 +1205,23 @@ int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int
     return sandbox_pcall(sb, 0, nres, err);
 }
 
+/* A hash of s[0..n), eight bytes at a time. */
+static uint64_t S_text_hash(const char *s, size_t n)
+{
+    const uint64_t mul = 0xff51afd7ed558ccdull;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * mul;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * mul;
+    return h ^ (h >> 29);
+}
+
 int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, int line, int *nres,
                  sandbox_error *err)
 {
@@ -1194,11 +1234,20 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
         lua_newtable(L);
         sb->exprs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         sb->nexprs = 0;
+        if (!sb->expr_slots)
+            sb->expr_slots = xcalloc(EXPR_SLOTS, sizeof *sb->expr_slots);
+        S_exprs_clear(sb);
     }
+    uint64_t h = S_text_hash(code, len);
+    size_t i = (size_t)h & (EXPR_SLOTS - 1);
+    expr_slot *slot;
+    while ((slot = &sb->expr_slots[i])->text &&
+           !(slot->hash == h && slot->len == len && memcmp(slot->text, code, len) == 0))
+        i = (i + 1) & (EXPR_SLOTS - 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->exprs_ref);
-    lua_pushlstring(L, code, len);
-    if (lua_rawget(L, -2) != LUA_TFUNCTION) {
-        lua_pop(L, 1);
+    if (slot->text) {
+        lua_rawgeti(L, -1, slot->index);
+    } else {
         int status = luaL_loadbufferx(L, code, len, "=" EXPR_CHUNK, "t");
         if (status != LUA_OK) {
             memset(err, 0, sizeof *err);
@@ -1211,10 +1260,12 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
             lua_pop(L, 2);
             return -1;
         }
-        lua_pushlstring(L, code, len);
-        lua_pushvalue(L, -2);
-        lua_rawset(L, -4);
-        sb->nexprs++;
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, -3, (lua_Integer)++sb->nexprs);
+        slot->text = xstrndup(code, len);
+        slot->len = len;
+        slot->hash = h;
+        slot->index = (lua_Integer)sb->nexprs;
     }
     lua_remove(L, -2); /* the cache table */
     S_push_env(sb);
