@@ -161,13 +161,9 @@ static void *S_carve(arena *a, size_t n, size_t need)
     return b + 1;
 }
 
-void *arena_alloc(arena *a, size_t n)
+/* The rest of S_alloc: a new chunk, a chunk of its own, or malloc. */
+static __attribute__((noinline)) void *S_alloc_slow(arena *a, size_t n, size_t need)
 {
-    if (n > MAX_BLOCK)
-        S_too_big(n);
-    size_t need = S_need(n);
-    if (need <= (size_t)(a->end - a->pos))
-        return S_carve(a, n, need);
     if (need > a->chunk_size / 4) {
         /* its own chunk, behind the current one, which keeps its room */
         chunk *c = S_map(a, S_round(CHUNK_HDR + need, S_page_size()));
@@ -197,12 +193,29 @@ void *arena_alloc(arena *a, size_t n)
     return S_carve(a, n, need);
 }
 
+/* A block of n <= MAX_BLOCK bytes: carved from the current chunk, the
+ * common case, without a call. */
+static inline void *S_alloc(arena *a, size_t n)
+{
+    size_t need = S_need(n);
+    if (need <= (size_t)(a->end - a->pos))
+        return S_carve(a, n, need);
+    return S_alloc_slow(a, n, need);
+}
+
+void *arena_alloc(arena *a, size_t n)
+{
+    if (n > MAX_BLOCK)
+        S_too_big(n);
+    return S_alloc(a, n);
+}
+
 void *arena_calloc(arena *a, size_t n, size_t size)
 {
     if (size && n > MAX_BLOCK / size)
         S_too_big(n > SIZE_MAX / size ? SIZE_MAX : n * size);
     size_t total = n * size;
-    void *p = arena_alloc(a, total);
+    void *p = S_alloc(a, total);
     memset(p, 0, total);
     return p;
 }

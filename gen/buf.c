@@ -47,8 +47,17 @@ char *xstrndup(const char *s, size_t n)
 
 char *xasprintf(const char *fmt, ...)
 {
-    buf b = BUF_INIT;
+    /* one formatting pass for the usual short result, two for a long one */
+    char tmp[256];
     va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return xstrdup("");
+    if ((size_t)n < sizeof tmp)
+        return xstrndup(tmp, (size_t)n);
+    buf b = BUF_INIT;
     va_start(ap, fmt);
     buf_vprintf(&b, fmt, ap);
     va_end(ap);
@@ -88,9 +97,17 @@ void buf_grow(buf *b, size_t extra)
     b->cap = cap;
 }
 
+/* Room for extra more bytes and the NUL: the common case inline, without a
+ * call (an empty buffer has cap 0 and always takes the call). */
+static inline void S_room(buf *b, size_t extra)
+{
+    if (extra >= b->cap - b->len)
+        buf_grow(b, extra);
+}
+
 void buf_put(buf *b, const void *data, size_t len)
 {
-    buf_grow(b, len);
+    S_room(b, len);
     if (len)
         memcpy(b->ptr + b->len, data, len);
     b->len += len;
@@ -101,21 +118,29 @@ void buf_puts(buf *b, const char *s) { buf_put(b, s, strlen(s)); }
 
 void buf_putc(buf *b, int c)
 {
-    buf_grow(b, 1);
+    S_room(b, 1);
     b->ptr[b->len++] = (char)c;
     b->ptr[b->len] = '\0';
 }
 
 void buf_vprintf(buf *b, const char *fmt, va_list ap)
 {
+    /* straight into the room there is; measured and written again only
+     * when it does not fit */
+    size_t room = b->cap - b->len;
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
+    int n = vsnprintf(room ? b->ptr + b->len : NULL, room, fmt, ap2);
     va_end(ap2);
-    if (n < 0)
+    if (n < 0) {
+        if (room)
+            b->ptr[b->len] = '\0';
         return;
-    buf_grow(b, (size_t)n);
-    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    }
+    if ((size_t)n >= room) {
+        buf_grow(b, (size_t)n);
+        vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    }
     b->len += (size_t)n;
 }
 
@@ -144,22 +169,45 @@ char *buf_detach(buf *b)
 
 const char *buf_cstr(const buf *b) { return b->ptr ? b->ptr : ""; }
 
+/* What each byte becomes in HTML: 0 for itself, else an index into S_html_rep. */
+static const unsigned char S_html_class[256] = {['&'] = 1, ['<'] = 2, ['>'] = 3, ['"'] = 4,
+                                                 ['\''] = 5};
+static const char *const S_html_rep[] = {"", "&amp;", "&lt;", "&gt;", "&quot;", "&#39;"};
+static const unsigned char S_html_rep_len[] = {0, 5, 4, 4, 6, 5};
+
+/* Whether one of the eight bytes of w is one of the five HTML escapes (a
+ * byte equal to c becomes zero after the xor, and the expression is
+ * nonzero exactly when w has a zero byte). */
+static bool S_html_word(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t a = w ^ (ones * '&'), b = w ^ (ones * '<'), c = w ^ (ones * '>'),
+             d = w ^ (ones * '"'), e = w ^ (ones * '\'');
+    return (((a - ones) & ~a) | ((b - ones) & ~b) | ((c - ones) & ~c) | ((d - ones) & ~d) |
+            ((e - ones) & ~e)) & high;
+}
+
 void buf_put_html(buf *b, const char *s, size_t len)
 {
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        const char *rep = NULL;
-        switch (s[i]) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&quot;"; break;
-        case '\'': rep = "&#39;"; break;
-        default: continue;
+    /* room for the text as it is: most of it has nothing to escape */
+    S_room(b, len);
+    size_t run = 0, i = 0;
+    while (i < len) {
+        while (i + 8 <= len) { /* eight bytes at a time past plain text */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (S_html_word(w))
+                break;
+            i += 8;
         }
-        buf_put(b, s + run, i - run);
-        buf_puts(b, rep);
-        run = i + 1;
+        for (size_t stop = len - i > 8 ? i + 8 : len; i < stop; i++) {
+            unsigned k = S_html_class[(unsigned char)s[i]];
+            if (!k)
+                continue;
+            buf_put(b, s + run, i - run);
+            buf_put(b, S_html_rep[k], S_html_rep_len[k]);
+            run = i + 1;
+        }
     }
     buf_put(b, s + run, len - run);
 }

@@ -9,6 +9,19 @@
 #include "quote.h"
 #include "utf8.h"
 
+/* The provenance of a figure that was not measured and the mode of an exact
+ * figure, shared by most figures instead of two allocations each: never
+ * written, and fig_ctx_free (the only place that frees a figure's strings)
+ * leaves them alone. */
+static const char S_no_provenance[] = "";
+static const char S_exact_mode[] = "=";
+
+static void S_free_str(char *s)
+{
+    if (s != S_no_provenance && s != S_exact_mode)
+        free(s);
+}
+
 void fig_ctx_init(fig_ctx *c)
 {
     memset(c, 0, sizeof *c);
@@ -24,9 +37,9 @@ void fig_ctx_free(fig_ctx *c)
         figure *f = &c->figs[i];
         free(f->quote);
         free(f->expr);
-        free(f->mode);
+        S_free_str(f->mode);
         free(f->detail);
-        free(f->provenance);
+        S_free_str(f->provenance);
         free(f->anchor);
     }
     free(c->figs);
@@ -102,12 +115,21 @@ static figure *S_new_figure(fig_ctx *c, int line, int col)
     memset(f, 0, sizeof *f);
     f->line = line;
     f->col = col;
-    buf a = BUF_INIT; /* "<prefix>-<n>", without printf: pages have many figures */
-    buf_puts(&a, c->anchor_prefix);
-    buf_putc(&a, '-');
-    buf_put_int(&a, (long long)(c->anchor_base + c->nfigs));
-    f->anchor = buf_detach(&a);
-    f->provenance = xstrdup("");
+    /* "<prefix>-<n>" in one allocation of its size, without printf: pages
+     * have many figures */
+    char num[24], *d = num + sizeof num;
+    size_t n = c->anchor_base + c->nfigs;
+    do {
+        *--d = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    size_t pn = strlen(c->anchor_prefix), dn = (size_t)(num + sizeof num - d);
+    f->anchor = xmalloc(pn + 1 + dn + 1);
+    memcpy(f->anchor, c->anchor_prefix, pn);
+    f->anchor[pn] = '-';
+    memcpy(f->anchor + pn + 1, d, dn);
+    f->anchor[pn + 1 + dn] = '\0';
+    f->provenance = (char *)S_no_provenance;
     return f;
 }
 
@@ -126,19 +148,55 @@ static void S_lua_error(fig_ctx *c, const sandbox_error *err, int line, int col,
                "%s: %s", what, err->msg);
 }
 
-static void S_open_span(buf *enter, const figure *f, const char *href, bool in_link,
-                        const char *title)
+static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
+
+/* A string literal, without strlen. */
+#define S_PUTL(b, lit) buf_put((b), "" lit, sizeof(lit) - 1)
+
+/* The figure's markup is written straight into enter, piece by piece (HTML
+ * escaping of a concatenation is the concatenation of the escaped pieces),
+ * instead of building the title and the link as strings first. */
+
+/* "<span ... title=\"" up to the title's text. */
+static void S_open_span(buf *enter, const figure *f)
 {
-    buf_puts(enter, "<span class=\"fig\" data-tier=\"");
+    S_PUTL(enter, "<span class=\"fig\" data-tier=\"");
     buf_puts(enter, fig_tier_name(f->tier));
-    buf_puts(enter, f->ok ? "\" title=\"" : "\" data-status=\"fail\" title=\"");
-    buf_put_html(enter, title, strlen(title));
-    buf_puts(enter, "\">");
+    if (f->ok)
+        S_PUTL(enter, "\" title=\"");
+    else
+        S_PUTL(enter, "\" data-status=\"fail\" title=\"");
+}
+
+/* Ends the title and, outside a link, opens the link to
+ * <base><where><id> (where has nothing to escape). */
+static void S_open_link(buf *enter, const char *base, const char *where, const char *id,
+                        bool in_link)
+{
+    S_PUTL(enter, "\">");
     if (!in_link) {
-        buf_puts(enter, "<a href=\"");
-        buf_put_html(enter, href, strlen(href));
-        buf_puts(enter, "\">");
+        S_PUTL(enter, "<a href=\"");
+        S_put_html(enter, base);
+        buf_puts(enter, where);
+        S_put_html(enter, id);
+        S_PUTL(enter, "\">");
     }
+}
+
+/* "return EXPR" for sandbox_eval: in small (of size cap) when it fits, as
+ * most expressions do, else in big. Returns the code; *len its length. */
+static const char *S_return_code(char *small, size_t cap, buf *big, const char *expr, size_t n,
+                                 size_t *len)
+{
+    *len = 7 + n;
+    if (n < cap - 7) {
+        memcpy(small, "return ", 7);
+        memcpy(small + 7, expr, n);
+        return small;
+    }
+    S_PUTL(big, "return ");
+    buf_put(big, expr, n);
+    return big->ptr;
 }
 
 static void S_inline_lua(fig_ctx *c, const char *expr, size_t n, int line, int col, buf *text)
@@ -148,12 +206,13 @@ static void S_inline_lua(fig_ctx *c, const char *expr, size_t n, int line, int c
         diag_error(c->dl, c->file, line, col, "`{lua}` needs an expression after it");
         return;
     }
+    char small[256];
     buf code = BUF_INIT;
-    buf_puts(&code, "return ");
-    buf_put(&code, expr, n);
+    size_t cn;
+    const char *cp = S_return_code(small, sizeof small, &code, expr, n, &cn);
     int nres = 0;
     sandbox_error err;
-    if (sandbox_eval(c->sb, code.ptr, code.len, c->file, line, &nres, &err) != 0) {
+    if (sandbox_eval(c->sb, cp, cn, c->file, line, &nres, &err) != 0) {
         S_lua_error(c, &err, line, col, "in `{lua}`");
         sandbox_error_free(&err);
     } else {
@@ -202,12 +261,14 @@ static void S_cite(fig_ctx *c, figure *f, const char *key, size_t n, bool in_lin
         const char *title = yv_string(yv_get(entry, "title"));
         f->detail = xstrdup(title ? title : f->expr);
     }
-    char *href = xasprintf("%s/sources/#%s", c->base_path, f->expr);
-    char *title = xasprintf("cited: %s", f->detail);
-    S_open_span(enter, f, href, in_link, title);
-    free(title);
-    free(href);
-    buf_puts(exit, in_link ? "</span>" : "</a></span>");
+    S_open_span(enter, f);
+    S_PUTL(enter, "cited: ");
+    S_put_html(enter, f->detail);
+    S_open_link(enter, c->base_path, "/sources/#", f->expr, in_link);
+    if (in_link)
+        S_PUTL(exit, "</span>");
+    else
+        S_PUTL(exit, "</a></span>");
 }
 
 void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool in_link,
@@ -249,12 +310,12 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
                 diag_error(c->dl, c->file, line, col, "cited source \"%s\" is not in %s", key,
                            SOURCES_FILE);
             } else if (!in_link) {
-                char *href = xasprintf("%s/sources/#%s", c->base_path, key);
-                buf_puts(enter, "<a class=\"cite\" href=\"");
-                buf_put_html(enter, href, strlen(href));
-                buf_puts(enter, "\">");
-                buf_puts(exit, "</a>");
-                free(href);
+                S_PUTL(enter, "<a class=\"cite\" href=\"");
+                S_put_html(enter, c->base_path);
+                S_PUTL(enter, "/sources/#");
+                S_put_html(enter, key);
+                S_PUTL(enter, "\">");
+                S_PUTL(exit, "</a>");
             }
             free(key);
             return;
@@ -296,22 +357,12 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
             p = d + 1;
         }
     }
-    f->mode = xstrndup(in, (size_t)(p - in));
+    f->mode = p - in == 1 && in[0] == '=' ? (char *)S_exact_mode : xstrndup(in, (size_t)(p - in));
     (void)tol_start;
     const char *expr = p;
     size_t en = (size_t)(end - p);
     S_trim(&expr, &en);
     f->expr = xstrndup(expr, en);
-    buf hb = BUF_INIT;
-    if (c->report_url) {
-        buf_puts(&hb, c->report_url);
-        buf_putc(&hb, '#');
-    } else {
-        buf_puts(&hb, c->base_path);
-        buf_puts(&hb, "/checks/#");
-    }
-    buf_puts(&hb, f->anchor);
-    char *href = buf_detach(&hb);
     quote q;
     buf err = BUF_INIT;
     buf msg = BUF_INIT;
@@ -322,14 +373,15 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     } else if (!(tol >= 0 && tol < 1)) {
         buf_puts(&msg, "tolerance must be between 0% and 100%");
     } else {
+        char small[256];
         buf codebuf = BUF_INIT;
-        buf_puts(&codebuf, "return ");
-        buf_put(&codebuf, expr, en);
+        size_t cn;
+        const char *cp = S_return_code(small, sizeof small, &codebuf, expr, en, &cn);
         sandbox_figure_begin(c->sb);
         int nres = 0;
         sandbox_error lerr;
         lua_State *L = sandbox_lua(c->sb);
-        if (sandbox_eval(c->sb, codebuf.ptr, codebuf.len, c->file, line, &nres, &lerr) != 0) {
+        if (sandbox_eval(c->sb, cp, cn, c->file, line, &nres, &lerr) != 0) {
             f->detail = xasprintf("in figure `%s`: %s", f->quote, lerr.msg);
             S_lua_error(c, &lerr, line, col, "in figure");
             sandbox_error_free(&lerr);
@@ -360,14 +412,15 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
             const char *prov = NULL;
             if (sandbox_figure_measured(c->sb, &prov)) {
                 f->tier = FIG_MEASURED;
-                free(f->provenance);
+                S_free_str(f->provenance);
                 f->provenance = xstrdup(prov);
             }
             if (msg.len == 0) {
                 f->ok = true;
                 buf d = BUF_INIT;
-                buf_puts(&d, f->expr);
-                buf_puts(&d, " = ");
+                buf_grow(&d, en + 80); /* at once: the expression and two numbers */
+                buf_put(&d, f->expr, en);
+                S_PUTL(&d, " = ");
                 quote_describe(&q, f->value, sandbox_units(c->sb), &d);
                 f->detail = buf_detach(&d);
             }
@@ -380,13 +433,21 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     }
     if (!f->detail)
         f->detail = xstrdup("");
-    char *title = f->tier == FIG_MEASURED && f->ok
-                      ? xasprintf("%s; measured: %s", f->detail, f->provenance)
-                      : xstrdup(f->detail);
-    S_open_span(enter, f, href, in_link, title);
-    buf_puts(exit, in_link ? "</span>" : "</a></span>");
-    free(title);
-    free(href);
+    S_open_span(enter, f);
+    S_put_html(enter, f->detail);
+    if (f->tier == FIG_MEASURED && f->ok) {
+        S_PUTL(enter, "; measured: ");
+        S_put_html(enter, f->provenance);
+    }
+    /* to the figure's row in the report page that lists it */
+    if (c->report_url)
+        S_open_link(enter, c->report_url, "#", f->anchor, in_link);
+    else
+        S_open_link(enter, c->base_path, "/checks/#", f->anchor, in_link);
+    if (in_link)
+        S_PUTL(exit, "</span>");
+    else
+        S_PUTL(exit, "</a></span>");
     buf_free(&err);
     buf_free(&msg);
 }
@@ -500,11 +561,14 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
 /* Length of a unit at s (or 0), with whether it needs a word boundary after. */
 static size_t S_lint_unit(const char *s, size_t n, bool spaced)
 {
-    static const char *words[] = {"KiB", "MiB", "GiB", "TiB", "KB", "kB", "MB", "GB",
-                                  "TB",  "bits", "bit", "B"};
+    static const struct {
+        char w[5];
+        unsigned char len;
+    } words[] = {{"KiB", 3}, {"MiB", 3}, {"GiB", 3}, {"TiB", 3}, {"KB", 2},  {"kB", 2},
+                 {"MB", 2},  {"GB", 2},  {"TB", 2},  {"bits", 4}, {"bit", 3}, {"B", 1}};
     for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
-        size_t wl = strlen(words[k]);
-        if (n < wl || memcmp(s, words[k], wl) != 0)
+        size_t wl = words[k].len;
+        if (n < wl || s[0] != words[k].w[0] || memcmp(s, words[k].w, wl) != 0)
             continue;
         if (n > wl && S_ascii_alnum((unsigned char)s[wl]))
             continue;

@@ -10,7 +10,9 @@
  *   `40 GB \{= E}`            shown as code, without the backslash
  *
  * A fig_ctx belongs to one page render; it collects every figure of the page
- * (owned by the ctx, released by fig_ctx_free) and adds diagnostics to dl. */
+ * (owned by the ctx, released by fig_ctx_free) and adds diagnostics to dl.
+ * A figure's strings are for reading: only fig_ctx_free releases them (an
+ * empty provenance and the mode "=" may be shared static strings). */
 #ifndef KV_FIGURE_H
 #define KV_FIGURE_H
 

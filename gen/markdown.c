@@ -118,6 +118,8 @@ static int S_hex(char c)
 
 char *md_percent_decode(const char *s, size_t n)
 {
+    if (!memchr(s, '%', n))
+        return xstrndup(s, n); /* most URLs have no escapes */
     buf b = BUF_INIT;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '%' && i + 2 < n && S_hex(s[i + 1]) >= 0 && S_hex(s[i + 2]) >= 0) {
@@ -164,6 +166,19 @@ static char *S_resolve(const char *dir, const char *rel)
     return buf_detach(&b);
 }
 
+/* a, b and c (c may be NULL) joined, in one allocation; caller frees. Links
+ * are many: no printf. */
+static char *S_cat(const char *a, const char *b, const char *c)
+{
+    size_t an = strlen(a), bn = strlen(b), cn = c ? strlen(c) : 0;
+    char *r = xmalloc(an + bn + cn + 1);
+    memcpy(r, a, an);
+    memcpy(r + an, b, bn);
+    memcpy(r + an + bn, c ? c : "", cn);
+    r[an + bn + cn] = '\0';
+    return r;
+}
+
 typedef struct {
     md_ctx *m;
     const page *p;
@@ -199,7 +214,7 @@ static void S_link(walk_state *w, cmark_node *n, int line, int col)
     char *final = NULL;
     if (pathlen == 0) {
         /* "#frag" on this page */
-        target = xasprintf("%s%s", w->p ? w->p->url : "/", frag);
+        target = S_cat(w->p ? w->p->url : "/", frag, NULL);
         final = NULL; /* keep as written */
     } else {
         char *path = md_percent_decode(url, pathlen);
@@ -226,12 +241,12 @@ static void S_link(walk_state *w, cmark_node *n, int line, int col)
                 }
                 site = xstrdup(tp->url);
             } else {
-                site = xasprintf("/%s", res);
+                site = S_cat("/", res, NULL);
             }
             free(res);
         }
-        target = xasprintf("%s%s", site, frag);
-        final = xasprintf("%s%s%s", base, site, rest);
+        target = S_cat(site, frag, NULL);
+        final = S_cat(base, site, rest);
         free(site);
         free(path);
     }
@@ -368,11 +383,18 @@ static void S_locate(const char *text, size_t len, cmark_node *n, int from, loca
 
 typedef struct {
     cmark_node *node;
-    char *enter, *text, *exit;
-    bool code;    /* replace by a code span */
+    /* what replaces it, made during the walk but linked after it: open and
+     * close are the figure's HTML around rep (both NULL when rep stands alone) */
+    cmark_node *open, *rep, *close;
     bool remove;  /* a {lua} block that shows nothing */
-    bool text_only; /* inline {lua}: plain text */
 } edit;
+
+static cmark_node *S_new_node(cmark_node_type t, const char *literal)
+{
+    cmark_node *n = cmark_node_new_with_mem(t, &S_mem);
+    cmark_node_set_literal(n, literal);
+    return n;
+}
 
 static bool S_is_lua_cell(const char *info)
 {
@@ -502,6 +524,8 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
     cmark_node *first_para = NULL; /* summarised after the edits: figures read as quotes */
     cmark_node **headings = NULL, **breaks = NULL;
     size_t nheadings = 0, cap_headings = 0, nbreaks = 0, cap_breaks = 0;
+    /* a figure's markup, reused from one figure to the next */
+    buf en = BUF_INIT, tx = BUF_INIT, ex = BUF_INIT;
 
     cmark_iter *it = cmark_iter_new(doc);
     cmark_event_type ev;
@@ -575,15 +599,22 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
             span_kind k = m->o.sb ? fig_classify(lit, ln) : SPAN_CODE;
             if (k == SPAN_CODE)
                 break;
-            buf en = BUF_INIT, tx = BUF_INIT, ex = BUF_INIT;
+            buf_clear(&en);
+            buf_clear(&tx);
+            buf_clear(&ex);
             bool as_code = false;
             fig_span(fc, lit, ln, line, col, in_link > 0, &en, &tx, &ex, &as_code);
             e.node = n;
-            e.enter = buf_detach(&en);
-            e.text = buf_detach(&tx);
-            e.exit = buf_detach(&ex);
-            e.code = as_code;
-            e.text_only = k == SPAN_INLINE_LUA;
+            if (as_code) {
+                e.rep = S_new_node(CMARK_NODE_CODE, buf_cstr(&tx));
+            } else if (k == SPAN_INLINE_LUA) {
+                e.rep = S_new_node(CMARK_NODE_TEXT, buf_cstr(&tx));
+            } else {
+                /* <span ...><a ...> quote </a></span> as HTML, text, HTML */
+                e.open = S_new_node(CMARK_NODE_HTML_INLINE, buf_cstr(&en));
+                e.rep = S_new_node(CMARK_NODE_TEXT, buf_cstr(&tx));
+                e.close = S_new_node(CMARK_NODE_HTML_INLINE, buf_cstr(&ex));
+            }
             break;
         }
         case CMARK_NODE_LINK:
@@ -639,31 +670,17 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
             cmark_node_unlink(e->node);
             continue;
         }
-        cmark_node *rep;
-        if (e->code) {
-            rep = cmark_node_new_with_mem(CMARK_NODE_CODE, &S_mem);
-            cmark_node_set_literal(rep, e->text);
-        } else if (e->text_only) {
-            rep = cmark_node_new_with_mem(CMARK_NODE_TEXT, &S_mem);
-            cmark_node_set_literal(rep, e->text);
-        } else {
-            /* <span ...><a ...> quote </a></span> as HTML, text, HTML */
-            cmark_node *open = cmark_node_new_with_mem(CMARK_NODE_HTML_INLINE, &S_mem);
-            cmark_node_set_literal(open, e->enter);
-            cmark_node_insert_before(e->node, open);
-            rep = cmark_node_new_with_mem(CMARK_NODE_TEXT, &S_mem);
-            cmark_node_set_literal(rep, e->text);
-            cmark_node_insert_before(e->node, rep);
-            rep = cmark_node_new_with_mem(CMARK_NODE_HTML_INLINE, &S_mem);
-            cmark_node_set_literal(rep, e->exit);
-        }
-        cmark_node_insert_before(e->node, rep);
+        if (e->open)
+            cmark_node_insert_before(e->node, e->open);
+        cmark_node_insert_before(e->node, e->rep);
+        if (e->close)
+            cmark_node_insert_before(e->node, e->close);
         cmark_node_unlink(e->node);
-        free(e->enter);
-        free(e->text);
-        free(e->exit);
     }
     free(edits);
+    buf_free(&en);
+    buf_free(&tx);
+    buf_free(&ex);
     /* after the edits: a figure's quote is text by now */
     S_join_cjk_lines(breaks, nbreaks);
     free(breaks);

@@ -152,6 +152,8 @@ static bool S_equal_nocase(const char *a, size_t alen, const char *b)
 
 quote_unitset *quote_units_new(void) { return xcalloc(1, sizeof(quote_unitset)); }
 
+void quote_units_clear(quote_unitset *u) { u->n = 0; }
+
 void quote_units_free(quote_unitset *u) { free(u); }
 
 const char *quote_kind_name(quote_kind kind)
@@ -167,7 +169,11 @@ const char *quote_kind_name(quote_kind kind)
 
 static bool S_name_is(const quote_unit *unit, const char *name, size_t len)
 {
-    return strlen(unit->name) == len && memcmp(unit->name, name, len) == 0;
+    /* the first byte rules out most units before any strlen */
+    if (len == 0)
+        return unit->name[0] == '\0';
+    return unit->name[0] == name[0] && strlen(unit->name) == len &&
+           memcmp(unit->name, name, len) == 0;
 }
 
 const quote_unit *quote_units_find(const quote_unitset *u, const char *name, size_t len)
@@ -423,6 +429,11 @@ int quote_parse(const char *s, size_t len, const quote_unitset *u, quote *out, b
         return -1;
     }
     for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7F) { /* printable ASCII: most of a quote */
+            i++;
+            continue;
+        }
         uint32_t cp;
         size_t n = S_utf8((const unsigned char *)s, len, i, &cp);
         if (n == 0)
@@ -565,41 +576,50 @@ void quote_format_number(double v, int decimals, buf *out)
         x = v, decimals = 0;
     double r = fabs(S_round_half_away(x));
     /* An integral %.0f prints no decimal point and no grouping: locale-free. */
-    char digits[400];
-    int nd;
+    char big[400];
+    const char *dg;
+    size_t n;
+    char tmp[24];
     if (r < 18446744073709551616.0) {
         /* an integral double below 2^64 is that integer exactly: its digits
          * are what %.0f prints, without printf's cost (figures call this a lot) */
         unsigned long long u = (unsigned long long)r;
-        char tmp[24], *p = tmp + sizeof tmp;
+        char *p = tmp + sizeof tmp;
         do {
             *--p = (char)('0' + u % 10);
             u /= 10;
         } while (u);
-        nd = (int)(tmp + sizeof tmp - p);
-        memcpy(digits, p, (size_t)nd);
+        dg = p;
+        n = (size_t)(tmp + sizeof tmp - p);
     } else {
-        nd = snprintf(digits, sizeof digits, "%.0f", r);
-        if (nd <= 0 || (size_t)nd >= sizeof digits)
+        int nd = snprintf(big, sizeof big, "%.0f", r);
+        if (nd <= 0 || (size_t)nd >= sizeof big)
             return;
+        dg = big;
+        n = (size_t)nd;
     }
-    if (r != 0 && v < 0)
-        buf_putc(out, '-');
-    size_t n = (size_t)nd, dec = (size_t)decimals;
+    /* the text is put together from its end and appended at once: the
+     * decimals (zeros first when there are fewer digits), the point, the
+     * integer digits with a comma every three, the sign */
+    char o[sizeof big + sizeof big / 3 + FORMAT_MAX_DECIMALS + 4];
+    char *end = o + sizeof o, *q = end;
+    size_t dec = (size_t)decimals;
+    if (dec > 0) {
+        for (size_t i = 0; i < dec; i++)
+            *--q = i < n ? dg[n - 1 - i] : '0';
+        *--q = '.';
+    }
     size_t nint = n > dec ? n - dec : 0;
     if (nint == 0)
-        buf_putc(out, '0');
+        *--q = '0';
     for (size_t i = 0; i < nint; i++) {
-        if (i > 0 && (nint - i) % 3 == 0)
-            buf_putc(out, ',');
-        buf_putc(out, digits[i]);
+        if (i > 0 && i % 3 == 0)
+            *--q = ',';
+        *--q = dg[nint - 1 - i];
     }
-    if (dec > 0) {
-        buf_putc(out, '.');
-        for (size_t i = n; i < dec; i++)
-            buf_putc(out, '0');
-        buf_put(out, digits + nint, n - nint);
-    }
+    if (r != 0 && v < 0)
+        *--q = '-';
+    buf_put(out, q, (size_t)(end - q));
 }
 
 /* The fewest decimals (at most 17) that show v to QUOTE_TIE_REL. */

@@ -77,6 +77,8 @@ typedef struct quote_unitset quote_unitset;
 
 quote_unitset *quote_units_new(void);
 void quote_units_free(quote_unitset *u); /* NULL is allowed */
+/* Forgets the units defined from Lua, as a fresh set (the next page's). */
+void quote_units_clear(quote_unitset *u);
 
 /* Defines a unit; kind is "bytes", "fraction", "ratio" or "count". Refuses a
  * bad name (empty, too long, spaces, control characters, starting with a

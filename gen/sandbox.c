@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "fsutil.h"
 #include "luadata.h"
@@ -17,6 +18,27 @@
 #define MSG_MAX 600             /* bytes of an error message kept */
 #define GC_SLACK (8u << 20)     /* garbage tolerated between full collections */
 #define CHECKS_DIR "checks"
+
+/* Lua's objects (strings, tables, closures, upvalues) come and go by the
+ * hundred thousand in a build, and malloc spent more on them than Lua did.
+ * Blocks up to POOL_MAX bytes come from free lists, one per size class
+ * (multiples of 16 bytes up to 256, then powers of two), carved from one
+ * region mapped for the sandbox's life; Lua tells the old size on every
+ * free and realloc, so blocks need no header, and a block is the pool's
+ * when its address is in the region. Larger blocks, and every block once
+ * the region is used up, come from malloc: the pool holds at most
+ * POOL_REGION bytes whatever a page allocates. Under AddressSanitizer every
+ * block comes from malloc, so Lua's use of memory stays checked. */
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_OFF 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_OFF 1
+#endif
+#endif
+#define POOL_MAX 4096
+#define POOL_CLASSES 20 /* 16 of 16..256 bytes, 512, 1024, 2048, 4096 */
+#define POOL_REGION ((size_t)16 << 20)
 
 typedef struct {
     yv *tree;   /* parsed data file, or NULL for text */
@@ -38,8 +60,9 @@ struct sandbox {
     size_t gc_baseline;
 
     int proto_ref, env_ref, loaded_ref, modules_ref, libs_ref;
-    int exprs_ref;       /* compiled expressions by their text (sandbox_eval) */
+    int exprs_ref;       /* the list of compiled expressions (sandbox_eval) */
     size_t nexprs;
+    struct expr_slot *expr_slots; /* their index in the list by their text */
     int used_ref;        /* the ones the page ran, given its environment: taken
                           * back at its end, or the cache would keep thousands
                           * of dead pages alive (26 MiB at 10,000 pages) */
@@ -57,12 +80,27 @@ struct sandbox {
 
     char *err_file; /* set by the message handler */
     int err_line;
+
+    void *pool_free[POOL_CLASSES]; /* free blocks by size class */
+    char *region;                  /* the pool's memory, or NULL: all from malloc */
+    size_t region_used;            /* bytes of it handed out at least once */
 };
 
 /* The chunk name of cached expressions (sandbox_eval): positions Lua gives
  * in it are replaced by the expression's own place. */
 #define EXPR_CHUNK "(expression)"
 #define EXPRS_MAX 4096
+#define EXPR_SLOTS 8192 /* twice EXPRS_MAX: probes stay short */
+
+/* The expression cache is looked up by the text in C, hashed a word at a
+ * time: making a Lua string of every figure's code only to look it up cost
+ * more than running the code. */
+typedef struct expr_slot {
+    char *text; /* owned; NULL for a free slot */
+    size_t len;
+    uint64_t hash;
+    lua_Integer index; /* of the compiled function in the list at exprs_ref */
+} expr_slot;
 
 static sandbox *S_sb(lua_State *L)
 {
@@ -73,13 +111,83 @@ static sandbox *S_sb(lua_State *L)
 
 /* ---------- memory and instruction limits ---------- */
 
+static bool S_pooled(const sandbox *sb, const void *p)
+{
+    return sb->region && (uintptr_t)p - (uintptr_t)sb->region < POOL_REGION;
+}
+
+/* The size class of a block of 1..POOL_MAX bytes, and its size. */
+static size_t S_class(size_t n)
+{
+    if (n <= 256)
+        return (n - 1) / 16;
+    size_t k = 16;
+    for (size_t c = 512; c < n; c *= 2)
+        k++;
+    return k;
+}
+
+static size_t S_class_size(size_t k) { return k < 16 ? (k + 1) * 16 : (size_t)512 << (k - 16); }
+
+/* A block of n bytes (1..POOL_MAX) from the pool, or NULL when its region
+ * is used up. Blocks of a class are multiples of 16 bytes apart from the
+ * (page-aligned) region: aligned for any Lua value. */
+static void *S_pool_get(sandbox *sb, size_t n)
+{
+    size_t k = S_class(n);
+    void *b = sb->pool_free[k];
+    if (b) {
+        sb->pool_free[k] = *(void **)b;
+        return b;
+    }
+    size_t size = S_class_size(k);
+    if (!sb->region || POOL_REGION - sb->region_used < size)
+        return NULL;
+    b = sb->region + sb->region_used;
+    sb->region_used += size;
+    return b;
+}
+
+static void S_pool_put(sandbox *sb, void *b, size_t n)
+{
+    size_t k = S_class(n);
+    *(void **)b = sb->pool_free[k];
+    sb->pool_free[k] = b;
+}
+
+/* realloc for Lua's blocks: ptr (NULL, or osize bytes) to nsize > 0 bytes.
+ * NULL when there is no memory, ptr then unchanged. */
+static void *S_pool_realloc(sandbox *sb, void *ptr, size_t osize, size_t nsize)
+{
+    bool was_pooled = ptr && S_pooled(sb, ptr);
+    if (was_pooled && nsize <= POOL_MAX && S_class(osize) == S_class(nsize))
+        return ptr;
+    void *q = nsize <= POOL_MAX ? S_pool_get(sb, nsize) : NULL;
+    if (!q) {
+        if (ptr && !was_pooled)
+            return realloc(ptr, nsize);
+        q = malloc(nsize);
+    }
+    if (!q || !ptr)
+        return q;
+    memcpy(q, ptr, osize < nsize ? osize : nsize);
+    if (was_pooled)
+        S_pool_put(sb, ptr, osize);
+    else
+        free(ptr);
+    return q;
+}
+
 static void *S_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     sandbox *sb = ud;
     if (!ptr)
         osize = 0; /* osize is a type tag then */
     if (nsize == 0) {
-        free(ptr);
+        if (ptr && S_pooled(sb, ptr))
+            S_pool_put(sb, ptr, osize);
+        else
+            free(ptr);
         sb->used -= osize;
         return NULL;
     }
@@ -87,7 +195,7 @@ static void *S_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         sb->mem_hit = true;
         return NULL;
     }
-    void *p = realloc(ptr, nsize);
+    void *p = S_pool_realloc(sb, ptr, osize, nsize);
     if (!p)
         return NULL;
     sb->used = sb->used - osize + nsize;
@@ -725,6 +833,24 @@ static void S_open(lua_State *L, const char *name, lua_CFunction f)
     lua_pop(L, 1);
 }
 
+/* Replaces the table on top of the stack by the list {k1, v1, k2, v2, ...}
+ * of its entries in lua_next order: every page copies it, and reading a list
+ * by index costs less than lua_next, while the page's table gets its entries
+ * in the same order as before. */
+static void S_flatten(lua_State *L)
+{
+    int t = lua_gettop(L);
+    lua_newtable(L);
+    lua_Integer i = 0;
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pushvalue(L, -2);
+        lua_rawseti(L, t + 1, ++i); /* the key */
+        lua_rawseti(L, t + 1, ++i); /* the value */
+    }
+    lua_replace(L, t);
+}
+
 static int S_setup(lua_State *L)
 {
     sandbox *sb = lua_touserdata(L, 1);
@@ -763,6 +889,7 @@ static int S_setup(lua_State *L)
         }
     }
     lua_pushvalue(L, libs);
+    S_flatten(L);
     sb->libs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pop(L, 1);
     lua_getglobal(L, "setmetatable");
@@ -779,6 +906,7 @@ static int S_setup(lua_State *L)
     lua_setfield(L, proto, "require");
     lua_pushcfunction(L, S_data);
     lua_setfield(L, proto, "data");
+    S_flatten(L);
     sb->proto_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_newtable(L);
     sb->modules_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -807,6 +935,12 @@ sandbox *sandbox_new(const sandbox_opts *o)
         sb->checks_real = xstrdup(real);
     free(checks);
     strmap_init(&sb->data_cache);
+#ifndef POOL_OFF
+    /* address space only: pages are touched as blocks are handed out */
+    void *region = mmap(NULL, POOL_REGION, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    sb->region = region == MAP_FAILED ? NULL : region;
+#endif
     sb->L = lua_newstate(S_alloc, sb);
     if (!sb->L) {
         sandbox_free(sb);
@@ -823,12 +957,23 @@ sandbox *sandbox_new(const sandbox_opts *o)
     return sb;
 }
 
+static void S_exprs_clear(sandbox *sb)
+{
+    if (!sb->expr_slots)
+        return;
+    for (size_t i = 0; i < EXPR_SLOTS; i++)
+        free(sb->expr_slots[i].text);
+    memset(sb->expr_slots, 0, EXPR_SLOTS * sizeof *sb->expr_slots);
+}
+
 void sandbox_free(sandbox *sb)
 {
     if (!sb)
         return;
     if (sb->L)
         lua_close(sb->L);
+    if (sb->region)
+        munmap(sb->region, POOL_REGION);
     for (size_t i = 0; i < sb->data_cache.cap; i++) {
         data_entry *e = sb->data_cache.vals ? sb->data_cache.vals[i] : NULL;
         if (sb->data_cache.keys && sb->data_cache.keys[i] && e) {
@@ -838,6 +983,8 @@ void sandbox_free(sandbox *sb)
         }
     }
     strmap_free(&sb->data_cache);
+    S_exprs_clear(sb);
+    free(sb->expr_slots);
     quote_units_free(sb->units);
     buf_free(&sb->provenance);
     buf_free(&sb->inputs);
@@ -859,25 +1006,23 @@ static int S_make_env(lua_State *L)
      * filling it never rehashes */
     lua_createtable(L, 0, 64);
     int env = lua_gettop(L);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref);
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-        /* library tables are shared read-only views: no page can change
-         * what another sees, and nothing is copied per page */
-        lua_pushvalue(L, -2);
-        lua_insert(L, -2);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref); /* {k1, v1, ...}: S_flatten */
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    for (lua_Integer i = 1; i < n; i += 2) {
+        lua_rawgeti(L, -1, i);
+        lua_rawgeti(L, -2, i + 1);
         lua_rawset(L, env);
     }
     lua_pop(L, 1);
-    /* fresh read-only views of the libraries */
+    /* fresh read-only views of the libraries: no page can change what
+     * another sees, and nothing is copied per page */
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->libs_ref);
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
+    n = (lua_Integer)lua_rawlen(L, -1);
+    for (lua_Integer i = 1; i < n; i += 2) {
+        lua_rawgeti(L, -1, i);
         lua_newtable(L);
-        lua_insert(L, -2);
+        lua_rawgeti(L, -3, i + 1);
         lua_setmetatable(L, -2);
-        lua_pushvalue(L, -2);
-        lua_insert(L, -2);
         lua_rawset(L, env);
     }
     lua_pop(L, 1);
@@ -907,8 +1052,11 @@ void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl)
     sandbox_page_end(sb);
     sb->page_file = file;
     sb->dl = dl;
-    quote_units_free(sb->units);
-    sb->units = quote_units_new();
+    /* one unit set per worker, emptied for each page */
+    if (sb->units)
+        quote_units_clear(sb->units);
+    else
+        sb->units = quote_units_new();
     buf_clear(&sb->inputs);
     sb->limit = (size_t)-1;
     if (sb->used > sb->gc_baseline + GC_SLACK) {
@@ -1079,6 +1227,23 @@ int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int
     return sandbox_pcall(sb, 0, nres, err);
 }
 
+/* A hash of s[0..n), eight bytes at a time. */
+static uint64_t S_text_hash(const char *s, size_t n)
+{
+    const uint64_t mul = 0xff51afd7ed558ccdull;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * mul;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * mul;
+    return h ^ (h >> 29);
+}
+
 int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, int line, int *nres,
                  sandbox_error *err)
 {
@@ -1091,11 +1256,20 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
         lua_newtable(L);
         sb->exprs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         sb->nexprs = 0;
+        if (!sb->expr_slots)
+            sb->expr_slots = xcalloc(EXPR_SLOTS, sizeof *sb->expr_slots);
+        S_exprs_clear(sb);
     }
+    uint64_t h = S_text_hash(code, len);
+    size_t i = (size_t)h & (EXPR_SLOTS - 1);
+    expr_slot *slot;
+    while ((slot = &sb->expr_slots[i])->text &&
+           !(slot->hash == h && slot->len == len && memcmp(slot->text, code, len) == 0))
+        i = (i + 1) & (EXPR_SLOTS - 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->exprs_ref);
-    lua_pushlstring(L, code, len);
-    if (lua_rawget(L, -2) != LUA_TFUNCTION) {
-        lua_pop(L, 1);
+    if (slot->text) {
+        lua_rawgeti(L, -1, slot->index);
+    } else {
         int status = luaL_loadbufferx(L, code, len, "=" EXPR_CHUNK, "t");
         if (status != LUA_OK) {
             memset(err, 0, sizeof *err);
@@ -1108,10 +1282,12 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
             lua_pop(L, 2);
             return -1;
         }
-        lua_pushlstring(L, code, len);
-        lua_pushvalue(L, -2);
-        lua_rawset(L, -4);
-        sb->nexprs++;
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, -3, (lua_Integer)++sb->nexprs);
+        slot->text = xstrndup(code, len);
+        slot->len = len;
+        slot->hash = h;
+        slot->index = (lua_Integer)sb->nexprs;
     }
     lua_remove(L, -2); /* the cache table */
     S_push_env(sb);

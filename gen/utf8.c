@@ -42,18 +42,25 @@ bool utf8_valid(const char *s, size_t len, size_t *bad)
         }
         if (i >= len)
             break;
-        unsigned char c = p[i];
-        if (c < 0x80) {
+        if (p[i] < 0x80) {
             i++;
             continue;
         }
-        /* three bytes (CJK text) inline: E1-EC and EE-EF take any
-         * continuation; E0 and ED are checked the long way below */
-        if (c >= 0xE1 && c <= 0xEF && c != 0xED && i + 3 <= len &&
-            (p[i + 1] & 0xC0) == 0x80 && (p[i + 2] & 0xC0) == 0x80) {
+        /* runs of three-byte sequences (CJK text) in a loop of their own:
+         * E1-EC and EE-EF take any continuation; E0 and ED are checked the
+         * long way below */
+        while (i + 3 <= len) {
+            unsigned c = p[i];
+            uint16_t cont;
+            memcpy(&cont, p + i + 1, 2);
+            if (c - 0xE1u > 0xEFu - 0xE1u || c == 0xED || (cont & 0xC0C0u) != 0x8080u)
+                break;
             i += 3;
-            continue;
         }
+        if (i >= len)
+            break;
+        if (p[i] < 0x80)
+            continue;
         size_t n = utf8_char_len(p + i);
         if (n == 1 || i + n > len)
             goto fail;

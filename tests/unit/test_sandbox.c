@@ -838,6 +838,54 @@ static void test_tostring(void **state)
     lua_close(L);
 }
 
+/* sandbox_eval keeps compiled expressions by their text: a repeated text
+ * gives the same function, a syntax error is not kept, different texts never
+ * mix, and past 4096 texts the cache starts over without losing a value. */
+static void test_expression_cache(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    lua_State *L = sandbox_lua(f->sb);
+    sandbox_error err;
+    int nres = 0;
+    const char *bad = "return 1 +";
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(sandbox_eval(f->sb, bad, strlen(bad), PAGE, 7, &nres, &err), -1);
+        assert_int_equal(err.line, 7);
+        sandbox_error_free(&err);
+        assert_int_equal(lua_gettop(L), 0);
+    }
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 5000; i++) {
+            char code[64];
+            /* texts of every length around the hash's eight-byte words */
+            int n = snprintf(code, sizeof code, "return %d + %.*s0", i, i % 17, "0000000000000000");
+            assert_int_equal(sandbox_eval(f->sb, code, (size_t)n, PAGE, 1, &nres, &err), 0);
+            assert_int_equal(nres, 1);
+            assert_int_equal(lua_tointeger(L, -1), i);
+            lua_pop(L, 1);
+        }
+    }
+    /* a prefix of a cached text is another expression */
+    const char *a = "return 12", *b = "return 123";
+    assert_int_equal(sandbox_eval(f->sb, b, strlen(b), PAGE, 1, &nres, &err), 0);
+    assert_int_equal(lua_tointeger(L, -1), 123);
+    lua_pop(L, 1);
+    assert_int_equal(sandbox_eval(f->sb, a, strlen(a), PAGE, 1, &nres, &err), 0);
+    assert_int_equal(lua_tointeger(L, -1), 12);
+    lua_pop(L, 1);
+    /* a cached function sees the current page's environment */
+    free(S_eval_at(f, "x = 1", 1));
+    const char *x = "return x";
+    assert_int_equal(sandbox_eval(f->sb, x, strlen(x), PAGE, 1, &nres, &err), 0);
+    assert_int_equal(lua_tointeger(L, -1), 1);
+    lua_pop(L, 1);
+    S_new_page(f);
+    assert_int_equal(sandbox_eval(f->sb, x, strlen(x), PAGE, 1, &nres, &err), 0);
+    assert_true(lua_isnil(L, -1));
+    lua_pop(L, 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -868,6 +916,7 @@ int main(void)
         T(test_hostile_tostring_not_run),
         T(test_print_is_a_note),
         T(test_pcall_api),
+        T(test_expression_cache),
         cmocka_unit_test(test_tostring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
