@@ -28,7 +28,8 @@ uint64_t stamp_file_at(uint64_t h, int dirfd, const char *path);
 /* A file's stamp (as stamp_file_at gives it) from a stat already made. */
 struct stat;
 uint64_t stamp_of_stat(uint64_t h, const char *path, const struct stat *st);
-/* Adds n bytes (64-bit FNV-1a): the one hash of the build's fingerprints. */
+/* Adds n bytes (FNV-1a, a 64-bit word at a step): the one hash of the build's
+ * fingerprints. */
 uint64_t stamp_bytes(uint64_t h, const void *p, size_t n);
 /* Adds a string. */
 uint64_t stamp_str(uint64_t h, const char *s);
