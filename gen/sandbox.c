@@ -1105,6 +1105,15 @@ void sandbox_page_end(sandbox *sb)
 
 bool sandbox_exhausted(const sandbox *sb) { return sb->budget_hit || sb->mem_hit; }
 
+bool sandbox_charge(sandbox *sb, long long instructions)
+{
+    /* a margin of one hook step: Lua, carrying on, finds the budget spent */
+    if (sb->budget_hit || sb->budget_left - instructions < HOOK_STEP)
+        return false;
+    sb->budget_left -= instructions;
+    return true;
+}
+
 const char *sandbox_swallowed_limit(const sandbox *sb)
 {
     if (sb->limit_surfaced)

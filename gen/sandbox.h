@@ -96,6 +96,11 @@ const buf *sandbox_page_inputs(sandbox *sb);
  * nil as "". Never calls __tostring (a hostile metamethod could loop). Returns
  * false for tables, functions and other values (a message is put in out). */
 bool sandbox_tostring(lua_State *L, int idx, buf *out);
+/* Counts work C does for the page's Lua (a template loop rendered in C)
+ * against its instruction budget. False, counting nothing, when that would
+ * leave less than the next budget check: the caller then lets Lua go on,
+ * which stops at the budget where the Lua would have. */
+bool sandbox_charge(sandbox *sb, long long instructions);
 /* How sandbox_tostring shows a float (not an integer). */
 void sandbox_put_float(buf *out, double d);
 

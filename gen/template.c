@@ -23,17 +23,17 @@ struct templates {
     buf shown; /* scratch of _oe and _or */
     tpl_field_writer field_writer; /* _of's fast way, NULL for none */
     void *field_ctx;
+    buf row;   /* scratch of _oloop */
     strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
                        run for every page, realpath only once per name */
 };
 
 /* ---------- translation ---------- */
 
-static void S_emit_text(buf *lua, const char *s, size_t n)
+/* s as the inside of a Lua string literal, on one line; returns the number
+ * of newlines it holds. */
+static size_t S_lua_string(buf *lua, const char *s, size_t n)
 {
-    if (n == 0)
-        return;
-    buf_puts(lua, "_o(\"");
     size_t newlines = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -47,6 +47,15 @@ static void S_emit_text(buf *lua, const char *s, size_t n)
         else
             buf_putc(lua, c);
     }
+    return newlines;
+}
+
+static void S_emit_text(buf *lua, const char *s, size_t n)
+{
+    if (n == 0)
+        return;
+    buf_puts(lua, "_o(\"");
+    size_t newlines = S_lua_string(lua, s, n);
     buf_puts(lua, "\")");
     /* real newlines keep the Lua line numbers equal to the template's */
     for (size_t i = 0; i < newlines; i++)
@@ -94,6 +103,120 @@ static bool S_is_field(const char *s, size_t n, const char **obj, size_t *on, co
     return true;
 }
 
+static bool S_is_ident(const char *s, size_t n)
+{
+    if (n == 0 || n > 64 || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return false;
+    return true;
+}
+
+/* Skips spaces; true when s[*at..] then starts with word (and, for a word
+ * that is a name, no name character follows it). */
+static bool S_word(const char *s, size_t n, size_t *at, const char *word)
+{
+    while (*at < n && s[*at] == ' ')
+        (*at)++;
+    size_t wn = strlen(word);
+    if (n - *at < wn || memcmp(s + *at, word, wn) != 0)
+        return false;
+    *at += wn;
+    char nx = *at < n ? s[*at] : ' ';
+    bool name = (word[0] >= 'a' && word[0] <= 'z');
+    return !name || !((nx >= 'a' && nx <= 'z') || (nx >= 'A' && nx <= 'Z') ||
+                      (nx >= '0' && nx <= '9') || nx == '_');
+}
+
+/* A name at s[*at..] (after spaces): sets *name, *nn. */
+static bool S_name(const char *s, size_t n, size_t *at, const char **name, size_t *nn)
+{
+    while (*at < n && s[*at] == ' ')
+        (*at)++;
+    size_t b = *at;
+    while (*at < n && ((s[*at] >= 'a' && s[*at] <= 'z') || (s[*at] >= 'A' && s[*at] <= 'Z') ||
+                       (s[*at] >= '0' && s[*at] <= '9') || s[*at] == '_'))
+        (*at)++;
+    *name = s + b;
+    *nn = *at - b;
+    return S_is_ident(*name, *nn);
+}
+
+/* `for i, v in ipairs(EXPR) do` on one line, EXPR without comments: the
+ * loops that may be rendered in C (S_out_loop). Sets the names and EXPR. */
+static bool S_is_ipairs_for(const char *s, size_t n, const char **idx, size_t *in,
+                            const char **var, size_t *vn, const char **expr, size_t *en)
+{
+    size_t at = 0;
+    if (memchr(s, '\n', n) || !S_word(s, n, &at, "for") || !S_name(s, n, &at, idx, in) ||
+        !S_word(s, n, &at, ",") || !S_name(s, n, &at, var, vn) || !S_word(s, n, &at, "in") ||
+        !S_word(s, n, &at, "ipairs") || !S_word(s, n, &at, "("))
+        return false;
+    size_t end = n;
+    while (end > at && s[end - 1] == ' ')
+        end--;
+    if (end < at + 3 || memcmp(s + end - 2, "do", 2) != 0)
+        return false;
+    end -= 2;
+    while (end > at && s[end - 1] == ' ')
+        end--;
+    if (end == at || s[end - 1] != ')')
+        return false;
+    *expr = s + at;
+    *en = end - 1 - at;
+    for (size_t k = 0; k + 1 < *en; k++)
+        if ((*expr)[k] == '-' && (*expr)[k + 1] == '-')
+            return false;
+    return *en > 0;
+}
+
+/* A loop being translated that may be rendered in C: its for statement's
+ * code in the output, its names, and what its body writes (S_out_loop's
+ * spec: pieces "t<n>:<text>", "e<n>:<field>" escaped, "r<n>:<field>" raw). */
+typedef struct {
+    bool active;
+    size_t hdr_at, hdr_len;
+    const char *idx, *var, *expr;
+    size_t idx_n, var_n, expr_n;
+    buf spec;
+} loop_cand;
+
+static void S_spec_piece(buf *spec, char kind, const char *s, size_t n)
+{
+    buf_putc(spec, kind);
+    buf_put_int(spec, (long long)n);
+    buf_putc(spec, ':');
+    buf_put(spec, s, n);
+}
+
+/* The candidate's body wrote only text and its variable's fields: its for
+ * statement becomes `for i, v in _oloop(ipairs, EXPR, "spec") do`, which
+ * renders rows in C and hands ipairs' iteration back where it stopped. */
+static void S_loop_finish(loop_cand *lc, buf *lua)
+{
+    lc->active = false;
+    buf head = BUF_INIT;
+    buf_puts(&head, "for ");
+    buf_put(&head, lc->idx, lc->idx_n);
+    buf_puts(&head, ", ");
+    buf_put(&head, lc->var, lc->var_n);
+    buf_puts(&head, " in _oloop(ipairs, ");
+    buf_put(&head, lc->expr, lc->expr_n);
+    buf_puts(&head, ", \"");
+    S_lua_string(&head, lc->spec.ptr ? lc->spec.ptr : "", lc->spec.len);
+    buf_puts(&head, "\") do ");
+    size_t tail_at = lc->hdr_at + lc->hdr_len;
+    buf tail = BUF_INIT;
+    buf_put(&tail, lua->ptr + tail_at, lua->len - tail_at);
+    buf_truncate(lua, lc->hdr_at);
+    buf_put(lua, head.ptr, head.len);
+    buf_put(lua, tail.ptr ? tail.ptr : "", tail.len);
+    buf_free(&head);
+    buf_free(&tail);
+}
+
 static bool S_is_include(const char *s, size_t n)
 {
     while (n && (*s == ' ' || *s == '\t' || *s == '\n')) {
@@ -106,9 +229,11 @@ static bool S_is_include(const char *s, size_t n)
 
 int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_list *dl)
 {
-    buf_puts(lua, "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; ");
+    buf_puts(lua, "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; ");
     size_t i = 0, text_start = 0;
     int line = 1;
+    loop_cand lc;
+    memset(&lc, 0, sizeof lc);
     while (i < len) {
         if (src[i] == '\n') {
             line++;
@@ -130,6 +255,7 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
         if (j + close_len > len) {
             diag_error(dl, file, tag_line, 0, "unterminated %s tag: no closing \"%s\"",
                        stmt ? "{%" : raw ? "{{{" : "{{", close);
+            buf_free(&lc.spec);
             return -1;
         }
         /* a statement tag alone on its line takes the whole line with it */
@@ -148,12 +274,32 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
             }
         }
         S_emit_text(lua, src + text_start, text_end - text_start);
+        if (lc.active && text_end > text_start)
+            S_spec_piece(&lc.spec, 't', src + text_start, text_end - text_start);
         const char *b = src + body;
         size_t bn = j - body;
         if (stmt) {
+            const char *tb = b;
+            size_t tn = bn;
+            while (tn && (*tb == ' ' || *tb == '\t'))
+                tb++, tn--;
+            while (tn && (tb[tn - 1] == ' ' || tb[tn - 1] == '\t'))
+                tn--;
+            if (lc.active && tn == 3 && memcmp(tb, "end", 3) == 0)
+                S_loop_finish(&lc, lua);
+            lc.active = false;
+            size_t at = lua->len;
             S_emit_code(lua, b, bn);
             buf_putc(lua, ' ');
+            if (S_is_ipairs_for(b, bn, &lc.idx, &lc.idx_n, &lc.var, &lc.var_n, &lc.expr,
+                                &lc.expr_n)) {
+                lc.active = true;
+                lc.hdr_at = at;
+                lc.hdr_len = lua->len - at;
+                buf_clear(&lc.spec);
+            }
         } else if (!raw && S_is_include(b, bn)) {
+            lc.active = false;
             buf_puts(lua, "_o(");
             S_emit_code(lua, b, bn);
             buf_puts(lua, ") ");
@@ -164,7 +310,14 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
              * when it does not, runs as written */
             const char *on, *fn;
             size_t onl, fnl;
-            if (S_is_field(b, bn, &on, &onl, &fn, &fnl)) {
+            bool field = S_is_field(b, bn, &on, &onl, &fn, &fnl);
+            if (lc.active) {
+                if (field && onl == lc.var_n && memcmp(on, lc.var, onl) == 0)
+                    S_spec_piece(&lc.spec, raw ? 'r' : 'e', fn, fnl);
+                else
+                    lc.active = false;
+            }
+            if (field) {
                 buf_puts(lua, raw ? "if not _ofr(" : "if not _of(");
                 buf_put(lua, on, onl);
                 buf_puts(lua, ", \"");
@@ -174,7 +327,7 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
             buf_puts(lua, raw ? "_or(" : "_oe(");
             S_emit_code(lua, b, bn);
             buf_puts(lua, ") ");
-            if (S_is_field(b, bn, &on, &onl, &fn, &fnl))
+            if (field)
                 buf_puts(lua, "end ");
         }
         for (size_t k = i; k < after; k++)
@@ -187,6 +340,7 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
     }
     S_emit_text(lua, src + text_start, len - text_start);
     buf_putc(lua, '\n');
+    buf_free(&lc.spec);
     return 0;
 }
 
@@ -283,6 +437,134 @@ static int S_out_field(lua_State *L, bool escape)
 
 static int S_out_field_esc(lua_State *L) { return S_out_field(L, true); }
 static int S_out_field_raw(lua_State *L) { return S_out_field(L, false); }
+
+/* One piece of a loop body (see loop_cand). */
+typedef struct {
+    char kind; /* 't', 'e' or 'r' */
+    const char *s;
+    size_t n;
+} loop_piece;
+
+#define LOOP_PIECES_MAX 64
+
+static size_t S_loop_spec(const char *s, size_t n, loop_piece *p, size_t max)
+{
+    size_t np = 0, at = 0;
+    while (at < n) {
+        if (np == max)
+            return 0;
+        char kind = s[at++];
+        size_t len = 0;
+        while (at < n && s[at] >= '0' && s[at] <= '9' && len < ((size_t)1 << 40))
+            len = len * 10 + (size_t)(s[at++] - '0');
+        if (at >= n || s[at] != ':' || len > n - at - 1 ||
+            (kind != 't' && kind != 'e' && kind != 'r'))
+            return 0;
+        at++;
+        p[np++] = (loop_piece){kind, s + at, len};
+        at += len;
+    }
+    return np;
+}
+
+/* The text `{{ item.field }}` would write for an item at index item, into
+ * row; false when only Lua can say (a value it would refuse to show, an
+ * object whose fields Lua code makes). */
+static bool S_loop_field(lua_State *L, templates *t, int item, const loop_piece *p, buf *row)
+{
+    bool escape = p->kind == 'e';
+    char name[72];
+    if (p->n >= sizeof name)
+        return false;
+    memcpy(name, p->s, p->n);
+    name[p->n] = '\0';
+    int type = lua_type(L, item);
+    if (type == LUA_TUSERDATA && t->field_writer &&
+        t->field_writer(t->field_ctx, L, item, name, row, escape))
+        return true;
+    if (type == LUA_TUSERDATA) {
+        /* kvsite's objects: fields from a C __index that cannot fail */
+        if (!lua_getmetatable(L, item))
+            return false;
+        bool has_index = lua_getfield(L, -1, "__index") == LUA_TFUNCTION &&
+                         lua_iscfunction(L, -1);
+        lua_pop(L, 2);
+        if (!has_index)
+            return false;
+        lua_getfield(L, item, name);
+    } else {
+        lua_pushstring(L, name);
+        lua_rawget(L, item);
+    }
+    int vt = lua_type(L, -1);
+    bool ok = vt == LUA_TNIL || vt == LUA_TBOOLEAN || vt == LUA_TNUMBER || vt == LUA_TSTRING;
+    if (ok) {
+        buf_clear(&t->shown);
+        sandbox_tostring(L, -1, &t->shown);
+        if (escape)
+            buf_put_html(row, buf_cstr(&t->shown), t->shown.len);
+        else
+            buf_put(row, buf_cstr(&t->shown), t->shown.len);
+    }
+    lua_pop(L, 1);
+    return ok;
+}
+
+/* _oloop(ipairs, list, spec) stands for ipairs(list) in a loop whose body
+ * only writes text and fields of its variable: it writes the rows itself, as
+ * the body would (no Lua per row), then returns ipairs' triple set where it
+ * stopped, and the Lua loop does the rest: nothing when it reached the end;
+ * from a row it could not write (a value Lua must refuse, an object whose
+ * fields Lua code makes), past the output cap or the instruction budget, so
+ * that errors come from the body's own lines. Any other ipairs than Lua's,
+ * and any list that is not a table or object, is left to Lua at once. */
+static int S_out_loop(lua_State *L)
+{
+    templates *t = lua_touserdata(L, lua_upvalueindex(1));
+    buf *out = lua_touserdata(L, lua_upvalueindex(2));
+    lua_settop(L, 3);
+    lua_getglobal(L, "ipairs"); /* the real globals: pages never reach them */
+    bool builtin = lua_rawequal(L, 1, -1);
+    lua_pop(L, 1);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_call(L, 1, 3); /* 4, 5, 6: iterator, state, control */
+    int lt = lua_type(L, 2);
+    size_t sn;
+    const char *spec = lua_tolstring(L, 3, &sn);
+    loop_piece p[LOOP_PIECES_MAX];
+    size_t np = spec ? S_loop_spec(spec, sn, p, LOOP_PIECES_MAX) : 0;
+    if (!builtin || (lt != LUA_TTABLE && lt != LUA_TUSERDATA) || np == 0 ||
+        !lua_isinteger(L, 6) || lua_tointeger(L, 6) != 0)
+        return 3;
+    long long cost = 4;
+    for (size_t k = 0; k < np; k++)
+        cost += p[k].kind == 't' ? 3 : 6; /* what the Lua loop would run */
+    lua_Integer done = 0;
+    for (;;) {
+        if (!sandbox_charge(t->sb, cost))
+            break;
+        int it = lua_geti(L, 2, done + 1);
+        int item = lua_gettop(L);
+        /* objects, and tables whose fields no metamethod makes */
+        bool ok = it == LUA_TUSERDATA || (it == LUA_TTABLE && !lua_getmetatable(L, item));
+        buf_clear(&t->row);
+        for (size_t k = 0; ok && k < np; k++) {
+            if (p[k].kind == 't')
+                buf_put(&t->row, p[k].s, p[k].n);
+            else
+                ok = S_loop_field(L, t, item, &p[k], &t->row);
+        }
+        lua_settop(L, item - 1);
+        if (!ok || out->len + t->row.len > t->max_output)
+            break; /* the end of the list, or Lua's turn */
+        buf_put(out, t->row.ptr ? t->row.ptr : "", t->row.len);
+        done++;
+    }
+    lua_pushinteger(L, done);
+    lua_replace(L, 6);
+    return 3;
+}
 
 void tpl_set_field_writer(templates *t, tpl_field_writer fn, void *ctx)
 {
@@ -421,10 +703,13 @@ static void S_call(lua_State *L, templates *t, buf *out)
     lua_pushlightuserdata(L, t);
     lua_pushlightuserdata(L, out);
     lua_pushcclosure(L, S_out_field_raw, 2);
+    lua_pushlightuserdata(L, t);
+    lua_pushlightuserdata(L, out);
+    lua_pushcclosure(L, S_out_loop, 2);
 }
 
 /* The arguments S_call pushes after the function. */
-#define CALL_ARGS 7
+#define CALL_ARGS 8
 
 /* include(name): renders another template in the same environment. */
 static int S_include(lua_State *L)
@@ -473,6 +758,7 @@ void tpl_free(templates *t)
     luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->cache_ref);
     buf_free(&t->inputs);
     buf_free(&t->shown);
+    buf_free(&t->row);
     strmap_free(&t->found);
     free(t->root);
     free(t);

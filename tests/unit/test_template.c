@@ -134,24 +134,34 @@ static void test_translate_exact(void **state)
 {
     (void)state;
     static const tr_case cases[] = {
-        {"", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; \n"},
+        {"", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; \n"},
         {"Hi {{ name }}!\n",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _o(\"Hi \") _oe( name ) _o(\"!\\n\")\n\n"},
-        {"{{{ x }}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _or( x ) \n"},
-        {"a\"b\\c\td\x7f", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _o(\"a\\\"b\\\\c\\009d\\127\") \n"},
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _o(\"Hi \") _oe( name ) _o(\"!\\n\")\n\n"},
+        {"{{{ x }}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _or( x ) \n"},
+        {"a\"b\\c\td\x7f", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _o(\"a\\\"b\\\\c\\009d\\127\") \n"},
         {"{% for i = 1, 2 do %}\n{{ i }}\n{% end %}\n",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...;  for i = 1, 2 do  \n_oe( i ) _o(\"\\n\")\n end  \n\n"},
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...;  for i = 1, 2 do  \n_oe( i ) _o(\"\\n\")\n end  \n\n"},
         {"{{ include \"partials/h.html\" }}",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _o( include \"partials/h.html\" ) \n"},
-        {"{{include('x.html')}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _o(include('x.html')) \n"},
-        {"{{ included }}", "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _oe( included ) \n"},
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _o( include \"partials/h.html\" ) \n"},
+        {"{{include('x.html')}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _o(include('x.html')) \n"},
+        {"{{ included }}", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _oe( included ) \n"},
         /* name.field asks the host first, then runs as written */
         {"{{ f.quote }}{{{ p.url }}}",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; if not _of(f, \"quote\") then _oe( "
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; if not _of(f, \"quote\") then _oe( "
          "f.quote ) end if not _ofr(p, \"url\") then _or( p.url ) end \n"},
+        /* a loop that only writes text and its variable's fields */
+        {"{% for _, f in ipairs(site.x) do %}<{{ f.a }}|{{{ f.b }}}>{% end %}",
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; for _, f in "
+         "_oloop(ipairs, site.x, \"t1:<e1:at1:|r1:bt1:>\") do _o(\"<\") if not _of(f, \"a\") "
+         "then _oe( f.a ) end _o(\"|\") if not _ofr(f, \"b\") then _or( f.b ) end _o(\">\")  "
+         "end  \n"},
+        /* not such a loop: as written */
+        {"{% for _, f in ipairs(x) do %}{{ g.a }}{% end %}",
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...;  for _, f in ipairs(x) do  if "
+         "not _of(g, \"a\") then _oe( g.a ) end  end  \n"},
         /* anything else, as written */
         {"{{ f.a.b }}{{ f:m() }}{{ not.x }}{{ f.end }}{{ 1.5 }}{{ f . x }}",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr = ...; _oe( f.a.b ) _oe( f:m() ) _oe( not.x ) "
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _oe( f.a.b ) _oe( f:m() ) _oe( not.x ) "
          "_oe( f.end ) _oe( 1.5 ) _oe( f . x ) \n"},
     };
     for (size_t i = 0; i < N(cases); i++) {
@@ -471,6 +481,75 @@ static void test_field_writer(void **state)
     assert_int_equal(calls, 3); /* u.w twice and u.x; never for tables */
 }
 
+/* ---- loops that only write fields, rendered in C ------------------------- */
+
+static void test_field_loops(void **state)
+{
+    fx *f = *state;
+    /* the same loop body, once as a C loop and once where Lua must run it */
+    S_tpl(f, "l.html", "{% for _, r in ipairs(rows) do %}\n<{{ r.a }}|{{{ r.a }}}|{{ r.n }}|{{ r.x }}>\n{% end %}\n");
+    S_tpl(f, "lua.html", "{% for _, r in ipairs(rows) do %}\n<{{ r.a }}|{{{ r.a }}}|{{ r.n }}|{{ r.x }}{{ '' }}>\n{% end %}\n");
+    S_start(f, "rows = {{a = '<b>', n = 1}, {a = 'x&y', n = 2.5, x = true}, {a = 'z', n = -0.0}}\n"
+               "meta = setmetatable({a = 'm'}, {__index = function(_, k) return k .. '!' end})\n"
+               "mixed = {{a = 'one'}, meta, {a = 'three'}}");
+    const char *want = "<&lt;b&gt;|<b>|1|>\n<x&amp;y|x&y|2.5|true>\n<z|z|-0|>\n";
+    S_render_ok(f, "l.html", want);
+    S_render_ok(f, "lua.html", want);
+    /* an item with a metatable: its Lua reads it, and the rows after it */
+    S_tpl(f, "m.html", "{% for i, r in ipairs(mixed) do %}[{{ r.a }}{{ r.b }}]{% end %}");
+    S_render_ok(f, "m.html", "[one][mb!][three]");
+    /* an empty list, a list that is not a table */
+    S_tpl(f, "e.html", "({% for _, r in ipairs({}) do %}[{{ r.a }}]{% end %})");
+    S_render_ok(f, "e.html", "()");
+}
+
+static void test_field_loop_errors(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 200000;
+    f->max_output = 4096;
+    /* a value Lua refuses to show: the error is at the body's line */
+    S_tpl(f, "t.html", "{% for _, r in ipairs(rows) do %}\n[{{ r.a }}]\n{% end %}");
+    /* a list that is not one */
+    S_tpl(f, "n.html", "{% for _, r in ipairs(nothing) do %}{{ r.a }}{% end %}");
+    S_tpl(f, "n2.html", "{% for _, r in ipairs(nothing) do %}{{ r.a }}{{ '' }}{% end %}");
+    /* an ipairs of the page's own is called, as written */
+    S_tpl(f, "own.html", "{% ipairs = function(t) return next, {{a = 'own'}}, nil end %}{% for k, r in ipairs(rows) do %}<{{ r.a }}>{% end %}");
+    /* the output cap and the budget stop it where Lua would */
+    S_tpl(f, "cap.html", "{% for _, r in ipairs(many) do %}\n{{ r.a }}\n{% end %}");
+    S_start(f, "rows = {{a = 'ok'}, {a = {}}}\n"
+               "many = {} for i = 1, 300 do many[i] = {a = string.rep('y', 20)} end");
+    S_render_err(f, "t.html", "templates/t.html", 2, "cannot show a table value in {{ }}");
+    S_render_err(f, "n.html", "templates/n.html", 1, "attempt to index a nil value");
+    S_render_err(f, "n2.html", "templates/n2.html", 1, "attempt to index a nil value");
+    S_render_err(f, "cap.html", "templates/cap.html", 2,
+                 "template output larger than 4096 bytes (limits.output_bytes)");
+    S_render_ok(f, "own.html", "<own>"); /* last: it changes the page's ipairs */
+}
+
+static void test_field_loop_budget(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 50000;
+    S_tpl(f, "b.html", "{% for _, r in ipairs(many) do %}\n{{ r.a }}\n{% end %}");
+    S_start(f, "many = {} for i = 1, 5000 do many[i] = {a = 'z'} end");
+    /* a fresh page: the set-up above spent part of its budget */
+    sandbox_page_begin(f->sb, PAGE, &f->dl);
+    lua_State *L = sandbox_lua(f->sb);
+    sandbox_push_env(f->sb);
+    lua_newtable(L);
+    for (int i = 1; i <= 20000; i++) {
+        lua_newtable(L);
+        lua_pushliteral(L, "z");
+        lua_setfield(L, -2, "a");
+        lua_rawseti(L, -2, i);
+    }
+    lua_setfield(L, -2, "many");
+    lua_pop(L, 1);
+    S_render_err(f, "b.html", "templates/b.html", 2,
+                 "instruction budget exceeded (limits.lua_instructions = 50000)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -490,6 +569,9 @@ int main(void)
         T(test_compiled_once),
         T(test_exists),
         T(test_field_writer),
+        T(test_field_loops),
+        T(test_field_loop_errors),
+        T(test_field_loop_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
