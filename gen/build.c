@@ -47,6 +47,7 @@ typedef struct {
     size_t *report_sections;
     size_t nreport_sections;
     figstore *figs;    /* where decoded records keep their figures; NULL: in memory */
+    buf rec_bytes;     /* a record read from prev (cache_record) */
     strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
     strmap outputs;    /* the same as paths relative to the output folder */
     int lock_fd;
@@ -895,7 +896,8 @@ static bool S_reuse(build_state *s, size_t job, int outfd)
     if (!e->present || e->deps == 0)
         return false;
     page_record rec;
-    if (record_decode(e->rec, e->rec_len, s->figs, &rec) != 0)
+    if (cache_record(&s->prev, job, &s->rec_bytes) != 0 ||
+        record_decode(s->rec_bytes.ptr, s->rec_bytes.len, s->figs, &rec) != 0)
         return false;
     bool ok = rec.job == job && rec.done && S_deps(s, job, &rec) == e->deps &&
               S_out_stamp(outfd, &rec) == e->out_stamp && S_reads_digest(s, &rec) == e->reads;
@@ -1040,11 +1042,11 @@ static int S_save_cache(build_state *s, const char *path, uint64_t global, const
         e->digest = s->digests[j];
         const cache_entry *old = s->from_cache[j] ? &s->prev.jobs[j] : NULL;
         if (old) {
-            /* checked equal when it was taken from the cache */
+            /* checked equal when it was taken from the cache; the record is
+             * encoded again from what was decoded (the same bytes): the old
+             * cache's records were never held in memory */
             e->deps = old->deps;
             e->reads = old->reads;
-            e->rec = old->rec;
-            e->rec_len = old->rec_len;
             continue;
         }
         e->deps = S_deps(s, j, r);
@@ -1082,7 +1084,8 @@ static bool S_old_links_hold(build_state *s)
             continue;
         const cache_entry *e = j < s->prev.njobs ? &s->prev.jobs[j] : NULL;
         page_record old;
-        if (!e || !e->present || record_decode(e->rec, e->rec_len, NULL, &old) != 0)
+        if (!e || !e->present || cache_record(&s->prev, j, &s->rec_bytes) != 0 ||
+            record_decode(s->rec_bytes.ptr, s->rec_bytes.len, NULL, &old) != 0)
             return false;
         const page_record *r = &s->records[j];
         bool same = !strcmp(old.url, r->url ? r->url : "") && old.nids == r->nids;
@@ -1230,6 +1233,7 @@ int build_run(const build_opts *o)
     strmap_init(&s.stamps);
     strmap_init(&s.fronts);
     buf_init(&s.extra_outputs);
+    buf_init(&s.rec_bytes);
     cache_init(&s.prev);
     s.lock_fd = -1;
     config_defaults(&s.cfg);
@@ -1372,7 +1376,8 @@ int build_run(const build_opts *o)
             diag_error(&s.dl, NULL, 0, 0, "cannot write the figure store: %s", strerror(errno));
         S_phase(&s, &env, &po, phase, outfd);
         if (trace)
-            fprintf(stderr, "kvsite: trace: phase %d: %.3f s\n", phase, S_now() - tp);
+            fprintf(stderr, "kvsite: trace: phase %d: %.3f s (%ld MiB)\n", phase, S_now() - tp,
+                    S_rss_mib());
     }
     if (outfd >= 0)
         close(outfd);
@@ -1525,6 +1530,7 @@ out:
     free(s.from_cache);
     free(s.out_stamps);
     buf_free(&s.extra_outputs);
+    buf_free(&s.rec_bytes);
     free(s.incr_dir);
     diag_list_free(&s.dl);
     free(s.root_real);

@@ -15,15 +15,148 @@ static const char S_MAGIC[16] = "kvsite-cache 3\n";
 void cache_init(cache *c)
 {
     memset(c, 0, sizeof *c);
-    buf_init(&c->data);
+    c->fd = -1;
+    buf_init(&c->tail);
+    buf_init(&c->win);
 }
 
 void cache_free(cache *c)
 {
-    buf_free(&c->data);
+    if (c->fd >= 0)
+        close(c->fd);
+    buf_free(&c->tail);
+    buf_free(&c->win);
     free(c->jobs);
     free(c->fronts);
     cache_init(c);
+}
+
+/* What cache_record reads at a time. */
+#define READ_AHEAD ((size_t)256 << 10)
+
+int cache_record(cache *c, size_t job, buf *out)
+{
+    buf_clear(out);
+    if (c->fd < 0 || job >= c->njobs || !c->jobs[job].present) {
+        errno = EINVAL;
+        return -1;
+    }
+    const cache_entry *e = &c->jobs[job];
+    if (e->rec_off < c->win_off || e->rec_off + e->rec_len > c->win_off + c->win.len) {
+        size_t want = e->rec_len > READ_AHEAD ? e->rec_len : READ_AHEAD;
+        buf_clear(&c->win);
+        buf_grow(&c->win, want);
+        c->win_off = e->rec_off;
+        while (c->win.len < want) {
+            ssize_t r = pread(c->fd, c->win.ptr + c->win.len, want - c->win.len,
+                              (off_t)(c->win_off + c->win.len));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break; /* the end of the file */
+            c->win.len += (size_t)r;
+        }
+        if (c->win.len < e->rec_len) {
+            buf_clear(&c->win);
+            errno = EIO; /* the file shrank: it was replaced in place */
+            return -1;
+        }
+    }
+    buf_put(out, c->win.ptr + (e->rec_off - c->win_off), e->rec_len);
+    return 0;
+}
+
+/* ---------- loading: the file read once, front to back ---------- */
+
+typedef struct {
+    int fd;
+    uint64_t size;
+    uint64_t boff;   /* file offset of win[0] */
+    size_t have, at; /* bytes in win, the next one */
+    bool bad;
+    char win[65536];
+} file_reader;
+
+/* The bytes left in the file from the reader's place. */
+static uint64_t S_left(const file_reader *r) { return r->size - (r->boff + r->at); }
+
+/* At least n (<= sizeof win) bytes in the window from at, or bad. */
+static bool S_need(file_reader *r, size_t n)
+{
+    if (r->bad)
+        return false;
+    if (r->have - r->at >= n)
+        return true;
+    memmove(r->win, r->win + r->at, r->have - r->at);
+    r->boff += r->at;
+    r->have -= r->at;
+    r->at = 0;
+    while (r->have < n) {
+        ssize_t got = pread(r->fd, r->win + r->have, sizeof r->win - r->have,
+                            (off_t)(r->boff + r->have));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            r->bad = true;
+            return false;
+        }
+        r->have += (size_t)got;
+    }
+    return true;
+}
+
+static uint32_t S_rd_u32(file_reader *r)
+{
+    uint32_t v = 0;
+    if (S_need(r, sizeof v)) {
+        memcpy(&v, r->win + r->at, sizeof v);
+        r->at += sizeof v;
+    }
+    return v;
+}
+
+static uint64_t S_rd_u64(file_reader *r)
+{
+    uint64_t v = 0;
+    if (S_need(r, sizeof v)) {
+        memcpy(&v, r->win + r->at, sizeof v);
+        r->at += sizeof v;
+    }
+    return v;
+}
+
+/* Skips n bytes; returns their file offset. */
+static uint64_t S_rd_skip(file_reader *r, uint64_t n)
+{
+    uint64_t off = r->boff + r->at;
+    if (r->bad || n > S_left(r)) {
+        r->bad = true;
+        return off;
+    }
+    if (n <= r->have - r->at) {
+        r->at += (size_t)n;
+    } else {
+        r->boff = off + n;
+        r->have = r->at = 0;
+    }
+    return off;
+}
+
+/* Appends n bytes to out (which has room: no reallocation moves it). */
+static void S_rd_bytes(file_reader *r, size_t n, buf *out)
+{
+    if (r->bad || n > S_left(r) || out->cap - out->len < n + 1) {
+        r->bad = true;
+        return;
+    }
+    while (n > 0 && !r->bad) {
+        size_t step = n < sizeof r->win ? n : sizeof r->win;
+        if (!S_need(r, step))
+            break;
+        buf_put(out, r->win + r->at, step);
+        r->at += step;
+        n -= step;
+    }
 }
 
 /* Output names are removed from the output folder when a build no longer
@@ -50,58 +183,79 @@ static bool S_plain_names(const char *list, size_t len)
 int cache_load(cache *c, const char *path, size_t max_bytes)
 {
     cache_init(c);
-    if (fs_read_file(path, max_bytes, &c->data) != FS_OK || c->data.len < sizeof S_MAGIC ||
-        memcmp(c->data.ptr, S_MAGIC, sizeof S_MAGIC) != 0) {
-        cache_free(c);
-        return -1;
-    }
-    buf_reader rd = {c->data.ptr + sizeof S_MAGIC, c->data.ptr + c->data.len, false};
-    c->global = buf_rd_u64(&rd);
-    uint32_t n = buf_rd_u32(&rd);
+    file_reader *rd = xcalloc(1, sizeof *rd);
+    rd->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    char magic[sizeof S_MAGIC];
+    if (rd->fd < 0 || fstat(rd->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size > max_bytes || (size_t)st.st_size < sizeof S_MAGIC)
+        goto bad;
+    rd->size = (uint64_t)st.st_size;
+    if (!S_need(rd, sizeof magic))
+        goto bad;
+    memcpy(magic, rd->win, sizeof magic);
+    rd->at = sizeof magic;
+    if (memcmp(magic, S_MAGIC, sizeof S_MAGIC) != 0)
+        goto bad;
+    c->global = S_rd_u64(rd);
+    uint32_t n = S_rd_u32(rd);
     /* every entry takes at least 4 bytes: a corrupt count cannot allocate much */
-    if (rd.bad || n > (size_t)(rd.end - rd.p) / 4) {
-        cache_free(c);
-        return -1;
-    }
+    if (rd->bad || n > S_left(rd) / 4)
+        goto bad;
     c->njobs = n;
     c->jobs = xcalloc((size_t)n + 1, sizeof *c->jobs);
-    for (size_t i = 0; i < n && !rd.bad; i++) {
+    for (size_t i = 0; i < n && !rd->bad; i++) {
         cache_entry *e = &c->jobs[i];
-        e->present = buf_rd_u32(&rd) == 1;
+        e->present = S_rd_u32(rd) == 1;
         if (!e->present)
             continue;
-        e->deps = buf_rd_u64(&rd);
-        e->out_stamp = buf_rd_u64(&rd);
-        e->digest = buf_rd_u64(&rd);
-        e->reads = buf_rd_u64(&rd);
-        e->rec_len = buf_rd_u32(&rd);
-        e->rec = buf_rd_span(&rd, e->rec_len);
+        e->deps = S_rd_u64(rd);
+        e->out_stamp = S_rd_u64(rd);
+        e->digest = S_rd_u64(rd);
+        e->reads = S_rd_u64(rd);
+        e->rec_len = S_rd_u32(rd);
+        e->rec_off = S_rd_skip(rd, e->rec_len);
     }
-    c->outputs_len = buf_rd_u32(&rd);
-    c->outputs = buf_rd_span(&rd, c->outputs_len);
-    c->front_key = buf_rd_u64(&rd);
-    uint32_t nf = buf_rd_u32(&rd);
-    if (rd.bad || nf > (size_t)(rd.end - rd.p) / 16) {
-        cache_free(c);
-        return -1;
-    }
+    /* the rest (outputs, front matter) stays in memory, in one block that
+     * never moves: it can hold no more than what is left of the file */
+    if (rd->bad)
+        goto bad;
+    buf_grow(&c->tail, (size_t)S_left(rd));
+    c->outputs_len = S_rd_u32(rd);
+    size_t outputs_at = c->tail.len;
+    S_rd_bytes(rd, c->outputs_len, &c->tail);
+    c->outputs = c->tail.ptr + outputs_at;
+    c->front_key = S_rd_u64(rd);
+    uint32_t nf = S_rd_u32(rd);
+    if (rd->bad || nf > S_left(rd) / 16)
+        goto bad;
     c->fronts = xcalloc((size_t)nf + 1, sizeof *c->fronts);
     c->nfronts = nf;
-    for (size_t i = 0; i < nf && !rd.bad; i++) {
+    for (size_t i = 0; i < nf && !rd->bad; i++) {
         cache_front *f = &c->fronts[i];
-        uint32_t srclen = buf_rd_u32(&rd);
-        f->src = buf_rd_span(&rd, srclen);
-        if (!f->src || srclen == 0 || f->src[srclen - 1] != '\0')
-            rd.bad = true;
-        f->stamp = buf_rd_u64(&rd);
-        f->page_len = buf_rd_u32(&rd);
-        f->page = buf_rd_span(&rd, f->page_len);
+        uint32_t srclen = S_rd_u32(rd);
+        size_t at = c->tail.len;
+        S_rd_bytes(rd, srclen, &c->tail);
+        f->src = c->tail.ptr + at;
+        if (rd->bad || srclen == 0 || f->src[srclen - 1] != '\0')
+            rd->bad = true;
+        f->stamp = S_rd_u64(rd);
+        f->page_len = S_rd_u32(rd);
+        at = c->tail.len;
+        S_rd_bytes(rd, f->page_len, &c->tail);
+        f->page = c->tail.ptr + at;
     }
-    if (rd.bad || rd.p != rd.end || !S_plain_names(c->outputs, c->outputs_len)) {
-        cache_free(c);
-        return -1;
-    }
+    if (rd->bad || S_left(rd) != 0 || !S_plain_names(c->outputs, c->outputs_len))
+        goto bad;
+    c->fd = rd->fd;
+    free(rd);
     return 0;
+bad:
+    if (rd->fd >= 0)
+        close(rd->fd);
+    free(rd);
+    cache_free(c);
+    return -1;
 }
 
 /* Written through stdio: records are copied once, from where they are. */
@@ -139,23 +293,21 @@ int cache_finish(const char *path)
 static int S_save(const cache *c, const char *path, const cache_encoders *enc, bool finish)
 {
     buf scratch = BUF_INIT;
-    /* Written over the last cache in place: a new file of 10 MB and the
-     * release of the old one cost the kernel more than writing the bytes.
-     * The magic is written last: until then the file reads as no cache, so
-     * a build killed halfway leaves nothing that could be taken for one. */
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
-    if (fd < 0 && errno == ELOOP && unlink(path) == 0)
-        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
-    struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-        close(fd);
-        fd = -1;
-        errno = EINVAL;
-    }
+    /* A new file, renamed over the last cache: a loaded cache reads its
+     * records from that one, whose bytes must not change under it. The magic
+     * is written last: until then the file reads as no cache, so a build
+     * killed halfway leaves nothing that could be taken for one. */
+    char *tmp = xasprintf("%s.new", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0 && errno == ELOOP && unlink(tmp) == 0)
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
     if (!f) {
+        int e = errno;
         if (fd >= 0)
             close(fd);
+        free(tmp);
+        errno = e;
         return -1;
     }
     /* glibc ignores the size without a buffer of ours: 4 KiB writes else */
@@ -215,7 +367,14 @@ static int S_save(const cache *c, const char *path, const cache_encoders *enc, b
     int saved = errno;
     if (fclose(f) != 0 && rc == 0)
         rc = -1;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -1;
+    if (rc != 0) {
+        saved = errno;
+        unlink(tmp);
+    }
     errno = saved;
+    free(tmp);
     free(iobuf);
     buf_free(&scratch);
     return rc;

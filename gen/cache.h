@@ -14,7 +14,11 @@
  * and the build's global key (binary, flags, site.yaml, the sources, the
  * whole page index): when that differs, nothing in the file is used.
  *
- * A loaded cache owns the file's bytes; entries point into them. */
+ * A loaded cache keeps the file open and holds only the fingerprints, the
+ * output list and the front matter: a record is read from the file when it
+ * is asked for (cache_record), so a 40 MB cache of 200,000 figures never
+ * sits in memory. The file is never written in place (a save writes a new
+ * file and renames it over), so a loaded cache reads what it loaded. */
 #ifndef KV_CACHE_H
 #define KV_CACHE_H
 
@@ -27,9 +31,10 @@
 typedef struct {
     bool present;
     uint64_t deps, out_stamp, digest, reads;
-    const char *rec; /* encoded record (record_decode); NULL when saving: made
-                      * by cache_encoders.record */
+    const char *rec;  /* saving: the encoded record, or NULL: made by
+                       * cache_encoders.record; loaded: NULL (cache_record) */
     size_t rec_len;
+    uint64_t rec_off; /* loaded: where the record is in the file */
 } cache_entry;
 
 /* A page's parsed front matter, valid while its file keeps the same stamp. */
@@ -42,7 +47,10 @@ typedef struct {
 } cache_front;
 
 typedef struct {
-    buf data;
+    int fd;              /* the loaded file; -1 */
+    buf tail;            /* the loaded outputs and front matter bytes */
+    buf win;             /* bytes of the file read ahead for cache_record */
+    uint64_t win_off;    /* their offset */
     uint64_t global;
     size_t njobs;
     cache_entry *jobs;   /* njobs entries */
@@ -58,6 +66,10 @@ void cache_init(cache *c);
  * large or malformed: c is then empty. */
 int cache_load(cache *c, const char *path, size_t max_bytes);
 void cache_free(cache *c);
+/* Sets out to the encoded record of a present job of a loaded cache. 0, or
+ * -1 (an I/O error; errno set). Reads ahead: asking for records in job
+ * order reads the file in a few large pieces. */
+int cache_record(cache *c, size_t job, buf *out);
 
 /* Bytes made while saving, one entry at a time, so a big site's cache is
  * never whole in memory: they append to out. */
@@ -67,9 +79,9 @@ typedef struct {
     void *ctx;
 } cache_encoders;
 
-/* Writes c to path, over the file that is there, its magic last (until
- * then it loads as no cache); entries without bytes get them from enc (which
- * may be NULL when all have them). Returns 0, or -1 with errno. */
+/* Writes c to a new file that replaces path, its magic last (until then it
+ * loads as no cache); entries without bytes get them from enc (which may be
+ * NULL when all have them). Returns 0, or -1 with errno. */
 int cache_save(const cache *c, const char *path, const cache_encoders *enc);
 /* The same, but the file keeps reading as no cache until cache_finish(path):
  * for a cache written while the build that makes it may still fail. */
