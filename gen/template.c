@@ -346,6 +346,21 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
 
 /* ---------- runtime helpers ---------- */
 
+/* s into out as {{ }} (escape) or {{{ }}} shows it. */
+static void S_put_shown(buf *out, const char *s, size_t n, bool escape)
+{
+    if (escape)
+        buf_put_html(out, s, n);
+    else
+        buf_put(out, s, n);
+}
+
+static int S_output_cap_error(lua_State *L, const templates *t)
+{
+    return luaL_error(L, "template output larger than %I bytes (limits.output_bytes)",
+                      (lua_Integer)t->max_output);
+}
+
 static int S_out(lua_State *L)
 {
     templates *t = lua_touserdata(L, lua_upvalueindex(1));
@@ -355,8 +370,7 @@ static int S_out(lua_State *L)
     if (!s)
         return luaL_error(L, "template output must be text, not a %s", luaL_typename(L, 1));
     if (out->len + n > t->max_output)
-        return luaL_error(L, "template output larger than %I bytes (limits.output_bytes)",
-                          (lua_Integer)t->max_output);
+        return S_output_cap_error(L, t);
     buf_put(out, s, n);
     return 0;
 }
@@ -394,10 +408,7 @@ static int S_out_shown(lua_State *L, bool escape)
     size_t n;
     if (lua_type(L, 1) == LUA_TSTRING) {
         const char *s = lua_tolstring(L, 1, &n);
-        if (escape)
-            buf_put_html(out, s, n);
-        else
-            buf_put(out, s, n);
+        S_put_shown(out, s, n, escape);
     } else {
         buf *b = &t->shown;
         buf_clear(b);
@@ -407,14 +418,10 @@ static int S_out_shown(lua_State *L, bool escape)
                      escape ? "{{ }}" : "{{{ }}}");
             return luaL_error(L, "%s", msg);
         }
-        if (escape)
-            buf_put_html(out, buf_cstr(b), b->len);
-        else
-            buf_put(out, buf_cstr(b), b->len);
+        S_put_shown(out, buf_cstr(b), b->len, escape);
     }
     if (out->len > t->max_output)
-        return luaL_error(L, "template output larger than %I bytes (limits.output_bytes)",
-                          (lua_Integer)t->max_output);
+        return S_output_cap_error(L, t);
     return 0;
 }
 
@@ -429,8 +436,7 @@ static int S_out_field(lua_State *L, bool escape)
     bool done = t->field_writer && lua_type(L, 1) == LUA_TUSERDATA &&
                 t->field_writer(t->field_ctx, L, 1, lua_tostring(L, 2), out, escape);
     if (done && out->len > t->max_output)
-        return luaL_error(L, "template output larger than %I bytes (limits.output_bytes)",
-                          (lua_Integer)t->max_output);
+        return S_output_cap_error(L, t);
     lua_pushboolean(L, done);
     return 1;
 }
@@ -501,10 +507,7 @@ static bool S_loop_field(lua_State *L, templates *t, int item, const loop_piece 
     if (ok) {
         buf_clear(&t->shown);
         sandbox_tostring(L, -1, &t->shown);
-        if (escape)
-            buf_put_html(row, buf_cstr(&t->shown), t->shown.len);
-        else
-            buf_put(row, buf_cstr(&t->shown), t->shown.len);
+        S_put_shown(row, buf_cstr(&t->shown), t->shown.len, escape);
     }
     lua_pop(L, 1);
     return ok;
