@@ -17,8 +17,8 @@
  * A loaded cache keeps the file open and holds only the fingerprints, the
  * output list and the front matter: a record is read from the file when it
  * is asked for (cache_record), so a 40 MB cache of 200,000 figures never
- * sits in memory. The file is never written in place (a save writes a new
- * file and renames it over), so a loaded cache reads what it loaded. */
+ * sits in memory. Saving over the file a cache was loaded from ends that
+ * cache's use: its records are not to be read afterwards. */
 #ifndef KV_CACHE_H
 #define KV_CACHE_H
 
@@ -79,9 +79,9 @@ typedef struct {
     void *ctx;
 } cache_encoders;
 
-/* Writes c to a new file that replaces path, its magic last (until then it
- * loads as no cache); entries without bytes get them from enc (which may be
- * NULL when all have them). Returns 0, or -1 with errno. */
+/* Writes c to path, over the file that is there, its magic last (until
+ * then it loads as no cache); entries without bytes get them from enc (which
+ * may be NULL when all have them). Returns 0, or -1 with errno. */
 int cache_save(const cache *c, const char *path, const cache_encoders *enc);
 /* The same, but the file keeps reading as no cache until cache_finish(path):
  * for a cache written while the build that makes it may still fail. */
