@@ -105,23 +105,10 @@ static inline void S_room(buf *b, size_t extra)
         buf_grow(b, extra);
 }
 
-void buf_put(buf *b, const void *data, size_t len)
-{
-    S_room(b, len);
-    if (len)
-        memcpy(b->ptr + b->len, data, len);
-    b->len += len;
-    b->ptr[b->len] = '\0';
-}
+
 
 void buf_puts(buf *b, const char *s) { buf_put(b, s, strlen(s)); }
 
-void buf_putc(buf *b, int c)
-{
-    S_room(b, 1);
-    b->ptr[b->len++] = (char)c;
-    b->ptr[b->len] = '\0';
-}
 
 void buf_vprintf(buf *b, const char *fmt, va_list ap)
 {
