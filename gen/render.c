@@ -39,7 +39,6 @@ struct renderer {
     char *fig_url;      /* full URL of the page whose figures a view last gave */
     size_t fig_url_job;
     size_t *groups;     /* report group by page (S_groups), NULL until needed */
-    const void *figure_meta;  /* the figures' metatable, once made (S_write_field) */
     record_figs_buf figs_buf; /* the figures of the record a view last read */
     const figure *figs_now;
     size_t figs_job;
@@ -268,7 +267,10 @@ static int S_ro_pairs(lua_State *L)
 /* Sets the metatable of the kind on the userdata on top of the stack. */
 static void S_ro_setmeta(lua_State *L, const ro_kind *kind)
 {
-    if (luaL_newmetatable(L, kind->meta)) {
+    /* found by the kind's address: one object per report row */
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, kind) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        luaL_newmetatable(L, kind->meta);
         lua_CFunction fns[] = {S_ro_index, S_ro_newindex, S_ro_pairs};
         const char *names[] = {"__index", "__newindex", "__pairs"};
         for (int i = 0; i < 3; i++) {
@@ -278,6 +280,8 @@ static void S_ro_setmeta(lua_State *L, const ro_kind *kind)
         }
         lua_pushliteral(L, "locked");
         lua_setfield(L, -2, "__metatable");
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, kind);
     }
     lua_setmetatable(L, -2);
 }
@@ -553,10 +557,15 @@ static void S_push_page_list(renderer *r, const size_t *v, size_t n)
  * The object holds a copy of the figure and its strings: figures of other
  * pages are decoded into a buffer that the next page's reuse. */
 typedef struct {
+    uint64_t tag;         /* FIGURE_TAG: tells a figure from kvsite's other
+                           * objects, whose first field is a pointer */
     figure f;             /* its strings point into the object */
     const char *src;      /* the same */
     const char *page_url; /* the same, NULL for none */
 } figure_obj;
+
+/* Not an address a pointer can hold (the upper half is the kernel's). */
+#define FIGURE_TAG UINT64_C(0xf16e5f16e5f16e50)
 
 static const char *const S_FIGURE_OBJ = "kvsite.figure";
 static const char *const S_FIGURE_KEYS[] = {"quote",  "expr",       "mode",   "tier",
@@ -653,18 +662,11 @@ static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
  * would write it, without making the Lua string. */
 static bool S_write_field(void *ctx, lua_State *L, int obj, const char *k, buf *out, bool escape)
 {
-    renderer *r = ctx;
-    if (!k || !lua_getmetatable(L, obj))
-        return false;
-    if (!r->figure_meta) {
-        luaL_getmetatable(L, S_FIGURE_OBJ);
-        r->figure_meta = lua_topointer(L, -1);
-        lua_pop(L, 1);
-    }
-    bool is_figure = r->figure_meta && lua_topointer(L, -1) == r->figure_meta;
-    lua_pop(L, 1);
+    (void)ctx;
+    const figure_obj *o = lua_touserdata(L, obj);
     field_value v;
-    if (!is_figure || !S_figure_get(lua_touserdata(L, obj), k, &v))
+    if (!k || !o || lua_rawlen(L, obj) < sizeof *o || o->tag != FIGURE_TAG ||
+        !S_figure_get(o, k, &v))
         return false;
     switch (v.type) {
     case LUA_TSTRING:
@@ -708,6 +710,7 @@ static void S_push_figure(lua_State *L, const figure *f, const char *src, const 
         to[i] = from[i] ? memcpy(p, from[i], len[i]) : NULL;
         p += len[i];
     }
+    o->tag = FIGURE_TAG;
     o->f = *f;
     o->f.quote = to[0];
     o->f.expr = to[1];
@@ -1457,10 +1460,21 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
         strmap_put(&seen, rec->links[i].target, (void *)1);
     /* one scratch buffer for every value: a page has hundreds of links */
     buf u = BUF_INIT;
-    /* figures link to their report row or source: checked as figures */
+    /* figures link to their report row or source: checked as figures. The
+     * rows are "<report URL>#<prefix>-<n>", told apart by their shape when
+     * nothing in them is escaped in HTML (a page has tens of them). */
     const fig_ctx *fc = r->cur_figs;
+    char *fig_href = NULL;
+    size_t fig_href_n = 0, nfig = fc ? fc->anchor_base + fc->nfigs : 0;
+    if (fc && r->report_url && !strpbrk(r->report_url, "&<>\"'") &&
+        !strpbrk(fc->anchor_prefix, "&<>\"'")) {
+        fig_href = xasprintf("%s#%s-", r->report_url, fc->anchor_prefix);
+        fig_href_n = strlen(fig_href);
+    }
     for (size_t i = 0; fc && i < fc->nfigs; i++) {
         const figure *f = &fc->figs[i];
+        if (fig_href && f->tier != FIG_CITED)
+            continue;
         buf_clear(&u);
         if (f->tier == FIG_CITED) {
             buf_puts(&u, "/sources/#");
@@ -1508,6 +1522,13 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
         const char *v = p;
         p = q + 1;
         size_t vn = (size_t)(q - v);
+        if (fig_href && vn > fig_href_n && !memcmp(v, fig_href, fig_href_n)) {
+            size_t num = 0, k = fig_href_n;
+            while (k < vn && v[k] >= '0' && v[k] <= '9' && num <= nfig)
+                num = num * 10 + (size_t)(v[k++] - '0');
+            if (k == vn && num >= 1 && num <= nfig)
+                continue; /* one of this page's figures */
+        }
         const char *url = v;
         size_t un = vn;
         if (memchr(v, '&', vn)) {
@@ -1559,6 +1580,7 @@ static void S_scan_links(renderer *r, const buf *html, const char *page_url, con
         free(target);
     }
     buf_free(&u);
+    free(fig_href);
     strmap_free(&seen);
     strmap_free(&ids);
 }
