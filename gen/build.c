@@ -9,7 +9,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -678,9 +677,8 @@ static void S_note_stamp(void *ctx, const char *path, uint64_t stamp)
     strmap_put(ctx, path, (void *)(uintptr_t)(stamp | 1));
 }
 
-/* Everything a build reads: the binary, the flags, site.yaml, content/,
- * templates/ and checks/. Each file's own stamp goes to s->stamps. */
-static uint64_t S_input_stamp(build_state *s)
+/* What every build depends on: the binary, the flags and site.yaml. */
+static uint64_t S_setup_stamp(const build_state *s)
 {
     uint64_t h = stamp_str(STAMP_SEED, "kvsite " KVSITE_VERSION);
     char exe[PATH_MAX];
@@ -691,6 +689,14 @@ static uint64_t S_input_stamp(build_state *s)
     char *cfg = fs_join(s->o->root, "site.yaml");
     h = stamp_file(h, cfg);
     free(cfg);
+    return h;
+}
+
+/* Everything a build reads: the binary, the flags, site.yaml, content/,
+ * templates/ and checks/. Each file's own stamp goes to s->stamps. */
+static uint64_t S_input_stamp(build_state *s)
+{
+    uint64_t h = S_setup_stamp(s);
     static const char *const dirs[] = {"content", "templates", "checks"};
     for (size_t i = 0; i < 3; i++)
         h = stamp_tree_each(h, s->o->root, dirs[i], s->cfg.limits.files * 2, NULL,
@@ -809,17 +815,9 @@ static uint64_t S_str_key(uint64_t h, const char *s) { return stamp_str(h, s ? s
  * it). When it changes, every page is rendered again. */
 static uint64_t S_global_key(build_state *s)
 {
-    uint64_t h = stamp_str(STAMP_SEED, "kvsite " KVSITE_VERSION);
-    char exe[PATH_MAX];
-    if (realpath("/proc/self/exe", exe))
-        h = stamp_file(h, exe);
-    h = stamp_str(h, s->o->strict ? "strict" : "-");
-    h = stamp_str(h, s->o->drafts ? "drafts" : "-");
+    uint64_t h = S_setup_stamp(s);
     /* every figure links to the report page that lists it */
     h = stamp_str(h, s->split_report ? "report by section" : "one report");
-    char *cfg = fs_join(s->o->root, "site.yaml");
-    h = stamp_file(h, cfg);
-    free(cfg);
     bool ok = true;
     h = S_mix(h, S_file_stamp(s, SOURCES_FILE, &ok));
     const content_index *x = &s->idx;

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fsutil.h"
 
 static const char S_MAGIC[16] = "kvsite-cache 3\n";
 
