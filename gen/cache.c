@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 static const char S_MAGIC[16] = "kvsite-cache 3\n";
 
 void cache_init(cache *c)
