@@ -176,17 +176,30 @@ static size_t S_get_count(reader *rd, size_t min_item)
     return n;
 }
 
-/* Decodes n figures from the reader into figs (strings into its block);
- * counts[] as record_fig_counts. */
+/* A string of a figure: into the reader's block, or only stepped over when
+ * there is nowhere to keep it (NULL). */
+static char *S_fig_str(reader *rd, bool keep)
+{
+    if (keep)
+        return S_get_str(rd);
+    buf_rd_span(&rd->in, S_get_u32(rd));
+    return NULL;
+}
+
+/* Reads n figures into figs, or, with figs NULL, only checks them (nothing
+ * is copied); counts[] as record_fig_counts. The one description of the
+ * figures' encoding besides S_encode_figs. */
 static void S_decode_figs(reader *rd, size_t n, figure *figs, uint32_t counts[4])
 {
+    figure scratch;
+    bool keep = figs != NULL;
     for (size_t i = 0; i < n && !rd->in.bad; i++) {
-        figure *f = &figs[i];
+        figure *f = keep ? &figs[i] : &scratch;
         f->line = (int)S_get_u32(rd);
         f->col = (int)S_get_u32(rd);
-        f->quote = S_get_str(rd);
-        f->expr = S_get_str(rd);
-        f->mode = S_get_str(rd);
+        f->quote = S_fig_str(rd, keep);
+        f->expr = S_fig_str(rd, keep);
+        f->mode = S_fig_str(rd, keep);
         uint32_t tier = S_get_u32(rd);
         if (tier > FIG_CITED)
             rd->in.bad = true;
@@ -196,33 +209,20 @@ static void S_decode_figs(reader *rd, size_t n, figure *figs, uint32_t counts[4]
             rd->in.bad = true;
         f->ok = ok == 1;
         f->value = S_get_f64(rd);
-        f->detail = S_get_str(rd);
-        f->provenance = S_get_str(rd);
-        f->anchor = S_get_str(rd);
+        f->detail = S_fig_str(rd, keep);
+        f->provenance = S_fig_str(rd, keep);
+        f->anchor = S_fig_str(rd, keep);
         counts[f->tier]++;
         counts[3] += !f->ok;
     }
 }
 
-/* Walks n encoded figures without keeping them: checks them and counts. */
+/* Checks n encoded figures without keeping them, and counts them. */
 static bool S_check_figs(const char *p, size_t len, size_t n, uint32_t counts[4])
 {
-    buf_reader in = {p, p + len, false};
-    for (size_t i = 0; i < n && !in.bad; i++) {
-        buf_rd_u32(&in); /* line */
-        buf_rd_u32(&in); /* col */
-        for (int k = 0; k < 3; k++) /* quote, expr, mode */
-            buf_rd_span(&in, buf_rd_u32(&in));
-        uint32_t tier = buf_rd_u32(&in), ok = buf_rd_u32(&in);
-        if (tier > FIG_CITED || ok > 1)
-            return false;
-        buf_rd_u64(&in); /* value */
-        for (int k = 0; k < 3; k++) /* detail, provenance, anchor */
-            buf_rd_span(&in, buf_rd_u32(&in));
-        counts[tier]++;
-        counts[3] += !ok;
-    }
-    return !in.bad && in.p == in.end;
+    reader rd = {{p, p + len, false}, NULL, 0, 0};
+    S_decode_figs(&rd, n, NULL, counts);
+    return !rd.in.bad && rd.in.p == rd.in.end;
 }
 
 int record_decode(const char *data, size_t len, figstore *st, page_record *r)
