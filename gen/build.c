@@ -42,8 +42,7 @@ typedef struct {
     char *staging;     /* NULL in check mode */
     page_record *records;
     size_t njobs;
-    bool split_report; /* the checks report has a page per section */
-    size_t *report_sections;
+    size_t *report_sections; /* the report's section pages; NULL: one report page */
     size_t nreport_sections;
     figstore *figs;    /* where decoded records keep their figures; NULL: in memory */
     buf rec_bytes;     /* a record read from prev (cache_record) */
@@ -817,7 +816,7 @@ static uint64_t S_global_key(build_state *s)
 {
     uint64_t h = S_setup_stamp(s);
     /* every figure links to the report page that lists it */
-    h = stamp_str(h, s->split_report ? "report by section" : "one report");
+    h = stamp_str(h, s->report_sections ? "report by section" : "one report");
     bool ok = true;
     h = S_mix(h, S_file_stamp(s, SOURCES_FILE, &ok));
     const content_index *x = &s->idx;
@@ -1306,7 +1305,6 @@ int build_run(const build_opts *o)
     char *split = fs_join(o->root, "templates/" RENDER_REPORT_SECTION_TEMPLATE);
     if (fs_exists(split)) {
         s.report_sections = render_report_sections(&s.idx, &s.nreport_sections);
-        s.split_report = true;
         env.report_sections = s.report_sections;
         env.nreport_sections = s.nreport_sections;
     }
