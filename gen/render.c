@@ -573,17 +573,8 @@ static const char *const S_FIGURE_KEYS[] = {"quote",  "expr",       "mode",   "t
                                             "provenance", "anchor", "src",    "page_url",
                                             "line",   "col"};
 
-/* A field's value, as Lua would get it. */
-typedef struct {
-    int type;       /* LUA_TNIL, LUA_TSTRING, LUA_TNUMBER, LUA_TBOOLEAN */
-    bool integer;   /* a number: i, else d */
-    const char *s;
-    long long i;
-    double d;
-} field_value;
-
 /* Field k of o; false for a key figures do not have. */
-static bool S_figure_get(const figure_obj *o, const char *k, field_value *v)
+static bool S_figure_get(const figure_obj *o, const char *k, tpl_value *v)
 {
     const figure *f = &o->f;
     const char *str = NULL;
@@ -641,7 +632,7 @@ static bool S_figure_get(const figure_obj *o, const char *k, field_value *v)
 /* Pushes field k of o; returns false for a key figures do not have. */
 static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
 {
-    field_value v;
+    tpl_value v;
     if (!S_figure_get(o, k, &v))
         return false;
     switch (v.type) {
@@ -658,33 +649,12 @@ static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
     return true;
 }
 
-/* tpl_field_writer: `{{ f.quote }}` of a figure written as _oe(f.quote)
- * would write it, without making the Lua string. */
-static bool S_write_field(void *ctx, lua_State *L, int obj, const char *k, buf *out, bool escape)
+/* tpl_field_reader: a figure's fields for `{{ f.quote }}`, without Lua. */
+static bool S_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v)
 {
     (void)ctx;
     const figure_obj *o = lua_touserdata(L, obj);
-    field_value v;
-    if (!k || !o || lua_rawlen(L, obj) < sizeof *o || o->tag != FIGURE_TAG ||
-        !S_figure_get(o, k, &v))
-        return false;
-    switch (v.type) {
-    case LUA_TSTRING:
-        if (escape)
-            buf_put_html(out, v.s, strlen(v.s));
-        else
-            buf_puts(out, v.s);
-        break;
-    case LUA_TBOOLEAN: buf_puts(out, v.i ? "true" : "false"); break;
-    case LUA_TNUMBER:
-        if (v.integer)
-            buf_put_int(out, v.i);
-        else
-            sandbox_put_float(out, v.d);
-        break;
-    default: break; /* nil shows as nothing */
-    }
-    return true;
+    return o && lua_rawlen(L, obj) >= sizeof *o && o->tag == FIGURE_TAG && S_figure_get(o, k, v);
 }
 
 static bool S_figure_field_any(lua_State *L, const void *o, const char *k)
@@ -1232,7 +1202,7 @@ renderer *render_new(const render_env *e)
         return NULL;
     }
     r->tpl = tpl_new(r->sb, e->root, c->limits.template_bytes, c->limits.output_bytes);
-    tpl_set_field_writer(r->tpl, S_write_field, r);
+    tpl_set_field_reader(r->tpl, S_read_field, r);
     md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
     r->md = md_new(&mo);

@@ -21,7 +21,7 @@ struct templates {
     diag_list *dl;  /* of the current render */
     buf inputs;
     buf shown; /* scratch of _oe and _or */
-    tpl_field_writer field_writer; /* _of's fast way, NULL for none */
+    tpl_field_reader field_reader; /* _of's fast way, NULL for none */
     void *field_ctx;
     buf row;   /* scratch of _oloop */
     strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
@@ -355,6 +355,35 @@ static void S_put_shown(buf *out, const char *s, size_t n, bool escape)
         buf_put(out, s, n);
 }
 
+/* v into out as {{ }} (escape) or {{{ }}} shows it: as sandbox_tostring. */
+static void S_put_value(buf *out, const tpl_value *v, bool escape)
+{
+    switch (v->type) {
+    case LUA_TSTRING: S_put_shown(out, v->s, strlen(v->s), escape); break;
+    case LUA_TBOOLEAN: buf_puts(out, v->i ? "true" : "false"); break;
+    case LUA_TNUMBER:
+        if (v->integer)
+            buf_put_int(out, v->i);
+        else
+            sandbox_put_float(out, v->d);
+        break;
+    default: break; /* nil shows as nothing */
+    }
+}
+
+/* The host's value of the field of the object at index obj (see
+ * tpl_field_reader), written into out. */
+static bool S_host_field(lua_State *L, templates *t, int obj, const char *field, buf *out,
+                         bool escape)
+{
+    tpl_value v;
+    if (!t->field_reader || !field || lua_type(L, obj) != LUA_TUSERDATA ||
+        !t->field_reader(t->field_ctx, L, obj, field, &v))
+        return false;
+    S_put_value(out, &v, escape);
+    return true;
+}
+
 static int S_output_cap_error(lua_State *L, const templates *t)
 {
     return luaL_error(L, "template output larger than %I bytes (limits.output_bytes)",
@@ -433,8 +462,7 @@ static int S_out_field(lua_State *L, bool escape)
 {
     templates *t = lua_touserdata(L, lua_upvalueindex(1));
     buf *out = lua_touserdata(L, lua_upvalueindex(2));
-    bool done = t->field_writer && lua_type(L, 1) == LUA_TUSERDATA &&
-                t->field_writer(t->field_ctx, L, 1, lua_tostring(L, 2), out, escape);
+    bool done = S_host_field(L, t, 1, lua_tostring(L, 2), out, escape);
     if (done && out->len > t->max_output)
         return S_output_cap_error(L, t);
     lua_pushboolean(L, done);
@@ -485,8 +513,7 @@ static bool S_loop_field(lua_State *L, templates *t, int item, const loop_piece 
     memcpy(name, p->s, p->n);
     name[p->n] = '\0';
     int type = lua_type(L, item);
-    if (type == LUA_TUSERDATA && t->field_writer &&
-        t->field_writer(t->field_ctx, L, item, name, row, escape))
+    if (S_host_field(L, t, item, name, row, escape))
         return true;
     if (type == LUA_TUSERDATA) {
         /* kvsite's objects: fields from a C __index that cannot fail */
@@ -569,9 +596,9 @@ static int S_out_loop(lua_State *L)
     return 3;
 }
 
-void tpl_set_field_writer(templates *t, tpl_field_writer fn, void *ctx)
+void tpl_set_field_reader(templates *t, tpl_field_reader fn, void *ctx)
 {
-    t->field_writer = fn;
+    t->field_reader = fn;
     t->field_ctx = ctx;
 }
 

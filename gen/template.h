@@ -38,13 +38,22 @@ int tpl_render(templates *t, const char *name, buf *out, diag_list *dl);
  * Returns 0, or -1 with an error (unterminated tag) added to dl. */
 int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_list *dl);
 
-/* The host's fast way to show `{{ obj.field }}`: writes the field of the
- * object at index obj straight into out (HTML-escaped when escape) and
- * returns true, or returns false, having pushed nothing, to leave it to Lua
- * (obj.field, as written). Called for full userdata objects only. */
-typedef bool (*tpl_field_writer)(void *ctx, lua_State *L, int obj, const char *field, buf *out,
-                                 bool escape);
-void tpl_set_field_writer(templates *t, tpl_field_writer fn, void *ctx);
+/* A field's value as Lua would get it, without making it in Lua. */
+typedef struct {
+    int type;     /* LUA_TNIL, LUA_TSTRING, LUA_TNUMBER or LUA_TBOOLEAN */
+    bool integer; /* a number: i, else d */
+    const char *s;
+    long long i;  /* also a boolean's 0 or 1 */
+    double d;
+} tpl_value;
+
+/* The host's fast way to show `{{ obj.field }}`: sets *v to the field of
+ * the object at index obj and returns true, or returns false, having pushed
+ * nothing, to leave it to Lua (obj.field, as written). The template shows v
+ * as it shows any value. Called for full userdata objects only. */
+typedef bool (*tpl_field_reader)(void *ctx, lua_State *L, int obj, const char *field,
+                                 tpl_value *v);
+void tpl_set_field_reader(templates *t, tpl_field_reader fn, void *ctx);
 
 /* Template files read so far by this worker (for the incremental cache):
  * NUL-separated "templates/..." paths. */

@@ -450,25 +450,25 @@ static void test_exists(void **state)
 
 /* ---- the host's fast way to show obj.field --------------------------------- */
 
-/* Writes field "w" of any full userdata (as "<W&>", escaped or not); leaves
- * everything else to Lua. */
-static bool S_writer(void *ctx, lua_State *L, int obj, const char *field, buf *out, bool escape)
+/* Gives field "w" of any full userdata ("<W&>", which the template escapes
+ * or not); leaves everything else to Lua. */
+static bool S_reader(void *ctx, lua_State *L, int obj, const char *field, tpl_value *v)
 {
     (*(int *)ctx)++;
     assert_int_equal(lua_type(L, obj), LUA_TUSERDATA);
     if (strcmp(field, "w") != 0)
         return false;
-    buf_puts(out, escape ? "&lt;W&amp;&gt;" : "<W&>");
+    *v = (tpl_value){LUA_TSTRING, false, "<W&>", 0, 0};
     return true;
 }
 
-static void test_field_writer(void **state)
+static void test_field_reader(void **state)
 {
     fx *f = *state;
     S_tpl(f, "w.html", "{{ u.w }}|{{{ u.w }}}|{{ u.x }}|{{ t.w }}|{{ t.x }}|{{ u.w .. '' }}");
     S_start(f, "t = {w = 'tw', x = '<x>'}");
     int calls = 0;
-    tpl_set_field_writer(f->t, S_writer, &calls);
+    tpl_set_field_reader(f->t, S_reader, &calls);
     lua_State *L = sandbox_lua(f->sb);
     /* u: a userdata whose __index gives "lua:<key>" */
     sandbox_push_env(f->sb);
@@ -568,7 +568,7 @@ int main(void)
         T(test_budget_in_template),
         T(test_compiled_once),
         T(test_exists),
-        T(test_field_writer),
+        T(test_field_reader),
         T(test_field_loops),
         T(test_field_loop_errors),
         T(test_field_loop_budget),
