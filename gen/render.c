@@ -43,6 +43,13 @@ struct renderer {
     const figure *figs_now;
     size_t figs_job;
     char *report_url;   /* full URL of the report page listing the current page */
+    struct {            /* the figure a loop's row reads (S_list_field) */
+        const void *list;
+        lua_Integer i;
+        const figure *fig;
+        const char *src;
+        size_t job;
+    } row;
 };
 
 /* ---------- jobs ---------- */
@@ -472,12 +479,12 @@ static int S_page_view_index(lua_State *L)
     return 1;
 }
 
-static int S_figure_view_index(lua_State *L)
+/* Figure i (from 1) of view v, with its page's source path and full URL
+ * (NULL for none); false with errno set when the page's figures cannot be
+ * read. The figure lives until another page's figures are read. */
+static bool S_view_figure(const figure_view *v, lua_Integer i, const figure **fig,
+                          const char **src, const char **url)
 {
-    figure_view *v = luaL_checkudata(L, 1, S_FIGURE_VIEW);
-    lua_Integer i = lua_tointeger(L, 2);
-    if (!lua_isinteger(L, 2) || i < 1 || (size_t)i > v->n)
-        return 0;
     size_t k = (size_t)i - 1, lo = 0, hi = v->nspans;
     while (lo < hi) { /* the first span whose cumulative count exceeds k */
         size_t mid = (lo + hi) / 2;
@@ -490,21 +497,37 @@ static int S_figure_view_index(lua_State *L)
     size_t job = v->spans[2 * lo];
     renderer *r = v->r;
     const page_record *rec = S_record(r, job);
+    *src = rec->src;
     if (!r->fig_url || r->fig_url_job != job) {
         /* a report reads a page's figures one after the other */
         free(r->fig_url);
         r->fig_url = S_full_url(r, rec->url);
         r->fig_url_job = job;
     }
+    *url = r->fig_url;
     const figure *figs = r->figs_job == job ? r->figs_now : NULL;
     if (!figs) {
         figs = record_figures(rec, r->e.figs, &r->figs_buf);
         if (!figs)
-            return luaL_error(L, "cannot read the figures of %s: %s", rec->src, strerror(errno));
+            return false;
         r->figs_now = figs;
         r->figs_job = job;
     }
-    S_push_figure(L, &figs[k - before], rec->src, r->fig_url);
+    *fig = &figs[k - before];
+    return true;
+}
+
+static int S_figure_view_index(lua_State *L)
+{
+    figure_view *v = luaL_checkudata(L, 1, S_FIGURE_VIEW);
+    lua_Integer i = lua_tointeger(L, 2);
+    if (!lua_isinteger(L, 2) || i < 1 || (size_t)i > v->n)
+        return 0;
+    const figure *f;
+    const char *src, *url;
+    if (!S_view_figure(v, i, &f, &src, &url))
+        return luaL_error(L, "cannot read the figures of %s: %s", src, strerror(errno));
+    S_push_figure(L, f, src, url);
     return 1;
 }
 
@@ -573,10 +596,11 @@ static const char *const S_FIGURE_KEYS[] = {"quote",  "expr",       "mode",   "t
                                             "provenance", "anchor", "src",    "page_url",
                                             "line",   "col"};
 
-/* Field k of o; false for a key figures do not have. */
-static bool S_figure_get(const figure_obj *o, const char *k, tpl_value *v)
+/* Field k of figure f of page src (at page_url); false for a key figures
+ * do not have. */
+static bool S_figure_get(const figure *f, const char *src, const char *page_url, const char *k,
+                         tpl_value *v)
 {
-    const figure *f = &o->f;
     const char *str = NULL;
     memset(v, 0, sizeof *v);
     switch (k[0]) {
@@ -588,7 +612,7 @@ static bool S_figure_get(const figure_obj *o, const char *k, tpl_value *v)
         if (!strcmp(k, "status"))
             str = f->ok ? "pass" : "fail";
         else if (!strcmp(k, "src"))
-            str = o->src;
+            str = src;
         else
             return false;
         break;
@@ -609,7 +633,7 @@ static bool S_figure_get(const figure_obj *o, const char *k, tpl_value *v)
         if (!strcmp(k, "provenance"))
             str = f->provenance;
         else if (!strcmp(k, "page_url"))
-            str = o->page_url;
+            str = page_url;
         else
             return false;
         break;
@@ -633,7 +657,7 @@ static bool S_figure_get(const figure_obj *o, const char *k, tpl_value *v)
 static bool S_figure_field(lua_State *L, const figure_obj *o, const char *k)
 {
     tpl_value v;
-    if (!S_figure_get(o, k, &v))
+    if (!S_figure_get(&o->f, o->src, o->page_url, k, &v))
         return false;
     switch (v.type) {
     case LUA_TSTRING: lua_pushstring(L, v.s); break;
@@ -654,8 +678,37 @@ static bool S_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_va
 {
     (void)ctx;
     const figure_obj *o = lua_touserdata(L, obj);
-    return o && lua_rawlen(L, obj) >= sizeof *o && o->tag == FIGURE_TAG && S_figure_get(o, k, v);
+    return o && lua_rawlen(L, obj) >= sizeof *o && o->tag == FIGURE_TAG &&
+           S_figure_get(&o->f, o->src, o->page_url, k, v);
 }
+
+/* tpl_list_reader: a report's rows read straight from the figures, without
+ * a figure object per row. */
+static const void *S_open_list(void *ctx, lua_State *L, int list)
+{
+    renderer *r = ctx;
+    r->row.list = NULL;
+    return luaL_testudata(L, list, S_FIGURE_VIEW);
+}
+
+static bool S_list_field(void *ctx, const void *list, lua_Integer i, const char *k, tpl_value *v)
+{
+    renderer *r = ctx;
+    const figure_view *fv = list;
+    /* a row reads several fields of one figure: found once */
+    if (r->row.list != list || r->row.i != i || !r->figs_now || r->figs_job != r->row.job) {
+        const char *url;
+        r->row.list = NULL;
+        if (i < 1 || (size_t)i > fv->n || !S_view_figure(fv, i, &r->row.fig, &r->row.src, &url))
+            return false;
+        r->row.list = list;
+        r->row.i = i;
+        r->row.job = r->figs_job;
+    }
+    return S_figure_get(r->row.fig, r->row.src, r->fig_url, k, v);
+}
+
+static const tpl_list_reader S_LIST_READER = {S_open_list, S_list_field};
 
 static bool S_figure_field_any(lua_State *L, const void *o, const char *k)
 {
@@ -1203,6 +1256,7 @@ renderer *render_new(const render_env *e)
     }
     r->tpl = tpl_new(r->sb, e->root, c->limits.template_bytes, c->limits.output_bytes);
     tpl_set_field_reader(r->tpl, S_read_field, r);
+    tpl_set_list_reader(r->tpl, &S_LIST_READER, r);
     md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
     r->md = md_new(&mo);

@@ -23,6 +23,8 @@ struct templates {
     buf shown; /* scratch of _oe and _or */
     tpl_field_reader field_reader; /* _of's fast way, NULL for none */
     void *field_ctx;
+    const tpl_list_reader *list_reader; /* _oloop's fast way, NULL for none */
+    void *list_ctx;
     buf row;   /* scratch of _oloop */
     strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
                        run for every page, realpath only once per name */
@@ -472,14 +474,16 @@ static int S_out_field(lua_State *L, bool escape)
 static int S_out_field_esc(lua_State *L) { return S_out_field(L, true); }
 static int S_out_field_raw(lua_State *L) { return S_out_field(L, false); }
 
+#define LOOP_PIECES_MAX 64
+#define LOOP_FIELD_MAX 71 /* longer field names are left to Lua */
+
 /* One piece of a loop body (see loop_cand). */
 typedef struct {
     char kind; /* 't', 'e' or 'r' */
     const char *s;
     size_t n;
+    char name[LOOP_FIELD_MAX + 1]; /* a field's, NUL-terminated; "" when too long */
 } loop_piece;
-
-#define LOOP_PIECES_MAX 64
 
 static size_t S_loop_spec(const char *s, size_t n, loop_piece *p, size_t max)
 {
@@ -495,7 +499,15 @@ static size_t S_loop_spec(const char *s, size_t n, loop_piece *p, size_t max)
             (kind != 't' && kind != 'e' && kind != 'r'))
             return 0;
         at++;
-        p[np++] = (loop_piece){kind, s + at, len};
+        loop_piece *q = &p[np++];
+        q->kind = kind;
+        q->s = s + at;
+        q->n = len;
+        q->name[0] = '\0';
+        if (kind != 't' && len <= LOOP_FIELD_MAX) {
+            memcpy(q->name, q->s, len);
+            q->name[len] = '\0';
+        }
         at += len;
     }
     return np;
@@ -507,11 +519,9 @@ static size_t S_loop_spec(const char *s, size_t n, loop_piece *p, size_t max)
 static bool S_loop_field(lua_State *L, templates *t, int item, const loop_piece *p, buf *row)
 {
     bool escape = p->kind == 'e';
-    char name[72];
-    if (p->n >= sizeof name)
+    const char *name = p->name;
+    if (!name[0])
         return false;
-    memcpy(name, p->s, p->n);
-    name[p->n] = '\0';
     int type = lua_type(L, item);
     if (S_host_field(L, t, item, name, row, escape))
         return true;
@@ -538,6 +548,24 @@ static bool S_loop_field(lua_State *L, templates *t, int item, const loop_piece 
     }
     lua_pop(L, 1);
     return ok;
+}
+
+/* Item i of a list the host reads in place (tpl_list_reader), written into
+ * t->row as the loop body would write it; false leaves the item to Lua. */
+static bool S_loop_row_in_place(templates *t, const void *list, lua_Integer i,
+                                const loop_piece *p, size_t np)
+{
+    buf_clear(&t->row);
+    for (size_t k = 0; k < np; k++) {
+        tpl_value v;
+        if (p[k].kind == 't')
+            buf_put(&t->row, p[k].s, p[k].n);
+        else if (p[k].name[0] && t->list_reader->field(t->list_ctx, list, i, p[k].name, &v))
+            S_put_value(&t->row, &v, p[k].kind == 'e');
+        else
+            return false;
+    }
+    return true;
 }
 
 /* _oloop(ipairs, list, spec) stands for ipairs(list) in a loop whose body
@@ -570,10 +598,20 @@ static int S_out_loop(lua_State *L)
     long long cost = 4;
     for (size_t k = 0; k < np; k++)
         cost += p[k].kind == 't' ? 3 : 6; /* what the Lua loop would run */
+    const void *list = lt == LUA_TUSERDATA && t->list_reader
+                           ? t->list_reader->open(t->list_ctx, L, 2)
+                           : NULL;
     lua_Integer done = 0;
     for (;;) {
         if (!sandbox_charge(t->sb, cost))
             break;
+        if (list && S_loop_row_in_place(t, list, done + 1, p, np)) {
+            if (out->len + t->row.len > t->max_output)
+                break;
+            buf_put(out, t->row.ptr ? t->row.ptr : "", t->row.len);
+            done++;
+            continue;
+        }
         int it = lua_geti(L, 2, done + 1);
         int item = lua_gettop(L);
         /* objects, and tables whose fields no metamethod makes */
@@ -600,6 +638,12 @@ void tpl_set_field_reader(templates *t, tpl_field_reader fn, void *ctx)
 {
     t->field_reader = fn;
     t->field_ctx = ctx;
+}
+
+void tpl_set_list_reader(templates *t, const tpl_list_reader *fn, void *ctx)
+{
+    t->list_reader = fn;
+    t->list_ctx = ctx;
 }
 
 static bool S_safe_name(const char *name)

@@ -550,6 +550,116 @@ static void test_field_loop_budget(void **state)
                  "instruction budget exceeded (limits.lua_instructions = 50000)");
 }
 
+
+/* ---- lists the host reads in place --------------------------------------- */
+
+/* A host list: a userdata of 5 items whose Lua __index makes {a = "lua<i>",
+ * n = i}; the reader gives "<h<i>>" for field a and i for n in place, except
+ * for item 3, which it leaves to Lua, and past the end. */
+typedef struct {
+    int opens, fields;
+    const void *list;
+    char text[16];
+} list_host;
+
+static const void *S_list_open(void *ctx, lua_State *L, int list)
+{
+    list_host *h = ctx;
+    h->opens++;
+    return lua_touserdata(L, list) == h->list ? h->list : NULL;
+}
+
+static bool S_list_field(void *ctx, const void *list, lua_Integer i, const char *k, tpl_value *v)
+{
+    list_host *h = ctx;
+    h->fields++;
+    assert_ptr_equal(list, h->list);
+    if (i < 1 || i > 5 || i == 3)
+        return false;
+    if (strcmp(k, "a") == 0) {
+        snprintf(h->text, sizeof h->text, "<h%d>", (int)i);
+        *v = (tpl_value){LUA_TSTRING, false, h->text, 0, 0};
+    } else if (strcmp(k, "n") == 0) {
+        *v = (tpl_value){LUA_TNUMBER, true, NULL, (long long)i, 0};
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static const tpl_list_reader S_LIST = {S_list_open, S_list_field};
+
+/* Sets the page global `list` to a new host list whose Lua __index is the
+ * function the chunk index returns. */
+static void S_set_list(fx *f, list_host *h, const char *index)
+{
+    lua_State *L = sandbox_lua(f->sb);
+    tpl_set_list_reader(f->t, &S_LIST, h);
+    sandbox_push_env(f->sb);
+    h->list = lua_newuserdatauv(L, 1, 0);
+    lua_newtable(L);
+    assert_int_equal(luaL_dostring(L, index), 0);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, -2, "list");
+    lua_pop(L, 1);
+}
+
+static void test_list_reader(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "l.html", "{% for i, r in ipairs(list) do %}[{{ r.a }}|{{{ r.a }}}|{{ r.n }}]{% end %}");
+    /* a field the host does not give: Lua reads every item */
+    S_tpl(f, "z.html", "{% for i, r in ipairs(list) do %}[{{ r.z }}]{% end %}");
+    /* a body Lua must run: the host is not asked */
+    S_tpl(f, "b.html", "{% for i, r in ipairs(list) do %}[{{ r.a }}{{ i }}]{% end %}");
+    S_tpl(f, "t.html", "{% for i, r in ipairs(rows) do %}[{{ r.a }}]{% end %}");
+    S_start(f, "rows = {{a = 'x'}, {a = 'y'}}");
+    list_host h = {0};
+    S_set_list(f, &h, "return function(_, i) if i <= 5 then "
+                      "return {a = 'lua' .. i, n = i, z = 'z' .. i} end end");
+    S_render_ok(f, "l.html",
+                "[&lt;h1&gt;|<h1>|1][&lt;h2&gt;|<h2>|2][lua3|lua3|3][&lt;h4&gt;|<h4>|4]"
+                "[&lt;h5&gt;|<h5>|5]");
+    assert_int_equal(h.opens, 1);
+    S_render_ok(f, "z.html", "[z1][z2][z3][z4][z5]");
+    S_render_ok(f, "b.html", "[lua11][lua22][lua33][lua44][lua55]");
+    int opens = h.opens;
+    S_render_ok(f, "t.html", "[x][y]"); /* tables are not offered to the host */
+    assert_int_equal(h.opens, opens);
+}
+
+/* The output cap and the budget stop a host list where Lua would stop: items
+ * 1, 2, 4, 5 from the host, then an endless list from Lua. */
+#define S_ENDLESS "return function(_, i) return {a = string.rep('q', 100), n = i} end"
+
+static void test_list_reader_cap(void **state)
+{
+    fx *f = *state;
+    f->max_output = 4096;
+    S_tpl(f, "cap.html", "{% for _, r in ipairs(list) do %}\n{{ r.a }}{{ r.a }}{{ r.a }}\n{% end %}");
+    S_start(f, "");
+    list_host h = {0};
+    S_set_list(f, &h, S_ENDLESS);
+    S_render_err(f, "cap.html", "templates/cap.html", 2,
+                 "template output larger than 4096 bytes (limits.output_bytes)");
+}
+
+static void test_list_reader_budget(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 50000;
+    S_tpl(f, "b.html", "{% for _, r in ipairs(list) do %}\n{{ r.n }}\n{% end %}");
+    S_start(f, "");
+    list_host h = {0};
+    sandbox_page_begin(f->sb, PAGE, &f->dl); /* a fresh budget */
+    S_set_list(f, &h, S_ENDLESS);
+    /* at the for line: the items' Lua __index spends the budget there */
+    S_render_err(f, "b.html", "templates/b.html", 1,
+                 "instruction budget exceeded (limits.lua_instructions = 50000)");
+    assert_true(h.fields >= 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -572,6 +682,9 @@ int main(void)
         T(test_field_loops),
         T(test_field_loop_errors),
         T(test_field_loop_budget),
+        T(test_list_reader),
+        T(test_list_reader_cap),
+        T(test_list_reader_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
