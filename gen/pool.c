@@ -427,8 +427,11 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
             if (w->pid < 0 || w->broken || !w->rang)
                 continue;
             w->rang = false;
-            /* near the end hold fewer, so the last jobs spread over the workers */
-            size_t want = 1 + (n - next) / (2 * (size_t)nw);
+            /* near the end hold fewer, so the last jobs spread over the workers;
+             * a phase of a few jobs (the report's pages, checks.json) is
+             * given one job at a time: they are few and large, and a job
+             * queued behind the longest would wait for it */
+            size_t want = n < (size_t)nw * QUEUE_MAX * 4 ? 1 : 1 + (n - next) / (2 * (size_t)nw);
             S_feed(w, jobs, n, &next, want < QUEUE_MAX ? want : QUEUE_MAX);
         }
         double now = S_now(), wait = o->deadline;

@@ -27,7 +27,7 @@
 
 #define NJOBS 600
 
-typedef enum { P_OK, P_BIG, P_SLOW, P_TERM, P_EXIT, P_HANG } plan;
+typedef enum { P_OK, P_BIG, P_SLOW, P_LONG, P_TERM, P_EXIT, P_HANG } plan;
 
 /* set before pool_run; the workers see the copy they were forked with */
 static plan S_plan[NJOBS];
@@ -70,6 +70,9 @@ void render_job(renderer *r, size_t job, page_record *rec)
     case P_SLOW:
         nanosleep(&(struct timespec){0, 150 * 1000 * 1000}, NULL);
         break;
+    case P_LONG:
+        nanosleep(&(struct timespec){0, 600 * 1000 * 1000}, NULL);
+        break;
     default:
         break;
     }
@@ -84,7 +87,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
         memset(rec->summary, 'a' + (int)(job % 26), n);
         rec->summary[n] = '\0';
     } else {
-        rec->summary = xstrdup("");
+        rec->summary = xasprintf("%d", (int)getpid()); /* who rendered it */
     }
 }
 
@@ -176,6 +179,22 @@ static void test_records_by_job(void **state)
     }
 }
 
+/* A phase of a few jobs whose first is long (the report's pages and
+ * checks.json): nothing waits queued behind the long one, the other worker
+ * renders all the rest. */
+static void test_few_jobs_not_queued_behind_a_long_one(void **state)
+{
+    (void)state;
+    for (size_t j = 0; j < 12; j++)
+        S_jobs[j] = j;
+    S_plan[0] = P_LONG;
+    S_run(2, 30, 12);
+    for (size_t j = 1; j < 12; j++) {
+        S_built(j);
+        assert_string_not_equal(S_rec[j].summary, S_rec[0].summary);
+    }
+}
+
 /* A crash and an exit in the middle of a worker's queue: those two jobs fail
  * with the worker's end, all the others are built. */
 static void test_crash_fails_only_its_job(void **state)
@@ -255,6 +274,8 @@ static void test_no_renderer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_few_jobs_not_queued_behind_a_long_one, S_setup,
+                                        S_teardown),
         cmocka_unit_test_setup_teardown(test_records_by_job, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_crash_fails_only_its_job, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_timeout_fails_only_its_job, S_setup, S_teardown),
