@@ -199,62 +199,97 @@ void buf_put_html(buf *b, const char *s, size_t len)
     buf_put(b, s + run, len - run);
 }
 
+/* "00" to "99": two digits per division. */
+static const char S_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
+static const unsigned long long S_pow10[20] = {
+    1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+    100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+    1000000000000000000ull, 10000000000000000000ull};
+
 void buf_put_int(buf *b, long long v)
 {
-    char tmp[24], *p = tmp + sizeof tmp;
+    S_room(b, 20); /* "-9223372036854775808" */
+    char *o = b->ptr + b->len;
     unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
     if (v < 0)
-        *--p = '-';
-    buf_put(b, p, (size_t)(tmp + sizeof tmp - p));
+        *o++ = '-';
+    size_t n = 1;
+    while (n < 20 && u >= S_pow10[n])
+        n++;
+    char *e = o + n;
+    b->len = (size_t)(e - b->ptr);
+    *e = '\0';
+    while (u >= 100) {
+        e -= 2;
+        memcpy(e, S_pairs + 2 * (u % 100), 2);
+        u /= 100;
+    }
+    if (u >= 10) {
+        e -= 2;
+        memcpy(e, S_pairs + 2 * u, 2);
+    } else {
+        *--e = (char)('0' + u);
+    }
+}
+
+/* v = m / 2^k with k <= 10 has the exact decimal N / 10^k, N = m * 5^k.
+ * When N < 1e17 it has at most 17 digits, so %.17g prints them all without
+ * rounding, and as a fixed-point number (v >= 2^-10 > 1e-4, v < 1e17),
+ * trailing zeros dropped: that text is written here. False: not such a v
+ * (nothing written). Quotes' fractions (0.5, 0.875, 40.25) are these. */
+static bool S_put_dyadic(buf *b, double v)
+{
+    double m = fabs(v);
+    if (!(m < 1e17))
+        return false;
+    unsigned k = 0;
+    while (m != (double)(long long)m) { /* exact: a power of two's multiple */
+        if (++k > 10)
+            return false;
+        m *= 2;
+    }
+    unsigned long long n = (unsigned long long)m, pow5 = 1;
+    for (unsigned i = 0; i < k; i++)
+        pow5 *= 5;
+    if (k == 0 || n >= 100000000000000000ull / pow5)
+        return false;
+    n *= pow5;
+    unsigned long long scale = S_pow10[k], frac = n % scale;
+    if (v < 0)
+        buf_putc(b, '-');
+    buf_put_int(b, (long long)(n / scale));
+    char digits[10];
+    for (unsigned i = k; i-- > 0; frac /= 10)
+        digits[i] = (char)('0' + frac % 10);
+    while (k > 0 && digits[k - 1] == '0')
+        k--;
+    S_room(b, 11);
+    char *o = b->ptr + b->len;
+    *o++ = '.';
+    memcpy(o, digits, k);
+    b->len += k + 1;
+    b->ptr[b->len] = '\0';
+    return true;
 }
 
 void buf_put_g17(buf *b, double v)
 {
-    /* integers below 2^53 print the same under %.17g: digits, no point */
-    if (v == v && v >= -9007199254740992.0 && v <= 9007199254740992.0 && v == (double)(long long)v &&
-        !(v == 0 && signbit(v)) && (v < 0 ? -v : v) < 1e17) {
+    /* An integral value below 1e17 has at most 17 digits, and %.17g prints
+     * all of them, without a point or an exponent (from 1e17 on it writes an
+     * exponent): its integer digits are the same text. -0.0 keeps its sign
+     * through printf. NaN fails the first test, so it is never cast. */
+    if (fabs(v) < 1e17 && v == (double)(long long)v && (v != 0 || !signbit(v))) {
         buf_put_int(b, (long long)v);
         return;
     }
-    buf_printf(b, "%.17g", v);
-}
-
-void buf_rd_get(buf_reader *r, void *out, size_t n)
-{
-    if (r->bad || (size_t)(r->end - r->p) < n) {
-        r->bad = true;
-        memset(out, 0, n);
+    if (S_put_dyadic(b, v))
         return;
-    }
-    memcpy(out, r->p, n);
-    r->p += n;
-}
-
-uint32_t buf_rd_u32(buf_reader *r)
-{
-    uint32_t v;
-    buf_rd_get(r, &v, sizeof v);
-    return v;
-}
-
-uint64_t buf_rd_u64(buf_reader *r)
-{
-    uint64_t v;
-    buf_rd_get(r, &v, sizeof v);
-    return v;
-}
-
-const char *buf_rd_span(buf_reader *r, size_t n)
-{
-    if (r->bad || (size_t)(r->end - r->p) < n) {
-        r->bad = true;
-        return NULL;
-    }
-    const char *s = r->p;
-    r->p += n;
-    return s;
+    S_room(b, 32); /* "-2.2250738585072014e-308" is the longest */
+    int n = snprintf(b->ptr + b->len, 32, "%.17g", v);
+    if (n > 0 && n < 32)
+        b->len += (size_t)n;
+    b->ptr[b->len] = '\0';
 }

@@ -56,7 +56,7 @@ void buf_vprintf(buf *b, const char *fmt, va_list ap);
 void buf_truncate(buf *b, size_t len);
 /* Decimal text of v, without printf (hot loops write millions of these). */
 void buf_put_int(buf *b, long long v);
-/* v as "%.17g" writes it (shortest round trip for integers, printf else). */
+/* v as "%.17g" writes it (integers below 1e17 without printf). */
 void buf_put_g17(buf *b, double v);
 /* Returns the content as a malloc'ed NUL-terminated string owned by the caller
  * (never NULL) and leaves b empty. */
@@ -82,10 +82,43 @@ typedef struct {
     bool bad;
 } buf_reader;
 
-void buf_rd_get(buf_reader *r, void *out, size_t n);
-uint32_t buf_rd_u32(buf_reader *r);
-uint64_t buf_rd_u64(buf_reader *r);
+/* Inline: decoding a record or a page's figures reads a few bytes at a
+ * time, and a call for each was most of the work. */
+static inline void buf_rd_get(buf_reader *r, void *out, size_t n)
+{
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        memset(out, 0, n);
+        return;
+    }
+    memcpy(out, r->p, n);
+    r->p += n;
+}
+
+static inline uint32_t buf_rd_u32(buf_reader *r)
+{
+    uint32_t v;
+    buf_rd_get(r, &v, sizeof v);
+    return v;
+}
+
+static inline uint64_t buf_rd_u64(buf_reader *r)
+{
+    uint64_t v;
+    buf_rd_get(r, &v, sizeof v);
+    return v;
+}
+
 /* The next n bytes where they are; NULL when fewer are left. */
-const char *buf_rd_span(buf_reader *r, size_t n);
+static inline const char *buf_rd_span(buf_reader *r, size_t n)
+{
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        return NULL;
+    }
+    const char *s = r->p;
+    r->p += n;
+    return s;
+}
 
 #endif

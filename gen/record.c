@@ -58,6 +58,15 @@ static void S_bytes(buf *b, const char *s, size_t n)
 }
 static void S_str(buf *b, const char *s) { S_bytes(b, s ? s : "", s ? strlen(s) : 0); }
 
+/* A figure's string: its length, its bytes and their NUL, so that figures
+ * read back can point at their strings where they are (S_decode_figs). */
+static void S_fig_str_put(buf *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    S_u32(b, (uint32_t)n);
+    buf_put(b, s ? s : "", n + 1);
+}
+
 /* The figures' encoding: what a figstore keeps. */
 static void S_encode_figs(const figure *figs, size_t n, buf *out)
 {
@@ -65,15 +74,15 @@ static void S_encode_figs(const figure *figs, size_t n, buf *out)
         const figure *f = &figs[i];
         S_u32(out, (uint32_t)f->line);
         S_u32(out, (uint32_t)f->col);
-        S_str(out, f->quote);
-        S_str(out, f->expr);
-        S_str(out, f->mode);
+        S_fig_str_put(out, f->quote);
+        S_fig_str_put(out, f->expr);
+        S_fig_str_put(out, f->mode);
         S_u32(out, (uint32_t)f->tier);
         S_u32(out, f->ok);
         S_f64(out, f->value);
-        S_str(out, f->detail);
-        S_str(out, f->provenance);
-        S_str(out, f->anchor);
+        S_fig_str_put(out, f->detail);
+        S_fig_str_put(out, f->provenance);
+        S_fig_str_put(out, f->anchor);
     }
 }
 
@@ -137,13 +146,6 @@ static void S_get(reader *rd, void *out, size_t n) { buf_rd_get(&rd->in, out, n)
 static uint32_t S_get_u32(reader *rd) { return buf_rd_u32(&rd->in); }
 static uint64_t S_get_u64(reader *rd) { return buf_rd_u64(&rd->in); }
 
-static double S_get_f64(reader *rd)
-{
-    double v;
-    S_get(rd, &v, sizeof v);
-    return v;
-}
-
 static char *S_get_bytes(reader *rd, size_t *len)
 {
     uint32_t n = S_get_u32(rd);
@@ -176,53 +178,56 @@ static size_t S_get_count(reader *rd, size_t min_item)
     return n;
 }
 
-/* A string of a figure: into the reader's block, or only stepped over when
- * there is nowhere to keep it (NULL). */
-static char *S_fig_str(reader *rd, bool keep)
+/* A string of a figure at p: its length, its bytes and their NUL. Sets *s
+ * to it where it is and returns what follows, or NULL when it is not
+ * well-formed within end. */
+static inline const char *S_fig_str(const char *p, const char *end, char **s)
 {
-    if (keep)
-        return S_get_str(rd);
-    buf_rd_span(&rd->in, S_get_u32(rd));
-    return NULL;
+    uint32_t n;
+    if (end - p < 4)
+        return NULL;
+    memcpy(&n, p, 4);
+    p += 4;
+    if ((size_t)(end - p) <= n || p[n] != '\0')
+        return NULL;
+    *s = (char *)p; /* not const only because figure's fields are not */
+    return p + n + 1;
 }
 
-/* Reads n figures into figs, or, with figs NULL, only checks them (nothing
- * is copied); counts[] as record_fig_counts. The one description of the
- * figures' encoding besides S_encode_figs. */
-static void S_decode_figs(reader *rd, size_t n, figure *figs, uint32_t counts[4])
+/* Checks the n figures encoded in the len bytes at p and counts them in
+ * counts[] (as record_fig_counts); with figs, also sets figs[] to them. A
+ * decoded figure's strings point into p: nothing is copied, and they live
+ * as long as p's bytes. True when the bytes are exactly n well-formed
+ * figures. The one description of the encoding besides S_encode_figs; the
+ * parent runs it on every record, so it reads with one pointer. */
+static bool S_decode_figs(const char *p, size_t len, size_t n, figure *figs, uint32_t counts[4])
 {
+    const char *end = p + len;
     figure scratch;
-    bool keep = figs != NULL;
-    for (size_t i = 0; i < n && !rd->in.bad; i++) {
-        figure *f = keep ? &figs[i] : &scratch;
-        f->line = (int)S_get_u32(rd);
-        f->col = (int)S_get_u32(rd);
-        f->quote = S_fig_str(rd, keep);
-        f->expr = S_fig_str(rd, keep);
-        f->mode = S_fig_str(rd, keep);
-        uint32_t tier = S_get_u32(rd);
-        if (tier > FIG_CITED)
-            rd->in.bad = true;
-        f->tier = (fig_tier)(tier > FIG_CITED ? 0 : tier);
-        uint32_t ok = S_get_u32(rd);
-        if (ok > 1)
-            rd->in.bad = true;
-        f->ok = ok == 1;
-        f->value = S_get_f64(rd);
-        f->detail = S_fig_str(rd, keep);
-        f->provenance = S_fig_str(rd, keep);
-        f->anchor = S_fig_str(rd, keep);
+    for (size_t i = 0; i < n; i++) {
+        figure *f = figs ? &figs[i] : &scratch;
+        uint32_t u[2];
+        if (end - p < 8)
+            return false;
+        memcpy(u, p, 8);
+        f->line = (int)u[0];
+        f->col = (int)u[1];
+        if (!(p = S_fig_str(p + 8, end, &f->quote)) || !(p = S_fig_str(p, end, &f->expr)) ||
+            !(p = S_fig_str(p, end, &f->mode)) || end - p < 16)
+            return false;
+        memcpy(u, p, 8); /* tier, ok */
+        memcpy(&f->value, p + 8, 8);
+        if (u[0] > FIG_CITED || u[1] > 1)
+            return false;
+        f->tier = (fig_tier)u[0];
+        f->ok = u[1] == 1;
+        if (!(p = S_fig_str(p + 16, end, &f->detail)) ||
+            !(p = S_fig_str(p, end, &f->provenance)) || !(p = S_fig_str(p, end, &f->anchor)))
+            return false;
         counts[f->tier]++;
         counts[3] += !f->ok;
     }
-}
-
-/* Checks n encoded figures without keeping them, and counts them. */
-static bool S_check_figs(const char *p, size_t len, size_t n, uint32_t counts[4])
-{
-    reader rd = {{p, p + len, false}, NULL, 0, 0};
-    S_decode_figs(&rd, n, NULL, counts);
-    return !rd.in.bad && rd.in.p == rd.in.end;
+    return p == end;
 }
 
 int record_decode(const char *data, size_t len, figstore *st, page_record *r)
@@ -246,21 +251,22 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r)
     rd.block[room] = '\0';
     r->block = rd.block;
     if (st) {
-        if (!S_check_figs(figs, flen, nfigs, r->fig_counts)) {
+        if (!S_decode_figs(figs, flen, nfigs, NULL, r->fig_counts)) {
             record_free(r);
             return -1;
         }
         r->figs_at = figstore_append(st, figs, flen);
         r->figs_len = flen;
     } else {
-        reader fr = {{figs, figs + flen, false}, rd.block, 0, room};
+        /* the figures' span, copied at once to the block's start, holds
+         * their strings (flen < room: the span is part of the record) */
+        memcpy(rd.block, figs, flen);
         r->figs = xcalloc(r->nfigs + 1, sizeof *r->figs);
-        S_decode_figs(&fr, nfigs, r->figs, r->fig_counts);
-        if (fr.in.bad || fr.in.p != fr.in.end) {
+        if (!S_decode_figs(rd.block, flen, nfigs, r->figs, r->fig_counts)) {
             record_free(r);
             return -1;
         }
-        rd.used = fr.used;
+        rd.used = flen;
     }
     r->url = S_get_str(&rd);
     r->src = S_get_str(&rd);
@@ -338,7 +344,6 @@ void record_figs_buf_free(record_figs_buf *fb)
 {
     free(fb->figs);
     buf_free(&fb->bytes);
-    buf_free(&fb->block);
     memset(fb, 0, sizeof *fb);
 }
 
@@ -353,13 +358,9 @@ const figure *record_figures(const page_record *r, const figstore *st, record_fi
         fb->figs = xcalloc(r->nfigs, sizeof *fb->figs);
         fb->cap = r->nfigs;
     }
-    buf_clear(&fb->block);
-    buf_grow(&fb->block, fb->bytes.len);
-    reader rd = {{fb->bytes.ptr, fb->bytes.ptr + fb->bytes.len, false}, fb->block.ptr, 0,
-                 fb->bytes.len};
     uint32_t counts[4] = {0, 0, 0, 0};
-    S_decode_figs(&rd, r->nfigs, fb->figs, counts);
-    return rd.in.bad ? NULL : fb->figs;
+    bool ok = S_decode_figs(fb->bytes.ptr, fb->bytes.len, r->nfigs, fb->figs, counts);
+    return ok ? fb->figs : NULL;
 }
 
 void record_fig_counts(const page_record *r, uint32_t counts[4])

@@ -1879,7 +1879,7 @@ static void S_render_checks_json(renderer *r, page_record *rec)
     if (path)
         fs_stream_open(&w, path, old);
     report_totals t = {0, 0, {0, 0, 0}};
-    buf b = BUF_INIT;
+    buf b = BUF_INIT, head = BUF_INIT;
     uint64_t bytes = 0;
     report_json_head(&b);
     for (size_t j = 0; j < r->e.nrecords; j++) {
@@ -1894,8 +1894,9 @@ static void S_render_checks_json(renderer *r, page_record *rec)
         }
         r->figs_now = NULL; /* the buffer is reused here */
         char *url = S_full_url(r, pr->url);
+        report_json_page(&head, url, pr->src);
         for (size_t k = 0; k < pr->nfigs; k++) {
-            report_json_figure(&b, &t, url, pr->src, &figs[k]);
+            report_json_figure(&b, &t, &head, &figs[k]);
             if (b.len >= ((size_t)1 << 20)) {
                 if (path)
                     fs_stream_write(&w, b.ptr, b.len);
@@ -1918,6 +1919,7 @@ static void S_render_checks_json(renderer *r, page_record *rec)
     }
     rec->out_bytes = bytes;
     buf_free(&b);
+    buf_free(&head);
     free(path);
     free(old);
 }

@@ -1,41 +1,74 @@
 #include "report.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* A string literal's bytes, without strlen. */
 #define S_LIT(b, s) buf_put((b), (s), sizeof(s) - 1)
 
-/* s escaped for a JSON string, with its quotes. 200,000 figures make tens
- * of megabytes: the worst case is reserved once, and bytes are copied in a
- * plain loop (most strings are short and need no escape at all). */
-static void S_json_str(buf *b, const char *s)
+/* What a byte becomes inside a JSON string: 0 itself, else the letter after
+ * the backslash ('u': \u00XX). Only what must be escaped is. */
+static const unsigned char S_esc[256] = {
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 't', 'n', 'u', 'u', 'u', 'u', 'u',
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
+    ['"'] = '"', ['\\'] = '\\'};
+
+/* Whether one of the eight bytes of w is below 0x20, '"' or '\\' (a byte
+ * equal to c is zero after the xor; (x - ones*k) & ~x & high is nonzero
+ * exactly when some byte of x is below k). */
+static inline bool S_esc_word(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t q = w ^ (ones * '"'), s = w ^ (ones * '\\');
+    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((s - ones) & ~s)) & high;
+}
+
+/* One byte of a string, escaped; returns the output's new end. */
+static inline char *S_esc_byte(char *o, unsigned char c)
 {
     static const char hex[] = "0123456789abcdef";
+    unsigned char e = S_esc[c];
+    if (!e) {
+        *o++ = (char)c;
+    } else if (e != 'u') {
+        o[0] = '\\';
+        o[1] = (char)e;
+        o += 2;
+    } else {
+        memcpy(o, "\\u00", 4);
+        o[4] = hex[c >> 4];
+        o[5] = hex[c & 15];
+        o += 6;
+    }
+    return o;
+}
+
+/* s escaped for a JSON string, with its quotes. 200,000 figures make tens
+ * of megabytes: the worst case is reserved once, and plain text (nearly all
+ * of it) is checked and copied eight bytes at a time. */
+static void S_json_str(buf *b, const char *s)
+{
     size_t n = s ? strlen(s) : 0;
-    buf_grow(b, 6 * n + 2);
+    if (6 * n + 2 >= b->cap - b->len)
+        buf_grow(b, 6 * n + 2);
     char *o = b->ptr + b->len;
     *o++ = '"';
-    for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end; p++) {
-        unsigned char c = *p;
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-        } else if (c == '"' || c == '\\') {
-            *o++ = '\\';
-            *o++ = (char)c;
-        } else if (c == '\n') {
-            *o++ = '\\';
-            *o++ = 'n';
-        } else if (c == '\t') {
-            *o++ = '\\';
-            *o++ = 't';
-        } else {
-            memcpy(o, "\\u00", 4);
-            o[4] = hex[c >> 4];
-            o[5] = hex[c & 15];
-            o += 6;
+    size_t i = 0;
+    while (n - i >= 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (!S_esc_word(w)) {
+            memcpy(o, &w, 8);
+            o += 8;
+            i += 8;
+            continue;
         }
+        for (size_t stop = i + 8; i < stop; i++)
+            o = S_esc_byte(o, (unsigned char)s[i]);
     }
+    for (; i < n; i++)
+        o = S_esc_byte(o, (unsigned char)s[i]);
     *o++ = '"';
     b->len = (size_t)(o - b->ptr);
     b->ptr[b->len] = '\0';
@@ -43,16 +76,36 @@ static void S_json_str(buf *b, const char *s)
 
 void report_json_head(buf *out) { buf_puts(out, "{\n  \"figures\": ["); }
 
-void report_json_figure(buf *b, report_totals *t, const char *page_url, const char *src,
-                        const figure *fg)
+void report_json_page(buf *page, const char *page_url, const char *src)
+{
+    buf_clear(page);
+    S_LIT(page, "\n    {\"page\": ");
+    S_json_str(page, page_url);
+    S_LIT(page, ", \"file\": ");
+    S_json_str(page, src);
+    S_LIT(page, ", \"line\": ");
+}
+
+/* What follows the value, by tier and status (tier * 2 + ok): the names are
+ * fig_tier_name's (a unit test holds them to it). */
+#define S_TS(tier, status) ", \"tier\": \"" tier "\", \"status\": \"" status "\", \"detail\": "
+static const struct {
+    const char *s;
+    size_t len;
+} S_tier_status[6] = {
+    {S_TS("computed", "fail"), sizeof S_TS("computed", "fail") - 1},
+    {S_TS("computed", "pass"), sizeof S_TS("computed", "pass") - 1},
+    {S_TS("measured", "fail"), sizeof S_TS("measured", "fail") - 1},
+    {S_TS("measured", "pass"), sizeof S_TS("measured", "pass") - 1},
+    {S_TS("cited", "fail"), sizeof S_TS("cited", "fail") - 1},
+    {S_TS("cited", "pass"), sizeof S_TS("cited", "pass") - 1},
+};
+
+void report_json_figure(buf *b, report_totals *t, const buf *page, const figure *fg)
 {
     if (t->total)
         buf_putc(b, ',');
-    S_LIT(b, "\n    {\"page\": ");
-    S_json_str(b, page_url);
-    S_LIT(b, ", \"file\": ");
-    S_json_str(b, src);
-    S_LIT(b, ", \"line\": ");
+    buf_put(b, page->ptr, page->len);
     buf_put_int(b, fg->line);
     S_LIT(b, ", \"col\": ");
     buf_put_int(b, fg->col);
@@ -68,10 +121,8 @@ void report_json_figure(buf *b, report_totals *t, const char *page_url, const ch
         S_LIT(b, ", \"value\": ");
         buf_put_g17(b, fg->value);
     }
-    S_LIT(b, ", \"tier\": \"");
-    buf_puts(b, fig_tier_name(fg->tier));
-    buf_puts(b, fg->ok ? "\", \"status\": \"pass\", \"detail\": "
-                       : "\", \"status\": \"fail\", \"detail\": ");
+    unsigned ts = (unsigned)fg->tier * 2 + fg->ok;
+    buf_put(b, S_tier_status[ts].s, S_tier_status[ts].len);
     S_json_str(b, fg->detail);
     S_LIT(b, ", \"provenance\": ");
     S_json_str(b, fg->provenance);

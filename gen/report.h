@@ -1,7 +1,8 @@
 /* report: checks.json, every figure of the site in one file, for tools and
  * CI (the HTML report is a template's work). The caller streams it: a head,
- * one call per figure in page order, a tail with the totals; each appends
- * to a buffer the caller flushes when it likes. */
+ * for each page its part of the figures' objects and then one call per
+ * figure, in page order, a tail with the totals; each appends to a buffer the
+ * caller flushes when it likes. */
 #ifndef KV_REPORT_H
 #define KV_REPORT_H
 
@@ -16,9 +17,12 @@ typedef struct {
 } report_totals;
 
 void report_json_head(buf *out);
-/* page_url: the page's URL with the base path; src: its file. */
-void report_json_figure(buf *out, report_totals *t, const char *page_url, const char *src,
-                        const figure *f);
+/* Sets page (replacing its content) to what every figure of one page starts
+ * with: page_url, the page's URL with the base path, and src, its file,
+ * escaped once for all of them. The caller owns page (buf_free). */
+void report_json_page(buf *page, const char *page_url, const char *src);
+/* One figure of the page that report_json_page described in page. */
+void report_json_figure(buf *out, report_totals *t, const buf *page, const figure *f);
 void report_json_tail(buf *out, const report_totals *t);
 
 #endif

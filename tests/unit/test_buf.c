@@ -1,5 +1,8 @@
 /* Unit tests for gen/buf.c: the growable buffer, HTML escaping, the x* family
  * and the out-of-memory policy (exit status 70 with one line on stderr). */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -333,6 +336,87 @@ static void test_oom_exits_70(void **state)
     assert_string_equal(out, want);
 }
 
+/* buf_put_int against printf's %lld, on the edges of every digit count. */
+static void test_put_int(void **state)
+{
+    (void)state;
+    buf b = BUF_INIT;
+    char want[32];
+    long long edges[] = {0, 1, -1, 9, 10, 99, 100, LLONG_MAX, LLONG_MIN, LLONG_MIN + 1};
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+        buf_clear(&b);
+        buf_put_int(&b, edges[i]);
+        snprintf(want, sizeof want, "%lld", edges[i]);
+        assert_string_equal(b.ptr, want);
+    }
+    for (long long p = 1; p <= LLONG_MAX / 10; p *= 10) {
+        long long around[] = {p - 1, p, p + 1, -(p - 1), -p, -(p + 1)};
+        for (size_t i = 0; i < 6; i++) {
+            buf_clear(&b);
+            buf_putc(&b, 'x'); /* after other bytes */
+            buf_put_int(&b, around[i]);
+            snprintf(want, sizeof want, "x%lld", around[i]);
+            assert_string_equal(b.ptr, want);
+            assert_int_equal(b.len, strlen(want));
+        }
+    }
+    buf_free(&b);
+}
+
+/* One value through buf_put_g17 and through printf's "%.17g". */
+static void S_g17_is_printf(double v)
+{
+    buf b = BUF_INIT;
+    char want[64];
+    buf_puts(&b, "v=");
+    buf_put_g17(&b, v);
+    snprintf(want, sizeof want, "v=%.17g", v);
+    if (strcmp(b.ptr, want) != 0 || b.len != strlen(want))
+        fail_msg("%a: \"%s\", printf: \"%s\"", v, b.ptr, want);
+    buf_free(&b);
+}
+
+/* buf_put_g17 writes integers below 1e17 and fractions m / 2^k (k <= 10,
+ * up to 17 digits) itself, and leaves everything else to printf: the text
+ * is printf's either way, on every boundary of those rules. */
+static void test_put_g17(void **state)
+{
+    (void)state;
+    const double two53 = 9007199254740992.0;
+    double edges[] = {
+        0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 0.875, 0.1, 1.0 / 3, 40.25, 1e15, 1e16, 1e16 + 2,
+        1e17, -1e17, 1e17 - 16, -(1e17 - 16), 1e17 + 16, 1e18, two53, two53 + 2, two53 - 1,
+        -two53, -two53 - 2, 2 * two53, 123456789012345.5, 1234567890123456.5, 99999999999999.99,
+        0x1p-10, 0x1p-11, 3 * 0x1p-10, -0x1p-10, 0x1p-1074, DBL_MIN, DBL_MAX, -DBL_MAX,
+        1e-5, 0.0001, 0.00048828125, 12345678.123046875, 9.2233720368547758e18, 1e300,
+        NAN, -NAN, INFINITY, -INFINITY, 234881024.0, 402653184.0};
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
+        S_g17_is_printf(edges[i]);
+    /* every k up to and past 10, with the largest numerators around 1e17 / 5^k */
+    for (int k = 1; k <= 12; k++) {
+        double scale = ldexp(1.0, -k), pow5 = pow(5, k);
+        double top = floor(1e17 / pow5);
+        for (double m = 1; m < 64; m++) {
+            S_g17_is_printf(m * scale);
+            S_g17_is_printf(-m * scale);
+            S_g17_is_printf((top - m) * scale);
+            S_g17_is_printf((top + m) * scale);
+        }
+    }
+    /* and a spread of random bit patterns and random dyadic fractions */
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double v;
+        memcpy(&v, &x, sizeof v);
+        S_g17_is_printf(v);
+        S_g17_is_printf(ldexp((double)(x >> (x % 64)), -(int)(x % 14)));
+        S_g17_is_printf((double)(int64_t)x / 1024.0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +429,8 @@ int main(void)
         cmocka_unit_test(test_detach),
         cmocka_unit_test(test_printf),
         cmocka_unit_test(test_put_html),
+        cmocka_unit_test(test_put_int),
+        cmocka_unit_test(test_put_g17),
         cmocka_unit_test(test_x_family),
         cmocka_unit_test(test_oom_exits_70),
     };

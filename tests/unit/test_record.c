@@ -254,14 +254,16 @@ static void S_small(page_record *r)
     diag_error(&r->diags, "a.md", 1, 1, "m");
 }
 
-/* job, done, then the figures as one span (count, length, bytes), then the
- * rest of the record */
+/* job, done, then the figures as one span (count, length, bytes: a figure's
+ * strings are length, bytes, NUL), then the rest of the record */
 enum {
     OFF_NFIGS = 8,
     OFF_FIGS_LEN = OFF_NFIGS + 4,
-    OFF_TIER = OFF_FIGS_LEN + 4 + 4 + 4 + (4 + 3) + (4 + 1) + (4 + 1),
+    OFF_QUOTE_NUL = OFF_FIGS_LEN + 4 + 4 + 4 + 4 + 3,
+    OFF_TIER = OFF_QUOTE_NUL + 1 + (4 + 1 + 1) + (4 + 1 + 1),
     OFF_OK = OFF_TIER + 4,
-    OFF_URL_LEN = OFF_OK + 4 + 8 + (4 + 1) + 4 + (4 + 5),
+    OFF_ANCHOR_NUL = OFF_OK + 4 + 8 + (4 + 1 + 1) + (4 + 1) + 4 + 5,
+    OFF_URL_LEN = OFF_ANCHOR_NUL + 1,
     OFF_NIDS = OFF_URL_LEN + 4 * 3,
     OFF_NLINKS = OFF_NIDS + 4,
     OFF_NDIAGS = OFF_NLINKS + 4,
@@ -301,6 +303,9 @@ static void test_corruption_refused(void **state)
     memcpy(&v, enc.ptr + OFF_LEVEL, 4);
     assert_int_equal(v, DIAG_ERROR);
     assert_int_equal(S_decode_with(&enc, OFF_TIER, FIG_CITED), 0);
+    assert_int_equal(enc.ptr[OFF_QUOTE_NUL], '\0');
+    assert_int_equal(enc.ptr[OFF_ANCHOR_NUL], '\0');
+    assert_memory_equal(enc.ptr + OFF_ANCHOR_NUL - 5, "fig-1", 5);
 
     /* counts and lengths beyond what is there: refused without allocating them */
     assert_int_equal(S_decode_with(&enc, OFF_URL_LEN, 0xFFFFFFFFu), -1);
@@ -316,6 +321,32 @@ static void test_corruption_refused(void **state)
     assert_int_equal(S_decode_with(&enc, OFF_FIGS_LEN, OFF_URL_LEN - OFF_FIGS_LEN - 3), -1);
     assert_int_equal(S_decode_with(&enc, OFF_NDIAGS, 0xFFFFFFFFu), -1);
     assert_int_equal(S_decode_with(&enc, OFF_NDIAGS, 0), -1);
+    record_free(&r);
+    buf_free(&enc);
+}
+
+/* A figure's string without its NUL is refused, kept in memory or in a
+ * store: decoded figures point at their strings where they are. */
+static void test_figure_string_nul_required(void **state)
+{
+    (void)state;
+    page_record r, d;
+    S_small(&r);
+    buf enc = BUF_INIT;
+    record_encode(&r, NULL, &enc);
+    figstore st;
+    assert_int_equal(figstore_open(&st, "/tmp"), 0);
+    const size_t at[] = {OFF_QUOTE_NUL, OFF_ANCHOR_NUL};
+    for (size_t i = 0; i < 2; i++) {
+        enc.ptr[at[i]] = 'x';
+        assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), -1);
+        assert_int_equal(record_decode(enc.ptr, enc.len, &st, &d), -1);
+        enc.ptr[at[i]] = '\0';
+    }
+    assert_int_equal(record_decode(enc.ptr, enc.len, &st, &d), 0);
+    assert_int_equal(st.pending.len, OFF_URL_LEN - OFF_FIGS_LEN - 4); /* only the good one */
+    record_free(&d);
+    figstore_close(&st);
     record_free(&r);
     buf_free(&enc);
 }
@@ -648,6 +679,14 @@ static void test_figures_in_a_store(void **state)
         assert_non_null(f);
         S_same_fig(&f[0], &r.figs[0]);
         S_same_fig(&f[1], &r.figs[1]);
+        /* nothing copied: the strings are in the bytes read back */
+        for (int k = 0; k < 2; k++) {
+            const char *strs[] = {f[k].quote, f[k].expr, f[k].mode, f[k].detail,
+                                  f[k].provenance, f[k].anchor};
+            for (size_t i = 0; i < N(strs); i++)
+                assert_true(strs[i] > fb.bytes.ptr &&
+                            strs[i] + strlen(strs[i]) < fb.bytes.ptr + fb.bytes.len);
+        }
         buf_clear(&again);
         record_encode(&stored, &st, &again);
         assert_int_equal(again.len, enc.len);
@@ -676,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_every_prefix_refused),
         cmocka_unit_test(test_corruption_refused),
         cmocka_unit_test(test_enum_out_of_range_refused),
+        cmocka_unit_test(test_figure_string_nul_required),
         cmocka_unit_test(test_bit_flips_never_crash),
         cmocka_unit_test(test_reads_round_trip),
         cmocka_unit_test(test_reads_truncated_refused),

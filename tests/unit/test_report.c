@@ -34,11 +34,13 @@ static void test_document(void **state)
     (void)state;
     buf b = BUF_INIT;
     report_totals t = {0, 0, {0, 0, 0}};
+    buf page = BUF_INIT;
     report_json_head(&b);
     figure a = S_fig("224 MiB", "kv.bytes(m, 4096)", FIG_COMPUTED, true, 234881024.0);
     figure c = S_fig("7.03×", "quest", FIG_CITED, false, 0.0);
-    report_json_figure(&b, &t, "/docs/a/", "content/a.md", &a);
-    report_json_figure(&b, &t, "/docs/a/", "content/a.md", &c);
+    report_json_page(&page, "/docs/a/", "content/a.md");
+    report_json_figure(&b, &t, &page, &a);
+    report_json_figure(&b, &t, &page, &c);
     report_json_tail(&b, &t);
     const char *want =
         "{\n  \"figures\": [\n"
@@ -58,6 +60,7 @@ static void test_document(void **state)
     assert_int_equal(t.failed, 1);
     assert_int_equal(t.tiers[FIG_CITED], 1);
     buf_free(&b);
+    buf_free(&page);
 }
 
 static void test_escapes(void **state)
@@ -65,15 +68,106 @@ static void test_escapes(void **state)
     (void)state;
     buf b = BUF_INIT;
     report_totals t = {0, 0, {0, 0, 0}};
+    buf page = BUF_INIT;
     figure f = S_fig("a\"b\\c\nd\te\x01\x1f 键", "x", FIG_MEASURED, true, NAN);
     f.provenance = NULL; /* absent: an empty string */
-    report_json_figure(&b, &t, "/", "", &f);
+    report_json_page(&page, "/", "");
+    report_json_figure(&b, &t, &page, &f);
     assert_non_null(strstr(b.ptr, "\"quote\": \"a\\\"b\\\\c\\nd\\te\\u0001\\u001f 键\""));
     assert_non_null(strstr(b.ptr, "\"value\": null")); /* not a number */
     assert_non_null(strstr(b.ptr, "\"provenance\": \"\""));
     assert_int_equal(b.ptr[0], '\n'); /* the first figure has no comma */
     assert_int_equal(b.len, strlen(b.ptr));
     buf_free(&b);
+    buf_free(&page);
+}
+
+/* What the escapes were before they went eight bytes at a time: a byte at a
+ * time, \" \\ \n \t, \u00XX for the other bytes below 0x20. */
+static void S_escape_ref(buf *b, const char *s)
+{
+    buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            buf_printf(b, "\\%c", *p);
+        else if (*p == '\n')
+            buf_puts(b, "\\n");
+        else if (*p == '\t')
+            buf_puts(b, "\\t");
+        else if (*p < 0x20)
+            buf_printf(b, "\\u%04x", *p);
+        else
+            buf_putc(b, *p);
+    }
+    buf_putc(b, '"');
+}
+
+/* Every byte that needs an escape (and the plain bytes around their codes),
+ * at every offset of strings up to 40 bytes long, within and after the
+ * eight-byte words, in a figure's quote and in the page's fields. */
+static void test_escapes_everywhere(void **state)
+{
+    (void)state;
+    const unsigned char special[] = {1, 0x08, '\t', '\n', 0x0c, '\r', 0x1f, ' ', '!', '"',
+                                     '#', '[', '\\', ']', 0x7f, 0x80, 0xe9, 0xff};
+    char s[48];
+    buf got = BUF_INIT, want = BUF_INIT, page = BUF_INIT;
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t at = 0; at < len; at++) {
+            for (size_t k = 0; k < sizeof special; k++) {
+                for (size_t i = 0; i < len; i++)
+                    s[i] = (char)('a' + i % 26);
+                s[at] = (char)special[k];
+                s[len - 1 - (at * 7) % len] = (char)special[(k + 3) % sizeof special];
+                s[len] = '\0';
+                report_totals t = {0, 0, {0, 0, 0}};
+                figure f = S_fig(s, "e", FIG_COMPUTED, true, 1.0);
+                buf_clear(&got);
+                report_json_page(&page, s, "f.md");
+                report_json_figure(&got, &t, &page, &f);
+                buf_clear(&want);
+                buf_puts(&want, "\n    {\"page\": ");
+                S_escape_ref(&want, s);
+                buf_puts(&want, ", \"file\": \"f.md\", \"line\": 12, \"col\": 3, \"quote\": ");
+                S_escape_ref(&want, s);
+                buf_puts(&want, ", \"expr\": \"e\", \"mode\": \"=\", \"value\": 1, ");
+                assert_true(got.len > want.len);
+                if (memcmp(got.ptr, want.ptr, want.len) != 0)
+                    fail_msg("length %zu, byte 0x%02x at %zu:\n%s\n%s", len, special[k], at,
+                             got.ptr, want.ptr);
+            }
+        }
+    }
+    buf_free(&got);
+    buf_free(&want);
+    buf_free(&page);
+}
+
+/* The tier and status words are fig_tier_name's and the figure's ok. */
+static void test_tier_and_status(void **state)
+{
+    (void)state;
+    buf b = BUF_INIT, page = BUF_INIT, want = BUF_INIT;
+    report_json_page(&page, "/", "a.md");
+    for (int tier = FIG_COMPUTED; tier <= FIG_CITED; tier++) {
+        for (int ok = 0; ok < 2; ok++) {
+            report_totals t = {0, 0, {0, 0, 0}};
+            figure f = S_fig("q", "e", (fig_tier)tier, ok, 0.5);
+            buf_clear(&b);
+            report_json_figure(&b, &t, &page, &f);
+            buf_clear(&want);
+            buf_printf(&want, "\"value\": %s, \"tier\": \"%s\", \"status\": \"%s\", \"detail\": \"d\", ",
+                       tier == FIG_CITED ? "null" : "0.5", fig_tier_name((fig_tier)tier),
+                       ok ? "pass" : "fail");
+            if (!strstr(b.ptr, want.ptr))
+                fail_msg("%s\nhas no\n%s", b.ptr, want.ptr);
+            assert_int_equal(t.tiers[tier], 1);
+            assert_int_equal(t.failed, !ok);
+        }
+    }
+    buf_free(&b);
+    buf_free(&page);
+    buf_free(&want);
 }
 
 int main(void)
@@ -81,6 +175,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_document),
         cmocka_unit_test(test_escapes),
+        cmocka_unit_test(test_escapes_everywhere),
+        cmocka_unit_test(test_tier_and_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
