@@ -100,3 +100,33 @@ int figstore_read(const figstore *st, uint64_t off, size_t n, buf *out)
     out->ptr[n] = '\0';
     return 0;
 }
+
+int figstore_view(const figstore *st, figstore_window *w, uint64_t off, size_t n,
+                  const char **p)
+{
+    if (w->bytes.ptr && off >= w->off && n <= w->bytes.len && off - w->off <= w->bytes.len - n) {
+        *p = w->bytes.ptr + (off - w->off);
+        return 0;
+    }
+    uint64_t total = st->flushed + st->pending.len;
+    if (off + n < off || off + n > total) {
+        errno = EINVAL;
+        return -1;
+    }
+    size_t want = n > FIGSTORE_WINDOW ? n : FIGSTORE_WINDOW;
+    if (want > total - off)
+        want = (size_t)(total - off);
+    if (figstore_read(st, off, want, &w->bytes) != 0) {
+        buf_clear(&w->bytes);
+        return -1;
+    }
+    w->off = off;
+    *p = w->bytes.ptr;
+    return 0;
+}
+
+void figstore_window_free(figstore_window *w)
+{
+    buf_free(&w->bytes);
+    w->off = 0;
+}

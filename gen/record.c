@@ -343,7 +343,7 @@ uint64_t record_digest(const page_record *r)
 void record_figs_buf_free(record_figs_buf *fb)
 {
     free(fb->figs);
-    buf_free(&fb->bytes);
+    figstore_window_free(&fb->win);
     memset(fb, 0, sizeof *fb);
 }
 
@@ -351,7 +351,8 @@ const figure *record_figures(const page_record *r, const figstore *st, record_fi
 {
     if (r->figs || r->nfigs == 0)
         return r->figs;
-    if (!st || figstore_read(st, r->figs_at, r->figs_len, &fb->bytes) != 0)
+    const char *bytes;
+    if (!st || figstore_view(st, &fb->win, r->figs_at, r->figs_len, &bytes) != 0)
         return NULL;
     if (fb->cap < r->nfigs) {
         free(fb->figs);
@@ -359,7 +360,7 @@ const figure *record_figures(const page_record *r, const figstore *st, record_fi
         fb->cap = r->nfigs;
     }
     uint32_t counts[4] = {0, 0, 0, 0};
-    bool ok = S_decode_figs(fb->bytes.ptr, fb->bytes.len, r->nfigs, fb->figs, counts);
+    bool ok = S_decode_figs(bytes, r->figs_len, r->nfigs, fb->figs, counts);
     return ok ? fb->figs : NULL;
 }
 

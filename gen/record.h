@@ -57,12 +57,12 @@ uint64_t record_digest(const page_record *r);
 typedef struct {
     figure *figs;
     size_t cap;
-    buf bytes;  /* the encoding read back: the figures' strings point into it */
+    figstore_window win; /* the encoding read back: the figures' strings point into it */
 } record_figs_buf;
 
 void record_figs_buf_free(record_figs_buf *fb);
 /* r's figures (r->nfigs of them): r->figs, or decoded from st into fb, valid
- * until fb is used again or freed. Stored figures are read into fb->bytes and
+ * until fb is used again or freed. Stored figures are read into fb->win and
  * their strings point there, NUL-terminated (nothing else is copied): fb
  * owns them, the caller reads them only. NULL when they cannot be read (an
  * I/O error, or bytes that are not the figures r says). */

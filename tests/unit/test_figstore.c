@@ -1,5 +1,6 @@
 /* Unit tests for gen/figstore.c: appends come back by offset, whether still
- * pending or written; reads past the end fail; the file has no name. */
+ * pending or written, read directly or through a window; reads past the end
+ * fail; the file has no name. */
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -70,6 +71,55 @@ static void test_append_and_read(void **state)
     fs_remove_tree(dir);
 }
 
+/* Reads through a window: records read one after the other come from one
+ * read; one outside the window, larger than it, at the end or still pending
+ * is read again; a read past the end fails and leaves nothing. */
+static void test_window(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kvsite-test-figstore-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    figstore st;
+    assert_int_equal(figstore_open(&st, dir), 0);
+    enum { N = 3 * FIGSTORE_WINDOW + 100 };
+    char *data = malloc(N);
+    for (size_t i = 0; i < N; i++)
+        data[i] = (char)(i * 13 + 1);
+    assert_int_equal(figstore_append(&st, data, N - 100), 0);
+    assert_int_equal(figstore_flush(&st), 0);
+    assert_int_equal(figstore_append(&st, data + N - 100, 100), N - 100); /* pending */
+    figstore_window w = {BUF_INIT, 0};
+    const char *p, *q;
+    assert_int_equal(figstore_view(&st, &w, 10, 50, &p), 0);
+    assert_memory_equal(p, data + 10, 50);
+    /* the next records: in the same window, nothing read */
+    assert_int_equal(figstore_view(&st, &w, 60, 1000, &q), 0);
+    assert_ptr_equal(q, p + 50);
+    assert_int_equal(figstore_view(&st, &w, 10 + FIGSTORE_WINDOW - 8, 8, &q), 0);
+    assert_ptr_equal(q, p + FIGSTORE_WINDOW - 8);
+    /* across the window's end, and back before its start */
+    assert_int_equal(figstore_view(&st, &w, 10 + FIGSTORE_WINDOW - 8, 9, &q), 0);
+    assert_memory_equal(q, data + 10 + FIGSTORE_WINDOW - 8, 9);
+    assert_int_equal(figstore_view(&st, &w, 5, 10, &q), 0);
+    assert_memory_equal(q, data + 5, 10);
+    /* larger than a window */
+    assert_int_equal(figstore_view(&st, &w, 1, 2 * FIGSTORE_WINDOW, &q), 0);
+    assert_memory_equal(q, data + 1, 2 * FIGSTORE_WINDOW);
+    /* the last bytes, some of them pending */
+    assert_int_equal(figstore_view(&st, &w, N - 150, 150, &q), 0);
+    assert_memory_equal(q, data + N - 150, 150);
+    assert_int_equal(figstore_view(&st, &w, N - 1, 1, &q), 0);
+    assert_memory_equal(q, data + N - 1, 1);
+    /* past the end */
+    assert_int_equal(figstore_view(&st, &w, N - 1, 2, &q), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_int_equal(figstore_view(&st, &w, UINT64_MAX - 1, 4, &q), -1);
+    figstore_window_free(&w);
+    free(data);
+    figstore_close(&st);
+    fs_remove_tree(dir);
+}
+
 static void test_open_fails_without_a_folder(void **state)
 {
     (void)state;
@@ -84,6 +134,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_and_read),
+        cmocka_unit_test(test_window),
         cmocka_unit_test(test_open_fails_without_a_folder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

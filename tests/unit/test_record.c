@@ -684,8 +684,8 @@ static void test_figures_in_a_store(void **state)
             const char *strs[] = {f[k].quote, f[k].expr, f[k].mode, f[k].detail,
                                   f[k].provenance, f[k].anchor};
             for (size_t i = 0; i < N(strs); i++)
-                assert_true(strs[i] > fb.bytes.ptr &&
-                            strs[i] + strlen(strs[i]) < fb.bytes.ptr + fb.bytes.len);
+                assert_true(strs[i] > fb.win.bytes.ptr &&
+                            strs[i] + strlen(strs[i]) < fb.win.bytes.ptr + fb.win.bytes.len);
         }
         buf_clear(&again);
         record_encode(&stored, &st, &again);
