@@ -416,6 +416,51 @@ static size_t S_nonfinite_word(const char *t, size_t len, size_t p)
     return 0;
 }
 
+/* The common quote "480 MiB", "53.1%", "7": no mark, no sign, no separators,
+ * a first digit of 1-9, at most one point, ASCII spaces before the unit. Fills
+ * q's number and unit and returns true when t[0..len) is such a quote of a
+ * known unit; otherwise (also for every malformed quote) false, and the
+ * general parser decides, as it would decide for these too. */
+static bool S_parse_plain(const char *t, size_t len, const quote_unitset *u, quote *q)
+{
+    if (!(t[0] >= '1' && t[0] <= '9'))
+        return false;
+    double m = 0;
+    size_t i = 0, point = 0;
+    int ndig = 0;
+    for (; i < len; i++) {
+        if (S_is_digit(t[i])) {
+            m = m * 10 + (t[i] - '0');
+            ndig++;
+        } else if (t[i] == '.' && !point && i + 1 < len && S_is_digit(t[i + 1])) {
+            point = i;
+        } else {
+            break;
+        }
+    }
+    if (ndig > QUOTE_MAX_DIGITS)
+        return false;
+    size_t end = i;
+    /* what could continue the number (a point, a separator, an exponent) or
+     * be a space other than ASCII is the general parser's */
+    if (i < len && (t[i] == '.' || t[i] == ',' || t[i] == 'e' || t[i] == 'E' ||
+                    (unsigned char)t[i] == 0xC2 || (unsigned char)t[i] == 0xE2))
+        return false;
+    while (i < len && t[i] == ' ')
+        i++;
+    if (i < len && ((unsigned char)t[i] == 0xC2 || (unsigned char)t[i] == 0xE2 || S_is_digit(t[i])))
+        return false;
+    const quote_unit *unit = quote_units_find(u, t + i, len - i);
+    if (!unit)
+        return false;
+    q->decimals = point ? (int)(end - point - 1) : 0;
+    q->mantissa = m;
+    q->number = m / S_pow10[q->decimals];
+    q->spaced = i > end && unit->name[0];
+    q->unit = *unit;
+    return true;
+}
+
 int quote_parse(const char *s, size_t len, const quote_unitset *u, quote *out, buf *err)
 {
     if (!s)
@@ -451,6 +496,10 @@ int quote_parse(const char *s, size_t len, const quote_unitset *u, quote *out, b
     memset(&q, 0, sizeof q);
     memcpy(q.text, s, len);
     const char *t = q.text;
+    if (S_parse_plain(t, len, u, &q)) {
+        *out = q;
+        return 0;
+    }
     size_t p = 0;
 
     if (S_has(t, len, p, "~"))

@@ -54,6 +54,14 @@ typedef struct {
 
 static const parse_case S_parse_cases[] = {
     {"224 MiB", 224, 224, 0, "MiB", QUOTE_BYTES, false, true, "224 MiB", 0},
+    /* the plain form the parser reads first, and its edges */
+    {"480MiB", 480, 480, 0, "MiB", QUOTE_BYTES, false, false, "480MiB", 0},
+    {"480   MiB", 480, 480, 0, "MiB", QUOTE_BYTES, false, true, "480   MiB", 0},
+    {"123456789012345", 123456789012345.0, 123456789012345.0, 0, "", QUOTE_COUNT, false, false,
+     "123456789012345", 0},
+    {"1.00000000000001", 1.00000000000001, 100000000000001.0, 14, "", QUOTE_COUNT, false, false,
+     "1.00000000000001", 0},
+    {"7 \xC3\x97", 7, 7, 0, "\xC3\x97", QUOTE_RATIO, false, true, "7 \xC3\x97", 0},
     {"0.06 GiB", 0.06, 6, 2, "GiB", QUOTE_BYTES, false, true, "0.06 GiB", 0},
     {"12.25 GiB", 12.25, 1225, 2, "GiB", QUOTE_BYTES, false, true, "12.25 GiB", 0},
     {"2 TiB", 2, 2, 0, "TiB", QUOTE_BYTES, false, true, "2 TiB", 0},
