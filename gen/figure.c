@@ -650,6 +650,16 @@ static size_t S_lint_unit(const char *s, size_t n, bool spaced)
         unsigned char len;
     } words[] = {{"KiB", 3}, {"MiB", 3}, {"GiB", 3}, {"TiB", 3}, {"KB", 2},  {"kB", 2},
                  {"MB", 2},  {"GB", 2},  {"TB", 2},  {"bits", 4}, {"bit", 3}, {"B", 1}};
+    if (n == 0)
+        return 0;
+    /* most numbers in prose are followed by a word that starts no unit */
+    switch ((unsigned char)s[0]) {
+    case 'K': case 'M': case 'G': case 'T': case 'k': case 'b': case 'B':
+    case '%': case 'x': case 0xC3: case 0xE5:
+        break;
+    default:
+        return 0;
+    }
     for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
         size_t wl = words[k].len;
         if (n < wl || s[0] != words[k].w[0] || memcmp(s, words[k].w, wl) != 0)
