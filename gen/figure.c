@@ -9,19 +9,6 @@
 #include "quote.h"
 #include "utf8.h"
 
-/* The provenance of a figure that was not measured and the mode of an exact
- * figure, shared by most figures instead of two allocations each: never
- * written, and fig_ctx_free (the only place that frees a figure's strings)
- * leaves them alone. */
-static const char S_no_provenance[] = "";
-static const char S_exact_mode[] = "=";
-
-static void S_free_str(char *s)
-{
-    if (s != S_no_provenance && s != S_exact_mode)
-        free(s);
-}
-
 void fig_ctx_init(fig_ctx *c)
 {
     memset(c, 0, sizeof *c);
@@ -35,16 +22,24 @@ void fig_ctx_free(fig_ctx *c)
 {
     for (size_t i = 0; i < c->nfigs; i++) {
         figure *f = &c->figs[i];
+        if (f->block) {
+            free(f->block);
+            continue;
+        }
         free(f->quote);
         free(f->expr);
-        S_free_str(f->mode);
+        free(f->mode);
         free(f->detail);
-        S_free_str(f->provenance);
+        free(f->provenance);
         free(f->anchor);
     }
     free(c->figs);
     c->figs = NULL;
     c->nfigs = c->cap = 0;
+    buf_free(&c->tmp);
+    buf_free(&c->detail);
+    buf_free(&c->href);
+    c->href_of[0] = c->href_of[1] = c->href_of[2] = NULL;
 }
 
 const char *fig_tier_name(fig_tier t)
@@ -92,19 +87,61 @@ yes:
     return true;
 }
 
-span_kind fig_classify(const char *lit, size_t len)
+/* fig_classify of a trimmed literal; *brace as S_figure_parts sets it. */
+static span_kind S_classify(const char *lit, size_t len, size_t *brace)
 {
-    S_trim(&lit, &len);
     if (len >= 5 && memcmp(lit, "{lua}", 5) == 0 && (len == 5 || S_space(lit[5])))
         return SPAN_INLINE_LUA;
-    size_t brace;
-    if (!S_figure_parts(lit, len, &brace))
+    if (!S_figure_parts(lit, len, brace))
         return SPAN_CODE;
-    if (brace > 0 && lit[brace - 1] == '\\')
+    if (*brace > 0 && lit[*brace - 1] == '\\')
         return SPAN_ESCAPED;
     return SPAN_FIGURE;
 }
 
+span_kind fig_classify(const char *lit, size_t len)
+{
+    S_trim(&lit, &len);
+    size_t brace;
+    return S_classify(lit, len, &brace);
+}
+
+/* A piece of text that need not end in NUL. */
+typedef struct {
+    const char *s;
+    size_t n;
+} S_str;
+
+#define S_LIT(lit) ((S_str){"" lit, sizeof(lit) - 1})
+#define S_BUF(b) ((S_str){(b)->ptr, (b)->len})
+
+/* Keeps c->href, the start of the links to the report up to the anchor's
+ * number ("<a href=\"/checks/#page-"), and c->prefix_len in step with the
+ * ctx's strings: built once per page instead of escaped for every figure. */
+static void S_update_href(fig_ctx *c)
+{
+    if (c->href.len && c->href_of[0] == c->report_url && c->href_of[1] == c->base_path &&
+        c->href_of[2] == c->anchor_prefix)
+        return;
+    buf *h = &c->href;
+    buf_clear(h);
+    buf_puts(h, "<a href=\"");
+    if (c->report_url) {
+        buf_put_html(h, c->report_url, strlen(c->report_url));
+        buf_putc(h, '#');
+    } else {
+        buf_put_html(h, c->base_path, strlen(c->base_path));
+        buf_puts(h, "/checks/#");
+    }
+    c->prefix_len = strlen(c->anchor_prefix);
+    buf_put_html(h, c->anchor_prefix, c->prefix_len);
+    buf_putc(h, '-');
+    c->href_of[0] = c->report_url;
+    c->href_of[1] = c->base_path;
+    c->href_of[2] = c->anchor_prefix;
+}
+
+/* A new figure at the end of c->figs; its strings are set by S_pack. */
 static figure *S_new_figure(fig_ctx *c, int line, int col)
 {
     if (c->nfigs == c->cap) {
@@ -115,22 +152,49 @@ static figure *S_new_figure(fig_ctx *c, int line, int col)
     memset(f, 0, sizeof *f);
     f->line = line;
     f->col = col;
-    /* "<prefix>-<n>" in one allocation of its size, without printf: pages
-     * have many figures */
+    return f;
+}
+
+/* Sets f's strings, copied into one allocation (f->block), the anchor
+ * "<prefix>-<n>" made here: a figure costs one malloc and one free. */
+static void S_pack(fig_ctx *c, figure *f, S_str qt, S_str expr, S_str mode, S_str detail,
+                   S_str prov)
+{
+    S_update_href(c);
     char num[24], *d = num + sizeof num;
-    size_t n = c->anchor_base + c->nfigs;
+    size_t n = c->anchor_base + (size_t)(f - c->figs) + 1;
     do {
         *--d = (char)('0' + n % 10);
         n /= 10;
     } while (n);
-    size_t pn = strlen(c->anchor_prefix), dn = (size_t)(num + sizeof num - d);
-    f->anchor = xmalloc(pn + 1 + dn + 1);
-    memcpy(f->anchor, c->anchor_prefix, pn);
-    f->anchor[pn] = '-';
-    memcpy(f->anchor + pn + 1, d, dn);
-    f->anchor[pn + 1 + dn] = '\0';
-    f->provenance = (char *)S_no_provenance;
-    return f;
+    size_t dn = (size_t)(num + sizeof num - d);
+    const S_str part[] = {qt, expr, mode, detail, prov};
+    size_t total = c->prefix_len + 1 + dn + 1;
+    for (size_t i = 0; i < 5; i++)
+        total += part[i].n + 1;
+    char *p = f->block = xmalloc(total);
+    char **field[] = {&f->quote, &f->expr, &f->mode, &f->detail, &f->provenance};
+    for (size_t i = 0; i < 5; i++) {
+        *field[i] = p;
+        if (part[i].n)
+            memcpy(p, part[i].s, part[i].n);
+        p += part[i].n;
+        *p++ = '\0';
+    }
+    f->anchor = p;
+    memcpy(p, c->anchor_prefix, c->prefix_len);
+    p += c->prefix_len;
+    *p++ = '-';
+    memcpy(p, d, dn);
+    p[dn] = '\0';
+}
+
+/* s[0..n) as a C string in b (cleared first); valid until b changes. */
+static const char *S_cstr(buf *b, const char *s, size_t n)
+{
+    buf_clear(b);
+    buf_put(b, s, n);
+    return buf_cstr(b);
 }
 
 /* Reports a Lua error of an expression or block. Budget and memory errors are
@@ -160,8 +224,11 @@ static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
 /* "<span ... title=\"" up to the title's text. */
 static void S_open_span(buf *enter, const figure *f)
 {
-    S_PUTL(enter, "<span class=\"fig\" data-tier=\"");
-    buf_puts(enter, fig_tier_name(f->tier));
+    switch (f->tier) {
+    case FIG_MEASURED: S_PUTL(enter, "<span class=\"fig\" data-tier=\"measured"); break;
+    case FIG_CITED: S_PUTL(enter, "<span class=\"fig\" data-tier=\"cited"); break;
+    default: S_PUTL(enter, "<span class=\"fig\" data-tier=\"computed"); break;
+    }
     if (f->ok)
         S_PUTL(enter, "\" title=\"");
     else
@@ -240,27 +307,29 @@ static bool S_valid_key(const char *k, size_t n)
     return true;
 }
 
-static void S_cite(fig_ctx *c, figure *f, const char *key, size_t n, bool in_link, buf *enter,
-                   buf *exit)
+static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, bool in_link,
+                   buf *enter, buf *exit)
 {
     f->tier = FIG_CITED;
-    f->expr = xstrndup(key, n);
-    f->mode = xstrdup("cite");
+    const char *k = S_cstr(&c->tmp, key, n);
+    buf *d = &c->detail;
+    buf_clear(d);
     const yv *entry = NULL;
     if (!S_valid_key(key, n)) {
-        f->detail = xasprintf("malformed source key \"%s\"", f->expr);
+        buf_printf(d, "malformed source key \"%s\"", k);
     } else if (!sources_present(c->src)) {
-        f->detail = xasprintf("cited source \"%s\", but there is no %s", f->expr, SOURCES_FILE);
-    } else if (!(entry = sources_get(c->src, f->expr))) {
-        f->detail = xasprintf("cited source \"%s\" is not in %s", f->expr, SOURCES_FILE);
+        buf_printf(d, "cited source \"%s\", but there is no %s", k, SOURCES_FILE);
+    } else if (!(entry = sources_get(c->src, k))) {
+        buf_printf(d, "cited source \"%s\" is not in %s", k, SOURCES_FILE);
     }
     if (!entry) {
-        diag_error(c->dl, c->file, f->line, f->col, "%s", f->detail);
+        diag_error(c->dl, c->file, f->line, f->col, "%s", buf_cstr(d));
     } else {
         f->ok = true;
         const char *title = yv_string(yv_get(entry, "title"));
-        f->detail = xstrdup(title ? title : f->expr);
+        buf_puts(d, title ? title : k);
     }
+    S_pack(c, f, qt, (S_str){k, n}, S_LIT("cite"), S_BUF(d), S_LIT(""));
     S_open_span(enter, f);
     S_PUTL(enter, "cited: ");
     S_put_html(enter, f->detail);
@@ -271,12 +340,76 @@ static void S_cite(fig_ctx *c, figure *f, const char *key, size_t n, bool in_lin
         S_PUTL(exit, "</a></span>");
 }
 
+/* Evaluates the expression ex (en bytes, NUL-terminated) of figure f quoted
+ * as q and writes its detail into c->detail. Returns true when the detail
+ * is an error still to be reported (a Lua error is reported here). */
+static bool S_check(fig_ctx *c, figure *f, const quote *q, const char *ex, size_t en, bool approx,
+                    double tol, S_str quote_text, S_str *prov)
+{
+    buf *d = &c->detail;
+    char small[256];
+    buf codebuf = BUF_INIT;
+    size_t cn;
+    const char *cp = S_return_code(small, sizeof small, &codebuf, ex, en, &cn);
+    sandbox_figure_begin(c->sb);
+    int nres = 0;
+    sandbox_error lerr;
+    lua_State *L = sandbox_lua(c->sb);
+    bool report = false;
+    if (sandbox_eval(c->sb, cp, cn, c->file, f->line, &nres, &lerr) != 0) {
+        buf_printf(d, "in figure `%.*s`: %s", (int)quote_text.n, quote_text.s, lerr.msg);
+        S_lua_error(c, &lerr, f->line, f->col, "in figure");
+        sandbox_error_free(&lerr);
+        buf_free(&codebuf);
+        return false;
+    }
+    buf_free(&codebuf);
+    if (nres == 0) {
+        buf_printf(d, "the expression %s gives no value", ex);
+        return true;
+    }
+    for (int i = 0; i < nres; i++) {
+        int idx = -nres + i;
+        if (lua_type(L, idx) != LUA_TNUMBER) {
+            buf_printf(d, "value %d of `%s` is a %s, not a number", i + 1, ex,
+                       luaL_typename(L, idx));
+            report = true;
+            break;
+        }
+        double v = lua_tonumber(L, idx);
+        if (i == 0)
+            f->value = v;
+        if (quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), NULL))
+            continue;
+        /* again, for the message: failures are rare */
+        if (nres > 1)
+            buf_printf(d, "value %d of %d: ", i + 1, nres);
+        quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), d);
+        report = true;
+        break;
+    }
+    lua_pop(L, nres);
+    const char *pv = NULL;
+    if (sandbox_figure_measured(c->sb, &pv)) {
+        f->tier = FIG_MEASURED;
+        *prov = (S_str){pv, strlen(pv)};
+    }
+    if (!report) {
+        f->ok = true;
+        buf_put(d, ex, en);
+        S_PUTL(d, " = ");
+        quote_describe(q, f->value, sandbox_units(c->sb), d);
+    }
+    return report;
+}
+
 void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool in_link,
               buf *enter, buf *text, buf *exit, bool *code)
 {
     *code = false;
     S_trim(&lit, &len);
-    span_kind kind = fig_classify(lit, len);
+    size_t brace = 0;
+    span_kind kind = S_classify(lit, len, &brace);
     if (kind == SPAN_INLINE_LUA) {
         const char *e = lit + 5;
         size_t n = len - 5;
@@ -284,8 +417,6 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         S_inline_lua(c, e, n, line, col, text);
         return;
     }
-    size_t brace = 0;
-    S_figure_parts(lit, len, &brace);
     if (kind == SPAN_ESCAPED) {
         *code = true;
         buf_put(text, lit, brace - 1);
@@ -304,7 +435,7 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
             const char *k = in + 4;
             size_t kn = inn - 4;
             S_trim(&k, &kn);
-            char *key = xstrndup(k, kn);
+            const char *key = S_cstr(&c->tmp, k, kn);
             buf_put(text, qs, qn);
             if (!S_valid_key(k, kn) || !sources_get(c->src, key)) {
                 diag_error(c->dl, c->file, line, col, "cited source \"%s\" is not in %s", key,
@@ -317,25 +448,25 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
                 S_PUTL(enter, "\">");
                 S_PUTL(exit, "</a>");
             }
-            free(key);
             return;
         }
     }
     figure *f = S_new_figure(c, line, col);
-    f->quote = xstrndup(qs, qn);
+    S_str quote_text = {qs, qn};
     buf_put(text, qs, qn);
     if (qn == 0) {
-        f->expr = xstrndup(in, inn);
-        f->mode = xstrdup("?");
-        f->detail = xstrdup("a figure needs the quoted number before the braces: `224 MiB {= ...}`");
-        diag_error(c->dl, c->file, line, col, "%s", f->detail);
+        static const char msg[] =
+            "a figure needs the quoted number before the braces: `224 MiB {= ...}`";
+        S_pack(c, f, quote_text, (S_str){in, inn}, S_LIT("?"), (S_str){msg, sizeof msg - 1},
+               S_LIT(""));
+        diag_error(c->dl, c->file, line, col, "%s", msg);
         return;
     }
     if (in[0] == 'c') {
         const char *k = in + 4;
         size_t kn = inn - 4;
         S_trim(&k, &kn);
-        S_cite(c, f, k, kn, in_link, enter, exit);
+        S_cite(c, f, quote_text, k, kn, in_link, enter, exit);
         return;
     }
     /* mark and optional tolerance: "=", "≈", "~", "≈10%", "~2.5%" */
@@ -343,7 +474,6 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     size_t skip = in[0] == '=' || in[0] == '~' ? 1 : 3;
     double tol = c->tolerance;
     const char *p = in + skip, *end = in + inn;
-    const char *tol_start = p;
     if (approx) {
         const char *d = p;
         while (d < end && ((*d >= '0' && *d <= '9') || *d == '.'))
@@ -357,99 +487,53 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
             p = d + 1;
         }
     }
-    f->mode = p - in == 1 && in[0] == '=' ? (char *)S_exact_mode : xstrndup(in, (size_t)(p - in));
-    (void)tol_start;
+    S_str mode = {in, (size_t)(p - in)};
     const char *expr = p;
     size_t en = (size_t)(end - p);
     S_trim(&expr, &en);
-    f->expr = xstrndup(expr, en);
+    const char *ex = S_cstr(&c->tmp, expr, en);
+    buf *d = &c->detail;
+    buf_clear(d);
+    S_str prov = S_LIT("");
+    bool report = true;
     quote q;
     buf err = BUF_INIT;
-    buf msg = BUF_INIT;
     if (quote_parse(qs, qn, sandbox_units(c->sb), &q, &err) != 0) {
-        buf_printf(&msg, "malformed quote: %s", buf_cstr(&err));
+        S_PUTL(d, "malformed quote: ");
+        buf_put(d, buf_cstr(&err), err.len);
     } else if (en == 0) {
-        buf_puts(&msg, "the figure has no expression after its mark: `224 MiB {= EXPR}`");
+        buf_puts(d, "the figure has no expression after its mark: `224 MiB {= EXPR}`");
     } else if (!(tol >= 0 && tol < 1)) {
-        buf_puts(&msg, "tolerance must be between 0% and 100%");
+        buf_puts(d, "tolerance must be between 0% and 100%");
     } else {
-        char small[256];
-        buf codebuf = BUF_INIT;
-        size_t cn;
-        const char *cp = S_return_code(small, sizeof small, &codebuf, expr, en, &cn);
-        sandbox_figure_begin(c->sb);
-        int nres = 0;
-        sandbox_error lerr;
-        lua_State *L = sandbox_lua(c->sb);
-        if (sandbox_eval(c->sb, cp, cn, c->file, line, &nres, &lerr) != 0) {
-            f->detail = xasprintf("in figure `%s`: %s", f->quote, lerr.msg);
-            S_lua_error(c, &lerr, line, col, "in figure");
-            sandbox_error_free(&lerr);
-        } else if (nres == 0) {
-            buf_printf(&msg, "the expression %s gives no value", f->expr);
-        } else {
-            for (int i = 0; i < nres; i++) {
-                int idx = -nres + i;
-                if (lua_type(L, idx) != LUA_TNUMBER) {
-                    buf_printf(&msg, "value %d of `%s` is a %s, not a number", i + 1, f->expr,
-                               luaL_typename(L, idx));
-                    break;
-                }
-                double v = lua_tonumber(L, idx);
-                if (i == 0)
-                    f->value = v;
-                buf one = BUF_INIT;
-                if (!quote_check(&q, f->expr, v, approx, tol, sandbox_units(c->sb), &one)) {
-                    if (nres > 1)
-                        buf_printf(&msg, "value %d of %d: ", i + 1, nres);
-                    buf_put(&msg, buf_cstr(&one), one.len);
-                    buf_free(&one);
-                    break;
-                }
-                buf_free(&one);
-            }
-            lua_pop(L, nres);
-            const char *prov = NULL;
-            if (sandbox_figure_measured(c->sb, &prov)) {
-                f->tier = FIG_MEASURED;
-                S_free_str(f->provenance);
-                f->provenance = xstrdup(prov);
-            }
-            if (msg.len == 0) {
-                f->ok = true;
-                buf d = BUF_INIT;
-                buf_grow(&d, en + 80); /* at once: the expression and two numbers */
-                buf_put(&d, f->expr, en);
-                S_PUTL(&d, " = ");
-                quote_describe(&q, f->value, sandbox_units(c->sb), &d);
-                f->detail = buf_detach(&d);
-            }
-        }
-        buf_free(&codebuf);
+        report = S_check(c, f, &q, ex, en, approx, tol, quote_text, &prov);
     }
-    if (msg.len) {
-        diag_error(c->dl, c->file, line, col, "%s", buf_cstr(&msg));
-        f->detail = buf_detach(&msg);
-    }
-    if (!f->detail)
-        f->detail = xstrdup("");
+    buf_free(&err);
+    if (report)
+        diag_error(c->dl, c->file, line, col, "%s", buf_cstr(d));
+    S_pack(c, f, quote_text, (S_str){ex, en}, mode, S_BUF(d), prov);
     S_open_span(enter, f);
-    S_put_html(enter, f->detail);
+    if (f->ok) {
+        /* "EXPR = <quote_describe>": only the expression can need escaping */
+        buf_put_html(enter, f->detail, en);
+        buf_put(enter, f->detail + en, d->len - en);
+    } else {
+        buf_put_html(enter, f->detail, d->len);
+    }
     if (f->tier == FIG_MEASURED && f->ok) {
         S_PUTL(enter, "; measured: ");
         S_put_html(enter, f->provenance);
     }
     /* to the figure's row in the report page that lists it */
-    if (c->report_url)
-        S_open_link(enter, c->report_url, "#", f->anchor, in_link);
-    else
-        S_open_link(enter, c->base_path, "/checks/#", f->anchor, in_link);
-    if (in_link)
-        S_PUTL(exit, "</span>");
-    else
+    S_PUTL(enter, "\">");
+    if (!in_link) {
+        buf_put(enter, c->href.ptr, c->href.len);
+        buf_puts(enter, f->anchor + c->prefix_len + 1);
+        S_PUTL(enter, "\">");
         S_PUTL(exit, "</a></span>");
-    buf_free(&err);
-    buf_free(&msg);
+    } else {
+        S_PUTL(exit, "</span>");
+    }
 }
 
 char *fig_plain_text(const char *s)
@@ -566,6 +650,16 @@ static size_t S_lint_unit(const char *s, size_t n, bool spaced)
         unsigned char len;
     } words[] = {{"KiB", 3}, {"MiB", 3}, {"GiB", 3}, {"TiB", 3}, {"KB", 2},  {"kB", 2},
                  {"MB", 2},  {"GB", 2},  {"TB", 2},  {"bits", 4}, {"bit", 3}, {"B", 1}};
+    if (n == 0)
+        return 0;
+    /* most numbers in prose are followed by a word that starts no unit */
+    switch ((unsigned char)s[0]) {
+    case 'K': case 'M': case 'G': case 'T': case 'k': case 'b': case 'B':
+    case '%': case 'x': case 0xC3: case 0xE5:
+        break;
+    default:
+        return 0;
+    }
     for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
         size_t wl = words[k].len;
         if (n < wl || s[0] != words[k].w[0] || memcmp(s, words[k].w, wl) != 0)

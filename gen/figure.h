@@ -11,8 +11,10 @@
  *
  * A fig_ctx belongs to one page render; it collects every figure of the page
  * (owned by the ctx, released by fig_ctx_free) and adds diagnostics to dl.
- * A figure's strings are for reading: only fig_ctx_free releases them (an
- * empty provenance and the mode "=" may be shared static strings). */
+ * A figure's strings are for reading: only fig_ctx_free releases them. The
+ * figures fig_span makes keep all their strings in one allocation, f->block;
+ * a figure made elsewhere (block NULL) owns each string on its own. Figures
+ * may be moved (copied as structs) from one ctx or array to another. */
 #ifndef KV_FIGURE_H
 #define KV_FIGURE_H
 
@@ -37,6 +39,8 @@ typedef struct {
     char *detail;     /* passing: "234,881,024 B = 224.0 MiB"; failing: the message */
     char *provenance; /* measured figures: where the value came from; else "" */
     char *anchor;     /* id of the figure's row in the checks report */
+    char *block;      /* the allocation that holds all the strings above, or
+                       * NULL when each is its own (see fig_ctx_free) */
 } figure;
 
 typedef enum { SPAN_CODE, SPAN_INLINE_LUA, SPAN_FIGURE, SPAN_ESCAPED } span_kind;
@@ -46,6 +50,9 @@ typedef struct {
     const sources *src;
     double tolerance;          /* default relative tolerance of approximate quotes */
     const char *file;          /* the page's path, for diagnostics */
+    /* anchor_prefix, base_path and report_url are escaped once and the result
+     * kept for the next figures: set them before the first figure, or point
+     * them at other strings; never change the text they point at meanwhile. */
     const char *anchor_prefix; /* unique per page: "articles-kv-check" */
     const char *base_path;     /* "" or "/docs": prefix of links to the report */
     const char *report_url;    /* the report page that lists these figures
@@ -59,9 +66,17 @@ typedef struct {
     const char *md;            /* the Markdown the positions refer to (may be NULL) */
     size_t md_len;
     int md_first_line;         /* file line of md[0] */
+    /* fig_span's own, kept across figures to save allocations: */
+    buf tmp;                   /* the expression (or key) being checked */
+    buf detail;                /* the figure's detail being written */
+    buf href;                  /* "<a href=\"" up to the anchor's number, escaped */
+    const char *href_of[3];    /* the report_url, base_path, anchor_prefix of href */
+    size_t prefix_len;         /* strlen(anchor_prefix) */
 } fig_ctx;
 
 void fig_ctx_init(fig_ctx *c);
+/* Frees the figures (c->figs) and the ctx's buffers; c stays usable, with
+ * no figures. */
 void fig_ctx_free(fig_ctx *c);
 
 /* Looks at a code span's literal. For SPAN_CODE nothing is to be done.

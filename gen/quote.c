@@ -98,7 +98,8 @@ static bool S_is_ascii_space(int c)
 static bool S_has(const char *t, size_t len, size_t i, const char *lit)
 {
     size_t n = strlen(lit);
-    return n <= len - i && memcmp(t + i, lit, n) == 0;
+    /* the first byte settles most calls before memcmp */
+    return n <= len - i && (n == 0 || (t[i] == lit[0] && memcmp(t + i, lit, n) == 0));
 }
 
 #define U_NBSP "\xC2\xA0"
@@ -169,11 +170,12 @@ const char *quote_kind_name(quote_kind kind)
 
 static bool S_name_is(const quote_unit *unit, const char *name, size_t len)
 {
-    /* the first byte rules out most units before any strlen */
+    /* the first byte rules out most units; then the name ends right after
+     * len equal bytes (name[len] is inside the array), without strlen */
     if (len == 0)
         return unit->name[0] == '\0';
-    return unit->name[0] == name[0] && strlen(unit->name) == len &&
-           memcmp(unit->name, name, len) == 0;
+    return unit->name[0] == name[0] && len <= QUOTE_UNIT_NAME_MAX && unit->name[len] == '\0' &&
+           unit->name[len - 1] != '\0' && memcmp(unit->name, name, len) == 0;
 }
 
 const quote_unit *quote_units_find(const quote_unitset *u, const char *name, size_t len)
@@ -414,6 +416,51 @@ static size_t S_nonfinite_word(const char *t, size_t len, size_t p)
     return 0;
 }
 
+/* The common quote "480 MiB", "53.1%", "7": no mark, no sign, no separators,
+ * a first digit of 1-9, at most one point, ASCII spaces before the unit. Fills
+ * q's number and unit and returns true when t[0..len) is such a quote of a
+ * known unit; otherwise (also for every malformed quote) false, and the
+ * general parser decides, as it would decide for these too. */
+static bool S_parse_plain(const char *t, size_t len, const quote_unitset *u, quote *q)
+{
+    if (!(t[0] >= '1' && t[0] <= '9'))
+        return false;
+    double m = 0;
+    size_t i = 0, point = 0;
+    int ndig = 0;
+    for (; i < len; i++) {
+        if (S_is_digit(t[i])) {
+            m = m * 10 + (t[i] - '0');
+            ndig++;
+        } else if (t[i] == '.' && !point && i + 1 < len && S_is_digit(t[i + 1])) {
+            point = i;
+        } else {
+            break;
+        }
+    }
+    if (ndig > QUOTE_MAX_DIGITS)
+        return false;
+    size_t end = i;
+    /* what could continue the number (a point, a separator, an exponent) or
+     * be a space other than ASCII is the general parser's */
+    if (i < len && (t[i] == '.' || t[i] == ',' || t[i] == 'e' || t[i] == 'E' ||
+                    (unsigned char)t[i] == 0xC2 || (unsigned char)t[i] == 0xE2))
+        return false;
+    while (i < len && t[i] == ' ')
+        i++;
+    if (i < len && ((unsigned char)t[i] == 0xC2 || (unsigned char)t[i] == 0xE2 || S_is_digit(t[i])))
+        return false;
+    const quote_unit *unit = quote_units_find(u, t + i, len - i);
+    if (!unit)
+        return false;
+    q->decimals = point ? (int)(end - point - 1) : 0;
+    q->mantissa = m;
+    q->number = m / S_pow10[q->decimals];
+    q->spaced = i > end && unit->name[0];
+    q->unit = *unit;
+    return true;
+}
+
 int quote_parse(const char *s, size_t len, const quote_unitset *u, quote *out, buf *err)
 {
     if (!s)
@@ -449,6 +496,10 @@ int quote_parse(const char *s, size_t len, const quote_unitset *u, quote *out, b
     memset(&q, 0, sizeof q);
     memcpy(q.text, s, len);
     const char *t = q.text;
+    if (S_parse_plain(t, len, u, &q)) {
+        *out = q;
+        return 0;
+    }
     size_t p = 0;
 
     if (S_has(t, len, p, "~"))
@@ -550,8 +601,11 @@ static double S_round_half_away(double x)
     double a = fabs(x);
     if (!(a < 4503599627370496.0)) /* 2^52: integral already, or not finite */
         return x;
-    double n = floor(a);
-    double tol = fmin(a * QUOTE_TIE_REL, 1.0 / 1024);
+    /* floor and fmin without their calls: a is finite, below 2^52 and >= 0 */
+    double n = (double)(int64_t)a;
+    double tol = a * QUOTE_TIE_REL;
+    if (tol > 1.0 / 1024)
+        tol = 1.0 / 1024;
     if (a - n >= 0.5 - tol)
         n += 1;
     return copysign(n, x);
@@ -575,47 +629,52 @@ void quote_format_number(double v, int decimals, buf *out)
     if (!isfinite(x))
         x = v, decimals = 0;
     double r = fabs(S_round_half_away(x));
-    /* An integral %.0f prints no decimal point and no grouping: locale-free. */
-    char big[400];
-    const char *dg;
-    size_t n;
-    char tmp[24];
-    if (r < 18446744073709551616.0) {
-        /* an integral double below 2^64 is that integer exactly: its digits
-         * are what %.0f prints, without printf's cost (figures call this a lot) */
-        unsigned long long u = (unsigned long long)r;
-        char *p = tmp + sizeof tmp;
-        do {
-            *--p = (char)('0' + u % 10);
-            u /= 10;
-        } while (u);
-        dg = p;
-        n = (size_t)(tmp + sizeof tmp - p);
-    } else {
-        int nd = snprintf(big, sizeof big, "%.0f", r);
-        if (nd <= 0 || (size_t)nd >= sizeof big)
-            return;
-        dg = big;
-        n = (size_t)nd;
-    }
     /* the text is put together from its end and appended at once: the
      * decimals (zeros first when there are fewer digits), the point, the
      * integer digits with a comma every three, the sign */
-    char o[sizeof big + sizeof big / 3 + FORMAT_MAX_DECIMALS + 4];
+    char o[400 + 400 / 3 + FORMAT_MAX_DECIMALS + 4];
     char *end = o + sizeof o, *q = end;
     size_t dec = (size_t)decimals;
-    if (dec > 0) {
+    if (r < 18446744073709551616.0) {
+        /* an integral double below 2^64 is that integer exactly: its digits
+         * are what %.0f prints, without printf's cost (figures call this a
+         * lot), laid out as they come */
+        unsigned long long u = (unsigned long long)r;
+        for (size_t i = 0; i < dec; i++) {
+            *--q = (char)('0' + u % 10);
+            u /= 10;
+        }
+        if (dec > 0)
+            *--q = '.';
+        for (int group = 0;; group++) {
+            if (group == 3) {
+                *--q = ',';
+                group = 0;
+            }
+            *--q = (char)('0' + u % 10);
+            u /= 10;
+            if (!u)
+                break;
+        }
+    } else {
+        /* an integral %.0f prints no decimal point and no grouping: locale-free */
+        char big[400];
+        int nd = snprintf(big, sizeof big, "%.0f", r);
+        if (nd <= 0 || (size_t)nd >= sizeof big)
+            return;
+        size_t n = (size_t)nd;
         for (size_t i = 0; i < dec; i++)
-            *--q = i < n ? dg[n - 1 - i] : '0';
-        *--q = '.';
-    }
-    size_t nint = n > dec ? n - dec : 0;
-    if (nint == 0)
-        *--q = '0';
-    for (size_t i = 0; i < nint; i++) {
-        if (i > 0 && i % 3 == 0)
-            *--q = ',';
-        *--q = dg[nint - 1 - i];
+            *--q = i < n ? big[n - 1 - i] : '0';
+        if (dec > 0)
+            *--q = '.';
+        size_t nint = n > dec ? n - dec : 0;
+        if (nint == 0)
+            *--q = '0';
+        for (size_t i = 0; i < nint; i++) {
+            if (i > 0 && i % 3 == 0)
+                *--q = ',';
+            *--q = big[nint - 1 - i];
+        }
     }
     if (r != 0 && v < 0)
         *--q = '-';
@@ -627,6 +686,8 @@ static int S_shortest_decimals(double v)
 {
     double a = fabs(v);
     if (!isfinite(a) || a == 0)
+        return 0;
+    if (a < 4503599627370496.0 && (double)(int64_t)a == a) /* integral: most values */
         return 0;
     for (int d = 0; d < 17; d++) {
         double x = a * S_pow10[d];
@@ -792,8 +853,8 @@ void quote_describe(const quote *q, double value, const quote_unitset *u, buf *o
         return;
     }
     if (unit->kind == QUOTE_BYTES)
-        buf_puts(out, " B");
-    buf_puts(out, " = ");
+        buf_put(out, " B", 2);
+    buf_put(out, " = ", 3);
     if (!isfinite(value)) {
         quote_format_number(value, 0, out);
         return;

@@ -120,7 +120,8 @@ bool quote_check(const quote *q, const char *expr, double value, bool approx, do
 /* Appends the tooltip of a passing figure: the value in base units, then in the
  * quote's unit at one more decimal than the quote:
  *   234,881,024 B = 224.0 MiB      0.53125 = 53.1% (for "53%")      7
- * Units with scale 1 show the value once: "234,881,024 B", "7.03125×". */
+ * Units with scale 1 show the value once: "234,881,024 B", "7.03125×".
+ * The text has nothing to escape in HTML (no unit name holds & < > " '). */
 void quote_describe(const quote *q, double value, const quote_unitset *u, buf *out);
 
 /* Appends v with decimals digits after the point (clamped to 0..20), rounded

@@ -628,6 +628,61 @@ static void test_plain_text(void **state)
     assert_int_equal(wrong, 0);
 }
 
+/* The link to the report is made once per page from report_url, base_path and
+ * anchor_prefix, and made again when the ctx points at other strings. */
+static void test_report_links_and_ownership(void **state)
+{
+    fx *f = *state;
+    S_start(f);
+    f->c.report_url = "/docs/checks/a&b/";
+    f->c.anchor_prefix = "p<1>";
+    S_span(f, "224 MiB {= " QWEN "}");
+    assert_string_equal(S_last(f)->anchor, "p<1>-1");
+    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/docs/checks/a&amp;b/#p&lt;1&gt;-1\">"));
+    S_span(f, "224 MiB {= " QWEN "}");
+    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/docs/checks/a&amp;b/#p&lt;1&gt;-2\">"));
+    f->c.anchor_prefix = "q";
+    S_span(f, "224 MiB {= " QWEN "}");
+    assert_string_equal(S_last(f)->anchor, "q-3");
+    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/docs/checks/a&amp;b/#q-3\">"));
+    f->c.report_url = NULL;
+    f->c.base_path = "/b\"p";
+    S_span(f, "1 GB {= 'x'}"); /* failing figures link there too */
+    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/b&quot;p/checks/#q-4\">"));
+    /* a passing figure's expression is escaped in the title */
+    S_span(f, "1 B {= 1 < 2 and 1 or 0}");
+    assert_non_null(strstr(buf_cstr(&f->enter), "title=\"1 &lt; 2 and 1 or 0 = 1 B\""));
+    assert_int_equal(f->c.nfigs, 5);
+
+    /* figures move as structs (render.c gathers an include's figures into
+     * the page's), and whoever holds them last frees them with
+     * fig_ctx_free; a figure made elsewhere owns each string */
+    fig_ctx other;
+    fig_ctx_init(&other);
+    other.figs = calloc(f->c.nfigs + 1, sizeof *other.figs);
+    memcpy(other.figs, f->c.figs, f->c.nfigs * sizeof *f->c.figs);
+    other.nfigs = f->c.nfigs;
+    f->c.nfigs = 0;
+    figure *g = &other.figs[other.nfigs++];
+    g->quote = strdup("1 B");
+    g->expr = strdup("1");
+    g->mode = strdup("=");
+    g->detail = strdup("");
+    g->provenance = strdup("");
+    g->anchor = strdup("x-1");
+    assert_string_equal(other.figs[0].anchor, "p<1>-1");
+    assert_string_equal(other.figs[3].detail, "value 1 of `'x'` is a string, not a number");
+    assert_string_equal(other.figs[4].expr, "1 < 2 and 1 or 0");
+    fig_ctx_free(&other);
+    assert_int_equal(other.nfigs, 0);
+    /* the ctx goes on after its figures left */
+    S_span(f, "224 MiB {= " QWEN "}");
+    assert_string_equal(S_last(f)->anchor, "q-1");
+    fig_ctx_free(&f->c);
+    S_span(f, "224 MiB {= " QWEN "}"); /* and after fig_ctx_free */
+    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/b&quot;p/checks/#q-1\">"));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -642,6 +697,7 @@ int main(void)
         T(test_cited_figures),
         T(test_measured_figures),
         T(test_span_options),
+        T(test_report_links_and_ownership),
         T(test_escaped_and_inline),
         T(test_budget_reported_once),
         T(test_blocks),

@@ -54,6 +54,14 @@ typedef struct {
 
 static const parse_case S_parse_cases[] = {
     {"224 MiB", 224, 224, 0, "MiB", QUOTE_BYTES, false, true, "224 MiB", 0},
+    /* the plain form the parser reads first, and its edges */
+    {"480MiB", 480, 480, 0, "MiB", QUOTE_BYTES, false, false, "480MiB", 0},
+    {"480   MiB", 480, 480, 0, "MiB", QUOTE_BYTES, false, true, "480   MiB", 0},
+    {"123456789012345", 123456789012345.0, 123456789012345.0, 0, "", QUOTE_COUNT, false, false,
+     "123456789012345", 0},
+    {"1.00000000000001", 1.00000000000001, 100000000000001.0, 14, "", QUOTE_COUNT, false, false,
+     "1.00000000000001", 0},
+    {"7 \xC3\x97", 7, 7, 0, "\xC3\x97", QUOTE_RATIO, false, true, "7 \xC3\x97", 0},
     {"0.06 GiB", 0.06, 6, 2, "GiB", QUOTE_BYTES, false, true, "0.06 GiB", 0},
     {"12.25 GiB", 12.25, 1225, 2, "GiB", QUOTE_BYTES, false, true, "12.25 GiB", 0},
     {"2 TiB", 2, 2, 0, "TiB", QUOTE_BYTES, false, true, "2 TiB", 0},
@@ -153,6 +161,14 @@ static void test_builtin_units(void **state)
     static const char *not_units[] = {"mb", "gb", "Gib", "GIB", "PB", "b", "X", "bytes"};
     for (size_t i = 0; i < N(not_units); i++)
         assert_null(quote_units_find(NULL, not_units[i], strlen(not_units[i])));
+    /* prefixes and extensions of a unit's name, and names longer than any */
+    assert_null(quote_units_find(NULL, "M", 1));
+    assert_null(quote_units_find(NULL, "Mi", 2));
+    assert_null(quote_units_find(NULL, "MiBs", 4));
+    assert_null(quote_units_find(NULL, "MB\0", 3));
+    assert_string_equal(quote_units_find(NULL, "bits", 3)->name, "bit");
+    assert_string_equal(quote_units_find(NULL, "MiB and more", 3)->name, "MiB");
+    assert_null(quote_units_find(NULL, "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB", 32));
     assert_string_equal(quote_kind_name(QUOTE_BYTES), "bytes");
     assert_string_equal(quote_kind_name(QUOTE_FRACTION), "fraction");
     assert_string_equal(quote_kind_name(QUOTE_RATIO), "ratio");
@@ -505,6 +521,9 @@ static const describe_case S_describes[] = {
     {"0.33", 1.0 / 3, "0.333333333333"},
     {"33.3%", 1.0 / 3, "0.333333333333 = 33.33%"},
     {"1 GB", NAN, "nan B = nan"},
+    {"1 B", 4503599627370497.0, "4,503,599,627,370,497 B"},
+    {"0.5 B", 0.5, "0.5 B"},
+    {"1 GB", -1e9, "-1,000,000,000 B = -1.0 GB"},
 };
 
 static void test_describe(void **state)
@@ -551,6 +570,17 @@ static const format_case S_formats[] = {
     {42.94967296, 2, "42.95"},
     {1e21, 0, "1,000,000,000,000,000,000,000"},
     {9007199254740993.0, 0, "9,007,199,254,740,992"},
+    /* the last integers below 2^64 take the fast path, the next the printf one */
+    {18446744073709549568.0, 0, "18,446,744,073,709,549,568"},
+    {18446744073709551616.0, 0, "18,446,744,073,709,551,616"},
+    {-18446744073709551616.0, 1, "-18,446,744,073,709,551,616.0"},
+    {1e18, 2, "1,000,000,000,000,000,000.00"},
+    {12345678.9, 1, "12,345,678.9"},
+    {123.456, 5, "123.45600"},
+    {0.001, 1, "0.0"},
+    {-0.004, 2, "0.00"},
+    {-0.006, 2, "-0.01"},
+    {999999.5, 0, "1,000,000"},
     {123, -1, "123"},
     {1.5, 25, "1.50000000000000000000"},
     {NAN, 2, "nan"},
