@@ -1009,16 +1009,22 @@ static void S_save_fronts(build_state *s, cache *c, const strmap *noisy)
     }
 }
 
+/* What a cache save encodes with: its own window on the figure store. */
+typedef struct {
+    build_state *s;
+    figstore_window win;
+} save_ctx;
+
 static void S_encode_record(void *ctx, size_t job, buf *out)
 {
-    build_state *s = ctx;
-    record_encode(&s->records[job], s->figs, out);
+    save_ctx *sc = ctx;
+    record_encode_via(&sc->s->records[job], sc->s->figs, &sc->win, out);
 }
 
 static void S_encode_front(void *ctx, const cache_front *f, buf *out)
 {
-    build_state *s = ctx;
-    content_page_encode(s->idx.pages[f->ref], out);
+    save_ctx *sc = ctx;
+    content_page_encode(sc->s->idx.pages[f->ref], out);
 }
 
 static int S_save_cache(build_state *s, const char *path, uint64_t global, const buf *list,
@@ -1054,8 +1060,10 @@ static int S_save_cache(build_state *s, const char *path, uint64_t global, const
     c.outputs = buf_cstr(list);
     c.outputs_len = list->len;
     S_save_fronts(s, &c, noisy);
-    cache_encoders enc = {S_encode_record, S_encode_front, s};
+    save_ctx sc = {s, {BUF_INIT, 0}};
+    cache_encoders enc = {S_encode_record, S_encode_front, &sc};
     int rc = finish ? cache_save(&c, path, &enc) : cache_save_unfinished(&c, path, &enc);
+    figstore_window_free(&sc.win);
     if (rc != 0)
         fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", path,
                 strerror(errno));

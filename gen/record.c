@@ -88,6 +88,13 @@ static void S_encode_figs(const figure *figs, size_t n, buf *out)
 
 void record_encode(const page_record *r, const figstore *st, buf *out)
 {
+    figstore_window win = {BUF_INIT, 0};
+    record_encode_via(r, st, &win, out);
+    figstore_window_free(&win);
+}
+
+void record_encode_via(const page_record *r, const figstore *st, figstore_window *win, buf *out)
+{
     S_u32(out, r->job);
     S_u32(out, r->done);
     /* the figures first, as one span: a decoder that stores them elsewhere
@@ -98,10 +105,9 @@ void record_encode(const page_record *r, const figstore *st, buf *out)
     if (r->figs || r->nfigs == 0) {
         S_encode_figs(r->figs, r->nfigs, out);
     } else {
-        buf b = BUF_INIT;
-        if (st && figstore_read(st, r->figs_at, r->figs_len, &b) == 0)
-            buf_put(out, b.ptr, b.len);
-        buf_free(&b);
+        const char *p;
+        if (st && figstore_view(st, win, r->figs_at, r->figs_len, &p) == 0)
+            buf_put(out, p, r->figs_len);
     }
     uint32_t flen = (uint32_t)(out->len - at - sizeof flen);
     memcpy(out->ptr + at, &flen, sizeof flen);

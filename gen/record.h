@@ -46,6 +46,9 @@ void record_init(page_record *r);
 void record_free(page_record *r);
 /* st: where r's figures are when r->figs is NULL (may be NULL otherwise). */
 void record_encode(const page_record *r, const figstore *st, buf *out);
+/* The same, reading stored figures through win (one reader's, see
+ * figstore_view): records encoded one after the other share its reads. */
+void record_encode_via(const page_record *r, const figstore *st, figstore_window *win, buf *out);
 /* Returns 0, or -1 when the bytes are not a well-formed record. With a store,
  * the figures are appended to it as they are encoded and not decoded. */
 int record_decode(const char *data, size_t len, figstore *st, page_record *r);
