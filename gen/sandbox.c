@@ -69,6 +69,7 @@ struct sandbox {
     size_t nused;
     bool arith_off;          /* tests: sandbox_eval always compiles (S_arith off) */
     unsigned long arith_count; /* expressions S_arith evaluated */
+    struct name_slot *names;   /* S_arith's names as Lua strings, NAME_SLOTS */
     const char *expr_file; /* the expression being evaluated: its place */
     int expr_line;
     const char *page_file;
@@ -103,6 +104,19 @@ typedef struct expr_slot {
     uint64_t hash;
     lua_Integer index; /* of the compiled function in the list at exprs_ref */
 } expr_slot;
+
+/* Names in figures, kept as Lua strings for S_arith: making the string again
+ * (hashing it, finding it among Lua's strings) cost more than the rest of
+ * the lookup. One slot per hash, the newest name wins; each slot's string
+ * sits in the registry under a ref taken at setup, so replacing it never
+ * allocates. */
+#define ARITH_NAME 40 /* longest name: Lua interns names up to this length */
+#define NAME_SLOTS 256
+typedef struct name_slot {
+    unsigned char len; /* 0 for a free slot */
+    char text[ARITH_NAME];
+    int ref;
+} name_slot;
 
 static sandbox *S_sb(lua_State *L)
 {
@@ -856,6 +870,10 @@ static void S_flatten(lua_State *L)
 static int S_setup(lua_State *L)
 {
     sandbox *sb = lua_touserdata(L, 1);
+    for (size_t i = 0; i < NAME_SLOTS; i++) {
+        lua_pushboolean(L, 0);
+        sb->names[i].ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
     S_open(L, LUA_GNAME, luaopen_base);
     S_open(L, LUA_STRLIBNAME, luaopen_string);
     S_open(L, LUA_TABLIBNAME, luaopen_table);
@@ -937,6 +955,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
         sb->checks_real = xstrdup(real);
     free(checks);
     strmap_init(&sb->data_cache);
+    sb->names = xcalloc(NAME_SLOTS, sizeof *sb->names);
 #ifndef POOL_OFF
     /* address space only: pages are touched as blocks are handed out */
     void *region = mmap(NULL, POOL_REGION, PROT_READ | PROT_WRITE,
@@ -987,6 +1006,7 @@ void sandbox_free(sandbox *sb)
     strmap_free(&sb->data_cache);
     S_exprs_clear(sb);
     free(sb->expr_slots);
+    free(sb->names);
     quote_units_free(sb->units);
     buf_free(&sb->provenance);
     buf_free(&sb->inputs);
@@ -1272,7 +1292,6 @@ static uint64_t S_text_hash(const char *s, size_t n)
 #define ARITH_VALUES 64 /* values of a comma list; with ARITH_DEPTH, well under
                          * the 255 registers past which Lua refuses the text */
 #define ARITH_NUM 64    /* longest numeral */
-#define ARITH_NAME 40   /* longest name: Lua interns names up to this length */
 #define ARITH_MEM 65536 /* heap left under the cap, see S_arith */
 #define ARITH_OPEN 0xff /* a parenthesis on the operator stack */
 #define ARITH_UNM_PRI 12
@@ -1393,6 +1412,22 @@ static bool S_arith_apply(lua_State *L, int op)
     return true;
 }
 
+/* Pushes the name s[0..n) (n <= ARITH_NAME) as a Lua string. */
+static void S_push_name(sandbox *sb, const char *s, size_t n)
+{
+    lua_State *L = sb->L;
+    name_slot *slot = &sb->names[S_text_hash(s, n) & (NAME_SLOTS - 1)];
+    if (slot->len == n && memcmp(slot->text, s, n) == 0) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, slot->ref);
+        return;
+    }
+    lua_pushlstring(L, s, n);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, LUA_REGISTRYINDEX, slot->ref);
+    memcpy(slot->text, s, n);
+    slot->len = (unsigned char)n;
+}
+
 /* Evaluates code ("return EXPR") as described above, leaving its values on
  * the stack (*nres of them). False, with the stack as it was, when EXPR is
  * not such arithmetic or Lua would not give a number on it. Nothing here
@@ -1408,7 +1443,8 @@ static bool S_arith(sandbox *sb, const char *code, size_t len, int *nres)
         return false;
     const char *p = code + 7, *end = code + len;
     int base = lua_gettop(L);
-    /* the environment, the values, the pending operands and one more for - */
+    /* the environment, the values, the pending operands and two more (for -
+     * and S_push_name) */
     if (!lua_checkstack(L, ARITH_VALUES + ARITH_DEPTH + 4))
         return false;
     int env = 0; /* base + 1 once a name needs the environment */
@@ -1457,7 +1493,7 @@ static bool S_arith(sandbox *sb, const char *code, size_t len, int *nres)
                     if (lua_type(L, env) != LUA_TTABLE || lua_getmetatable(L, env))
                         goto fail;
                 }
-                lua_pushlstring(L, s, n);
+                S_push_name(sb, s, n);
                 if (lua_rawget(L, env) != LUA_TNUMBER)
                     goto fail;
                 operand = false;

@@ -1090,6 +1090,24 @@ static void test_arith_bounds(void **state)
     buf_free(&e);
 }
 
+/* More names than the arithmetic path keeps as strings: each still finds its
+ * own value, also once the page changed it. */
+static void test_arith_many_names(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    free(S_eval(f, "for i = 1, 2000 do _G['v' .. i] = i end"));
+    for (int round = 0; round < 2; round++) {
+        for (int i = 1; i <= 2000; i++) {
+            char e[64];
+            snprintf(e, sizeof e, "v%d * 2 + v%d", i, 2001 - i);
+            S_eval_number(f, e, true, 2.0 * i + 2001 - i + round * 3000.0);
+        }
+        free(S_eval(f, "for i = 1, 2000 do _G['v' .. i] = _G['v' .. i] + 1000 end"));
+    }
+    S_same_expr(f, "v1 * v2000", true);
+}
+
 /* The page's environment with a metatable: Lua looks names up through it. */
 static void test_arith_env_metatable(void **state)
 {
@@ -1165,6 +1183,7 @@ int main(void)
         T(test_expression_cache),
         T(test_arith_same_as_lua),
         T(test_arith_bounds),
+        T(test_arith_many_names),
         T(test_arith_env_metatable),
         T(test_arith_budget),
         cmocka_unit_test(test_tostring),
