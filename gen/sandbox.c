@@ -67,6 +67,9 @@ struct sandbox {
                           * back at its end, or the cache would keep thousands
                           * of dead pages alive (26 MiB at 10,000 pages) */
     size_t nused;
+    bool arith_off;          /* tests: sandbox_eval always compiles (S_arith off) */
+    unsigned long arith_count; /* expressions S_arith evaluated */
+    struct name_slot *names;   /* S_arith's names as Lua strings, NAME_SLOTS */
     const char *expr_file; /* the expression being evaluated: its place */
     int expr_line;
     const char *page_file;
@@ -101,6 +104,19 @@ typedef struct expr_slot {
     uint64_t hash;
     lua_Integer index; /* of the compiled function in the list at exprs_ref */
 } expr_slot;
+
+/* Names in figures, kept as Lua strings for S_arith: making the string again
+ * (hashing it, finding it among Lua's strings) cost more than the rest of
+ * the lookup. One slot per hash, the newest name wins; each slot's string
+ * sits in the registry under a ref taken at setup, so replacing it never
+ * allocates. */
+#define ARITH_NAME 40 /* longest name: Lua interns names up to this length */
+#define NAME_SLOTS 256
+typedef struct name_slot {
+    unsigned char len; /* 0 for a free slot */
+    char text[ARITH_NAME];
+    int ref;
+} name_slot;
 
 static sandbox *S_sb(lua_State *L)
 {
@@ -854,6 +870,10 @@ static void S_flatten(lua_State *L)
 static int S_setup(lua_State *L)
 {
     sandbox *sb = lua_touserdata(L, 1);
+    for (size_t i = 0; i < NAME_SLOTS; i++) {
+        lua_pushboolean(L, 0);
+        sb->names[i].ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
     S_open(L, LUA_GNAME, luaopen_base);
     S_open(L, LUA_STRLIBNAME, luaopen_string);
     S_open(L, LUA_TABLIBNAME, luaopen_table);
@@ -935,6 +955,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
         sb->checks_real = xstrdup(real);
     free(checks);
     strmap_init(&sb->data_cache);
+    sb->names = xcalloc(NAME_SLOTS, sizeof *sb->names);
 #ifndef POOL_OFF
     /* address space only: pages are touched as blocks are handed out */
     void *region = mmap(NULL, POOL_REGION, PROT_READ | PROT_WRITE,
@@ -985,6 +1006,7 @@ void sandbox_free(sandbox *sb)
     strmap_free(&sb->data_cache);
     S_exprs_clear(sb);
     free(sb->expr_slots);
+    free(sb->names);
     quote_units_free(sb->units);
     buf_free(&sb->provenance);
     buf_free(&sb->inputs);
@@ -1253,12 +1275,298 @@ static uint64_t S_text_hash(const char *s, size_t n)
     return h ^ (h >> 29);
 }
 
+/* ---------- arithmetic without the compiler ---------- */
+
+/* Most figures are arithmetic over numbers and page globals
+ * (`per_token*tokens`): a text seen before cost a call into Lua (~1.8k
+ * instructions), one that differs from page to page (`2*80*4*256*1024*4`)
+ * a compilation (~13k). S_arith evaluates "return EXPR" itself when EXPR is nothing but numerals,
+ * names, binary + - * / // % ^, unary minus, parentheses and a top-level
+ * comma list. Lua does every conversion (lua_stringtonumber on the numeral
+ * as its lexer cuts it) and every operation (lua_arith), on numbers only, so
+ * no metamethod runs and values are Lua's bit for bit. Whatever else the text
+ * holds, and wherever Lua would raise an error or coerce a string, S_arith
+ * gives up and the compiled path runs: Lua then gives its own result. */
+#define ARITH_LEN 512   /* longest EXPR handled */
+#define ARITH_DEPTH 64  /* operators and parentheses pending at once */
+#define ARITH_VALUES 64 /* values of a comma list; with ARITH_DEPTH, well under
+                         * the 255 registers past which Lua refuses the text */
+#define ARITH_NUM 64    /* longest numeral */
+#define ARITH_MEM 65536 /* heap left under the cap, see S_arith */
+#define ARITH_OPEN 0xff /* a parenthesis on the operator stack */
+#define ARITH_UNM_PRI 12
+
+typedef struct {
+    unsigned char op;  /* LUA_OP*, or ARITH_OPEN */
+    unsigned char pri; /* right priority: what binds tighter goes first */
+} arith_op;
+
+/* Character classes of Lua's lexer (lctype.c, ASCII only: Lua is built
+ * without LUA_UCID, so other bytes are no part of a name). */
+enum { C_SPACE = 1, C_DIGIT = 2, C_XDIGIT = 4, C_ALPHA = 8 };
+static const unsigned char S_ctype[256] = {
+    [' '] = C_SPACE, ['\t'] = C_SPACE, ['\n'] = C_SPACE, ['\r'] = C_SPACE, ['\f'] = C_SPACE,
+    ['\v'] = C_SPACE, ['0' ... '9'] = C_DIGIT | C_XDIGIT, ['a' ... 'f'] = C_ALPHA | C_XDIGIT,
+    ['A' ... 'F'] = C_ALPHA | C_XDIGIT, ['g' ... 'z'] = C_ALPHA, ['G' ... 'Z'] = C_ALPHA,
+    ['_'] = C_ALPHA,
+};
+#define S_IS(c, cls) (S_ctype[(unsigned char)(c)] & (cls))
+
+/* The end of the numeral at p (a digit, or '.' and a digit) as Lua's lexer
+ * reads it (read_numeral): digits, points and exponents, and one letter more
+ * when a letter touches it, so that Lua would call it malformed. */
+static const char *S_numeral_end(const char *p, const char *end)
+{
+    const char *first = *p == '.' ? p + 1 : p;
+    char e1 = 'e', e2 = 'E';
+    p = first + 1;
+    if (*first == '0' && p < end && (*p == 'x' || *p == 'X')) {
+        e1 = 'p';
+        e2 = 'P';
+        p++;
+    }
+    while (p < end) {
+        if (*p == e1 || *p == e2) {
+            p++;
+            if (p < end && (*p == '-' || *p == '+'))
+                p++;
+        } else if (S_IS(*p, C_XDIGIT) || *p == '.') {
+            p++;
+        } else {
+            break;
+        }
+    }
+    if (p < end && S_IS(*p, C_ALPHA))
+        p++;
+    return p;
+}
+
+static bool S_is(const char *s, size_t n, const char *word)
+{
+    return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+/* Lua's reserved words, by their first letter: called for every name. */
+static bool S_lua_keyword(const char *s, size_t n)
+{
+    switch (s[0]) {
+    case 'a': return S_is(s, n, "and");
+    case 'b': return S_is(s, n, "break");
+    case 'd': return S_is(s, n, "do");
+    case 'e': return S_is(s, n, "else") || S_is(s, n, "elseif") || S_is(s, n, "end");
+    case 'f': return S_is(s, n, "false") || S_is(s, n, "for") || S_is(s, n, "function");
+    case 'g': return S_is(s, n, "goto");
+    case 'i': return S_is(s, n, "if") || S_is(s, n, "in");
+    case 'l': return S_is(s, n, "local");
+    case 'n': return S_is(s, n, "nil") || S_is(s, n, "not");
+    case 'o': return S_is(s, n, "or");
+    case 'r': return S_is(s, n, "repeat") || S_is(s, n, "return");
+    case 't': return S_is(s, n, "then") || S_is(s, n, "true");
+    case 'u': return S_is(s, n, "until");
+    case 'w': return S_is(s, n, "while");
+    default: return false;
+    }
+}
+
+/* The binary operator at p (*len its length, *left its left priority), or -1. */
+static int S_binop(const char *p, const char *end, size_t *len, int *left)
+{
+    *len = 1;
+    switch (*p) {
+    case '+': *left = 10; return LUA_OPADD;
+    case '-':
+        *left = 10;
+        return p + 1 < end && p[1] == '-' ? -1 : LUA_OPSUB; /* "--" starts a comment */
+    case '*': *left = 11; return LUA_OPMUL;
+    case '%': *left = 11; return LUA_OPMOD;
+    case '^': *left = 14; return LUA_OPPOW;
+    case '/':
+        *left = 11;
+        if (p + 1 < end && p[1] == '/') {
+            *len = 2;
+            return LUA_OPIDIV;
+        }
+        return LUA_OPDIV;
+    default: return -1;
+    }
+}
+
+/* Right priorities (Lua's lparser.c): ^ is right associative. */
+static int S_right_pri(int op)
+{
+    switch (op) {
+    case LUA_OPADD:
+    case LUA_OPSUB: return 10;
+    case LUA_OPPOW: return 13;
+    default: return 11;
+    }
+}
+
+/* Applies op to the value(s) on top; false where Lua would raise an error
+ * (integer // or % by zero), nothing done then. */
+static bool S_arith_apply(lua_State *L, int op)
+{
+    if ((op == LUA_OPIDIV || op == LUA_OPMOD) && lua_isinteger(L, -1) && lua_tointeger(L, -1) == 0)
+        return false;
+    lua_arith(L, op);
+    return true;
+}
+
+/* Pushes the name s[0..n) (n <= ARITH_NAME) as a Lua string. */
+static void S_push_name(sandbox *sb, const char *s, size_t n)
+{
+    lua_State *L = sb->L;
+    name_slot *slot = &sb->names[S_text_hash(s, n) & (NAME_SLOTS - 1)];
+    if (slot->len == n && memcmp(slot->text, s, n) == 0) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, slot->ref);
+        return;
+    }
+    lua_pushlstring(L, s, n);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, LUA_REGISTRYINDEX, slot->ref);
+    memcpy(slot->text, s, n);
+    slot->len = (unsigned char)n;
+}
+
+/* Evaluates code ("return EXPR") as described above, leaving its values on
+ * the stack (*nres of them). False, with the stack as it was, when EXPR is
+ * not such arithmetic or Lua would not give a number on it. Nothing here
+ * may raise an error outside a pcall: only pushing a name allocates (a
+ * short string when it is new, bounded by the text's length), so it runs
+ * only with ARITH_MEM of the cap left. */
+static bool S_arith(sandbox *sb, const char *code, size_t len, int *nres)
+{
+    lua_State *L = sb->L;
+    if (sb->arith_off || len < 8 || len - 7 > ARITH_LEN || memcmp(code, "return ", 7) != 0)
+        return false;
+    if (sb->used > sb->limit || sb->limit - sb->used < ARITH_MEM)
+        return false;
+    const char *p = code + 7, *end = code + len;
+    int base = lua_gettop(L);
+    /* the environment, the values, the pending operands and two more (for -
+     * and S_push_name) */
+    if (!lua_checkstack(L, ARITH_VALUES + ARITH_DEPTH + 4))
+        return false;
+    int env = 0; /* base + 1 once a name needs the environment */
+    arith_op ops[ARITH_DEPTH];
+    int nops = 0, nvals = 0;
+    long long tokens = 0;
+    bool operand = true; /* an operand comes next, else an operator */
+    for (;;) {
+        while (p < end && S_IS(*p, C_SPACE))
+            p++;
+        tokens++;
+        if (operand) {
+            if (p == end)
+                goto fail;
+            if (*p == '-' || *p == '(') {
+                if (nops == ARITH_DEPTH || (*p == '-' && p + 1 < end && p[1] == '-'))
+                    goto fail;
+                ops[nops++] = *p == '-' ? (arith_op){LUA_OPUNM, ARITH_UNM_PRI}
+                                        : (arith_op){ARITH_OPEN, 0};
+                p++;
+            } else if (S_IS(*p, C_DIGIT) || (*p == '.' && p + 1 < end && S_IS(p[1], C_DIGIT))) {
+                const char *e = S_numeral_end(p, end);
+                char num[ARITH_NUM + 1];
+                if ((size_t)(e - p) > ARITH_NUM)
+                    goto fail;
+                memcpy(num, p, (size_t)(e - p));
+                num[e - p] = '\0';
+                if (lua_stringtonumber(L, num) == 0)
+                    goto fail;
+                p = e;
+                operand = false;
+            } else if (S_IS(*p, C_ALPHA)) {
+                const char *s = p;
+                while (p < end && S_IS(*p, C_ALPHA | C_DIGIT))
+                    p++;
+                size_t n = (size_t)(p - s);
+                /* _ENV names the environment itself, not a global */
+                if (n > ARITH_NAME || S_lua_keyword(s, n) || (n == 4 && memcmp(s, "_ENV", 4) == 0))
+                    goto fail;
+                if (!env) {
+                    /* below every value: operators work on the top */
+                    env = base + 1;
+                    S_push_env(sb);
+                    lua_insert(L, env);
+                    /* with a metatable, __index could answer */
+                    if (lua_type(L, env) != LUA_TTABLE || lua_getmetatable(L, env))
+                        goto fail;
+                }
+                S_push_name(sb, s, n);
+                if (lua_rawget(L, env) != LUA_TNUMBER)
+                    goto fail;
+                operand = false;
+            } else {
+                goto fail;
+            }
+            continue;
+        }
+        size_t oplen;
+        int left;
+        int op = p < end ? S_binop(p, end, &oplen, &left) : -1;
+        if (op >= 0) {
+            /* what binds tighter than op on its left is complete */
+            while (nops > 0 && ops[nops - 1].pri >= left) {
+                if (!S_arith_apply(L, ops[--nops].op))
+                    goto fail;
+            }
+            if (nops == ARITH_DEPTH)
+                goto fail;
+            ops[nops++] = (arith_op){(unsigned char)op, (unsigned char)S_right_pri(op)};
+            p += oplen;
+            operand = true;
+            continue;
+        }
+        if (p < end && *p != ')' && *p != ',')
+            goto fail;
+        while (nops > 0 && ops[nops - 1].op != ARITH_OPEN) {
+            if (!S_arith_apply(L, ops[--nops].op))
+                goto fail;
+        }
+        if (p < end && *p == ')') {
+            if (nops == 0)
+                goto fail;
+            nops--;
+            p++;
+            continue;
+        }
+        if (nops > 0 || nvals == ARITH_VALUES) /* a parenthesis left open, or too many */
+            goto fail;
+        nvals++;
+        if (p == end)
+            break;
+        p++; /* ',' */
+        operand = true;
+    }
+    /* about what Lua's own instructions would have cost */
+    if (!sandbox_charge(sb, tokens))
+        goto fail;
+    if (env)
+        lua_remove(L, env);
+    *nres = nvals;
+    sb->arith_count++;
+    return true;
+fail:
+    lua_settop(L, base);
+    return false;
+}
+
+void sandbox_set_arith(sandbox *sb, bool on) { sb->arith_off = !on; }
+unsigned long sandbox_arith_count(const sandbox *sb) { return sb->arith_count; }
+
 int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, int line, int *nres,
                  sandbox_error *err)
 {
     lua_State *L = sb->L;
     if (sb->budget_hit || sb->mem_hit)
         return S_limit_error(sb, err);
+    int fast_nres;
+    if (S_arith(sb, code, len, &fast_nres)) {
+        if (nres)
+            *nres = fast_nres;
+        return 0;
+    }
     if (sb->exprs_ref == LUA_NOREF || sb->nexprs >= EXPRS_MAX) {
         /* full: start over rather than grow without bound */
         luaL_unref(L, LUA_REGISTRYINDEX, sb->exprs_ref);

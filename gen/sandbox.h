@@ -65,9 +65,16 @@ int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int
                 int *nres, sandbox_error *err);
 /* The same for a one-line expression (code is "return EXPR") at file:line:
  * compiled once per worker and kept by its text, since pages repeat their
- * expressions; every position Lua reports in it is file:line. */
+ * expressions; every position Lua reports in it is file:line. Plain
+ * arithmetic over numerals and number globals is evaluated without
+ * compiling, by Lua's own conversions and operators: the same values. */
 int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, int line, int *nres,
                  sandbox_error *err);
+/* For tests: turns off (or back on) sandbox_eval's evaluation of plain
+ * arithmetic without compiling it, so its values can be compared with Lua's,
+ * and counts the expressions it evaluated that way. */
+void sandbox_set_arith(sandbox *sb, bool on);
+unsigned long sandbox_arith_count(const sandbox *sb);
 /* Calls the function below nargs arguments on the stack under the same error
  * handling; results as above. */
 int sandbox_pcall(sandbox *sb, int nargs, int *nres, sandbox_error *err);

@@ -845,6 +845,7 @@ static void test_expression_cache(void **state)
 {
     fx *f = *state;
     S_sb(f);
+    sandbox_set_arith(f->sb, false); /* these texts are arithmetic: make them compile */
     lua_State *L = sandbox_lua(f->sb);
     sandbox_error err;
     int nres = 0;
@@ -886,6 +887,269 @@ static void test_expression_cache(void **state)
     lua_pop(L, 1);
 }
 
+/* ---- arithmetic without the compiler (S_arith) ----------------------------- */
+
+/* Evaluates code with sandbox_eval's arithmetic path on, then off (Lua
+ * compiles it), and asserts both give the same: return code, error, number
+ * of values, and each value's type, subtype and bits. fast tells whether the
+ * arithmetic path must have taken it (else it must have left it to Lua). */
+static void S_same_as_lua(fx *f, const char *code, size_t len, bool fast)
+{
+    lua_State *L = sandbox_lua(f->sb);
+    sandbox_error e1, e2;
+    int n1 = -1, n2 = -1;
+    unsigned long before = sandbox_arith_count(f->sb);
+    sandbox_set_arith(f->sb, true);
+    int rc1 = sandbox_eval(f->sb, code, len, PAGE, 3, &n1, &e1);
+    bool took = sandbox_arith_count(f->sb) != before;
+    if (took != fast)
+        fail_msg("%.*s: %s", (int)len, code, took ? "taken by the arithmetic path" : "left to Lua");
+    int top1 = lua_gettop(L);
+    sandbox_set_arith(f->sb, false);
+    int rc2 = sandbox_eval(f->sb, code, len, PAGE, 3, &n2, &e2);
+    sandbox_set_arith(f->sb, true);
+    assert_int_equal(sandbox_arith_count(f->sb), took ? before + 1 : before);
+    if (rc1 != rc2)
+        fail_msg("%.*s: returned %d, Lua %d", (int)len, code, rc1, rc2);
+    if (rc1 != 0) {
+        if (strcmp(e1.msg, e2.msg) != 0 || e1.line != e2.line || e1.limit != e2.limit ||
+            strcmp(e1.file, e2.file) != 0)
+            fail_msg("%.*s: error \"%s\", Lua's \"%s\"", (int)len, code, e1.msg, e2.msg);
+        sandbox_error_free(&e1);
+        sandbox_error_free(&e2);
+        assert_int_equal(lua_gettop(L), 0);
+        return;
+    }
+    if (n1 != n2 || top1 != n1 || lua_gettop(L) != n1 + n2)
+        fail_msg("%.*s: %d values, Lua %d", (int)len, code, n1, n2);
+    for (int i = 1; i <= n1; i++) {
+        int a = i, b = n1 + i;
+        if (lua_type(L, a) != lua_type(L, b))
+            fail_msg("%.*s: value %d is a %s, Lua's a %s", (int)len, code, i,
+                     luaL_typename(L, a), luaL_typename(L, b));
+        if (lua_type(L, a) == LUA_TNUMBER) {
+            if (lua_isinteger(L, a) != lua_isinteger(L, b))
+                fail_msg("%.*s: value %d integer %d, Lua's %d", (int)len, code, i,
+                         lua_isinteger(L, a), lua_isinteger(L, b));
+            if (lua_isinteger(L, a)) {
+                assert_true(lua_tointeger(L, a) == lua_tointeger(L, b));
+            } else {
+                double x = lua_tonumber(L, a), y = lua_tonumber(L, b);
+                if (memcmp(&x, &y, sizeof x) != 0)
+                    fail_msg("%.*s: value %d is %.17g, Lua's %.17g", (int)len, code, i, x, y);
+            }
+        } else if (lua_type(L, a) == LUA_TSTRING) {
+            assert_string_equal(lua_tostring(L, a), lua_tostring(L, b));
+        }
+    }
+    lua_settop(L, 0);
+}
+
+static void S_same_expr(fx *f, const char *expr, bool fast)
+{
+    buf code = BUF_INIT;
+    buf_puts(&code, "return ");
+    buf_puts(&code, expr);
+    S_same_as_lua(f, code.ptr, code.len, fast);
+    buf_free(&code);
+}
+
+/* The value of one expression through sandbox_eval, which must succeed. */
+static void S_eval_number(fx *f, const char *expr, bool integer, double want)
+{
+    lua_State *L = sandbox_lua(f->sb);
+    char code[200];
+    int n = snprintf(code, sizeof code, "return %s", expr);
+    int nres = 0;
+    sandbox_error err;
+    assert_int_equal(sandbox_eval(f->sb, code, (size_t)n, PAGE, 1, &nres, &err), 0);
+    assert_int_equal(nres, 1);
+    assert_int_equal(lua_isinteger(L, -1), integer);
+    if (lua_tonumber(L, -1) != want)
+        fail_msg("%s gave %.17g, expected %.17g", expr, lua_tonumber(L, -1), want);
+    lua_settop(L, 0);
+}
+
+static void test_arith_same_as_lua(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    free(S_eval(f, "a, b, f, z, nz, big = 6, 7, 2.5, 0, 0.0, math.maxinteger\n"
+                   "s, t, w = '10', {}, 'x'\n"
+                   "n40_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 3\n"
+                   "n41_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 4\n"
+                   "g = function() return 1 end"));
+    static const char *fast[] = {
+        "9223372036854775807+1", "7//2", "7.0//2", "-7//2", "7%-3", "-7.5%2", "2^-1", "1/0",
+        "-(2)^2", "-2^2", "2^3^2", "2^-3^2", "1e308*10", "0x10*2", "3 - -2", "(1+2)*3",
+        "a*b", "a*b, 2*3", "a, b, f, 1", "-a*b", "-a^2", "a*b*f/3+2-1%4",
+        "1+2*3^2/4//1%5-6", "\t1 +\n 2 \r\f\v", "((((1))))", "f//1", "f%1", "big*2", "big//-1",
+        "(-big-1)//-1", "(-big-1)%-1", "-big-2", "5 % 0.0", "-5 % 0.0", "0/0", "-0/1",
+        "-0.0", "0.0*-1", "1 - 1.0", "7 // 0.0", "-7 // 0.0", "z - 0", "nz*-1", "z/nz",
+        "3 % -2.5", "-3 % 2", "4 // -3.0", "2^0.5", "1e-5", "1E+3", "0X1P-2", "0x1p4", "0xA",
+        "3.", ".5*2", "1.5e3", "0xffffffffffffffff", "0x7fffffffffffffff+0x1",
+        "9223372036854775808", "-9223372036854775808", "18446744073709551616*2",
+        "0.1+0.2", "1/3", "2^63", "2^1024", "-2^1024", "a//b", "b%a", "big%-2",
+        "n40_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa*2", "1,2,3,4,5", "(a)", "- - -1",
+        "2*60*1*64*32768*2", "0x1e+1", "budget*1024", "x_", "a-b", "a+-b", "a^-b",
+        "2*a", "1, a", "(1+a)*b", "1 - -a^2*b", "2^a^-b", "1,2,a,3,b*f", "z//f",
+    };
+    free(S_eval(f, "budget, x_ = 80, 0.25"));
+    for (size_t i = 0; i < N(fast); i++)
+        S_same_expr(f, fast[i], true);
+    static const char *lua[] = {
+        /* Lua raises, coerces or gives something that is no number */
+        "x_nil*2", "x_nil", "s*2", "s", "s+1", "t*2", "t", "w*2", "g*2", "1//0", "1%0", "a//z",
+        "a%z", "-7%0", "\"10\"*2", "'a'",
+        /* other tokens */
+        "a.b", "a[1]", "g()", "#t", "a<b", "a==b", "a and b", "a or b", "not a", "1 .. 2",
+        "1 -- comment", "3--2", "a~b", "a&b", "a|b", "a<<1", "a>>1", "~a", "1;", "math.pi*2",
+        "[[x]]", "{}", "true", "nil", "...", "_ENV", "_G", "function() end", "a:b()",
+        /* malformed */
+        "1 +", "(1", "1)", "(1,2)", "1,", ",1", "", " ", "a b", "2a", "3..2", "0x", "1e",
+        "1e+", "0x1p", ".0x1", "0x.p1", "1 2", "()", "-", "a--b", "1.2.3", "08x",
+        /* names Lua would not treat as globals */
+        "n41_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa*2", "and", "end+1", "return",
+        "\xc3\xa9",
+    };
+    for (size_t i = 0; i < N(lua); i++)
+        S_same_expr(f, lua[i], false);
+    /* the text must be "return EXPR", nothing looser */
+    static const char *shapes[] = {"return(1)", "return\t1", " return 1", "return", "retur 1",
+                                   "x = 1 return 1", "return 1 return 2"};
+    for (size_t i = 0; i < N(shapes); i++)
+        S_same_as_lua(f, shapes[i], strlen(shapes[i]), false);
+    S_same_as_lua(f, "return 1\0+1", 11, false);
+    S_same_as_lua(f, "return a\0", 9, false);
+    /* _ENV is the environment, even when a global has its name */
+    free(S_eval(f, "rawset(_G, '_ENV', 5)"));
+    S_same_expr(f, "_ENV*2", false);
+    /* a few values spelled out, in case both paths agreed on a wrong one */
+    S_eval_number(f, "-2^2", false, -4);
+    S_eval_number(f, "2^3^2", false, 512);
+    S_eval_number(f, "7//2", true, 3);
+    S_eval_number(f, "-7//2", true, -4);
+    S_eval_number(f, "7%-3", true, -2);
+    S_eval_number(f, "-7.5%2", false, 0.5);
+    S_eval_number(f, "9223372036854775807+1", true, -9223372036854775807.0 - 1);
+    S_eval_number(f, "3 - -2", true, 5);
+    S_eval_number(f, "a*b", true, 42);
+}
+
+/* Bounds: operators and parentheses pending at once, values, the length of
+ * the text and of a numeral. Past them Lua evaluates the text, whatever it gives. */
+static void test_arith_bounds(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    buf e = BUF_INIT;
+    for (int depth = 63; depth <= 66; depth++) {
+        buf_clear(&e);
+        for (int i = 0; i < depth; i++)
+            buf_putc(&e, '(');
+        buf_putc(&e, '1');
+        for (int i = 0; i < depth; i++)
+            buf_putc(&e, ')');
+        S_same_expr(f, e.ptr, depth <= 64);
+        buf_clear(&e);
+        for (int i = 0; i < depth; i++)
+            buf_puts(&e, "- ");
+        buf_putc(&e, '1');
+        S_same_expr(f, e.ptr, depth <= 64);
+        buf_clear(&e);
+        for (int i = 0; i < depth; i++)
+            buf_puts(&e, "2^");
+        buf_putc(&e, '1');
+        S_same_expr(f, e.ptr, depth <= 64);
+    }
+    buf_clear(&e);
+    for (int i = 0; i < 100; i++)
+        buf_puts(&e, "1+1*");
+    buf_putc(&e, '1');
+    S_same_expr(f, e.ptr, true); /* long, but 1+ is done before the next one */
+    buf_clear(&e);
+    for (int i = 0; i < 600; i++)
+        buf_puts(&e, i ? "+1" : "1");
+    S_same_expr(f, e.ptr, false); /* longer than the arithmetic path reads */
+    buf_clear(&e);
+    for (int i = 0; i < 64; i++)
+        buf_puts(&e, i ? ",1" : "1");
+    S_same_expr(f, e.ptr, true); /* 64 values */
+    buf_puts(&e, ",1");
+    S_same_expr(f, e.ptr, false);
+    for (int i = 0; i < 200; i++)
+        buf_puts(&e, ",1");
+    S_same_expr(f, e.ptr, false); /* Lua: too many registers */
+    buf_clear(&e);
+    buf_puts(&e, "1.");
+    for (int i = 0; i < 62; i++)
+        buf_putc(&e, '5');
+    S_same_expr(f, e.ptr, true); /* a numeral of 64 bytes */
+    buf_putc(&e, '5');
+    S_same_expr(f, e.ptr, false);
+    buf_free(&e);
+}
+
+/* More names than the arithmetic path keeps as strings: each still finds its
+ * own value, also once the page changed it. */
+static void test_arith_many_names(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    free(S_eval(f, "for i = 1, 2000 do _G['v' .. i] = i end"));
+    for (int round = 0; round < 2; round++) {
+        for (int i = 1; i <= 2000; i++) {
+            char e[64];
+            snprintf(e, sizeof e, "v%d * 2 + v%d", i, 2001 - i);
+            S_eval_number(f, e, true, 2.0 * i + 2001 - i + round * 3000.0);
+        }
+        free(S_eval(f, "for i = 1, 2000 do _G['v' .. i] = _G['v' .. i] + 1000 end"));
+    }
+    S_same_expr(f, "v1 * v2000", true);
+}
+
+/* The page's environment with a metatable: Lua looks names up through it. */
+static void test_arith_env_metatable(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    free(S_eval(f, "a = 6 setmetatable(_G, {__index = function(t, k) return 7 end})"));
+    S_same_expr(f, "a*2", false);
+    S_same_expr(f, "undefined*2", false);
+    S_eval_number(f, "undefined*2", true, 14);
+    S_same_expr(f, "1+2", true); /* no name: nothing to look up */
+}
+
+/* The arithmetic path counts against the instruction budget, and once the
+ * budget is spent sandbox_eval fails as it always did. */
+static void test_arith_budget(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 20000;
+    S_sb(f);
+    lua_State *L = sandbox_lua(f->sb);
+    const char *code = "return 1 + 2 * 3";
+    sandbox_error err;
+    int nres = 0, i;
+    for (i = 0; i < 100000; i++) {
+        if (sandbox_eval(f->sb, code, strlen(code), PAGE, 1, &nres, &err) != 0)
+            break;
+        assert_int_equal(nres, 1);
+        lua_pop(L, 1);
+    }
+    assert_true(i < 100000);
+    assert_true(err.limit);
+    assert_non_null(strstr(err.msg, "instruction budget exceeded"));
+    sandbox_error_free(&err);
+    assert_int_equal(lua_gettop(L), 0);
+    unsigned long count = sandbox_arith_count(f->sb);
+    assert_int_equal(sandbox_eval(f->sb, code, strlen(code), PAGE, 1, &nres, &err), -1);
+    assert_true(err.limit);
+    sandbox_error_free(&err);
+    assert_int_equal(sandbox_arith_count(f->sb), count);
+    assert_int_equal(lua_gettop(L), 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -917,6 +1181,11 @@ int main(void)
         T(test_print_is_a_note),
         T(test_pcall_api),
         T(test_expression_cache),
+        T(test_arith_same_as_lua),
+        T(test_arith_bounds),
+        T(test_arith_many_names),
+        T(test_arith_env_metatable),
+        T(test_arith_budget),
         cmocka_unit_test(test_tostring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
