@@ -383,16 +383,44 @@ static void S_locate(const char *text, size_t len, cmark_node *n, int from, loca
 
 typedef struct {
     cmark_node *node;
-    /* what replaces it, made during the walk but linked after it: open and
-     * close are the figure's HTML around rep (both NULL when rep stands alone) */
-    cmark_node *open, *rep, *close;
-    bool remove;  /* a {lua} block that shows nothing */
+    cmark_node *rep; /* what replaces it, made during the walk but linked after it */
+    bool remove;     /* a {lua} block that shows nothing */
 } edit;
 
 static cmark_node *S_new_node(cmark_node_type t, const char *literal)
 {
     cmark_node *n = cmark_node_new_with_mem(t, &S_mem);
     cmark_node_set_literal(n, literal);
+    return n;
+}
+
+/* A figure as one raw HTML node: its markup around its quote, escaped as
+ * cmark escapes text (& < > and "), so the page is what a text node between
+ * two HTML nodes would make, with one node instead of three. The quote's
+ * plain text rides along as the node's user data, for S_plain_text. */
+static cmark_node *S_figure_node(const buf *enter, const buf *text, const buf *exit)
+{
+    buf html = BUF_INIT;
+    buf_grow(&html, enter->len + 2 * text->len + exit->len);
+    buf_put(&html, buf_cstr(enter), enter->len);
+    const char *t = buf_cstr(text);
+    size_t run = 0;
+    for (size_t i = 0; i < text->len; i++) {
+        const char *rep = t[i] == '&' ? "&amp;" : t[i] == '<' ? "&lt;" : t[i] == '>' ? "&gt;"
+                          : t[i] == '"' ? "&quot;" : NULL;
+        if (!rep)
+            continue;
+        buf_put(&html, t + run, i - run);
+        buf_puts(&html, rep);
+        run = i + 1;
+    }
+    buf_put(&html, t + run, text->len - run);
+    buf_put(&html, buf_cstr(exit), exit->len);
+    cmark_node *n = S_new_node(CMARK_NODE_HTML_INLINE, buf_cstr(&html));
+    buf_free(&html);
+    char *plain = S_mem.calloc(1, text->len + 1); /* goes with the page's arena */
+    memcpy(plain, t, text->len);
+    cmark_node_set_user_data(n, plain);
     return n;
 }
 
@@ -425,6 +453,10 @@ static void S_plain_text(cmark_node *n, buf *b)
             break;
         case CMARK_NODE_SOFTBREAK:
         case CMARK_NODE_LINEBREAK: buf_putc(b, ' '); break;
+        case CMARK_NODE_HTML_INLINE: /* a figure's: its quote (S_figure_node) */
+            if (cmark_node_get_user_data(c))
+                buf_puts(b, cmark_node_get_user_data(c));
+            break;
         default: break;
         }
     }
@@ -610,10 +642,8 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
             } else if (k == SPAN_INLINE_LUA) {
                 e.rep = S_new_node(CMARK_NODE_TEXT, buf_cstr(&tx));
             } else {
-                /* <span ...><a ...> quote </a></span> as HTML, text, HTML */
-                e.open = S_new_node(CMARK_NODE_HTML_INLINE, buf_cstr(&en));
-                e.rep = S_new_node(CMARK_NODE_TEXT, buf_cstr(&tx));
-                e.close = S_new_node(CMARK_NODE_HTML_INLINE, buf_cstr(&ex));
+                /* <span ...><a ...> quote </a></span> */
+                e.rep = S_figure_node(&en, &tx, &ex);
             }
             break;
         }
@@ -670,11 +700,7 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
             cmark_node_unlink(e->node);
             continue;
         }
-        if (e->open)
-            cmark_node_insert_before(e->node, e->open);
         cmark_node_insert_before(e->node, e->rep);
-        if (e->close)
-            cmark_node_insert_before(e->node, e->close);
         cmark_node_unlink(e->node);
     }
     free(edits);

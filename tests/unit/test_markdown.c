@@ -290,6 +290,19 @@ static void test_failing_figure(void **state)
     assert_false(f->res.figs.figs[0].ok);
 }
 
+/* A quote is text inside the figure's markup: escaped as cmark escapes text
+ * (& < > and ", not '), also in safe mode, where raw HTML from the page is
+ * dropped; headings and summaries read it unescaped. */
+static void test_figure_quote_escaped(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(S_md(f, "## A `<b>'&\" {= 1}` B\n\nSee `x&y {= 2}`.\n"), -1);
+    S_has(f, "\"><a href=\"/checks/#fig-1\">&lt;b&gt;'&amp;&quot;</a></span> B</h2>");
+    S_has(f, "\"><a href=\"/checks/#fig-2\">x&amp;y</a></span>.</p>");
+    assert_string_equal(f->res.toc[0].text, "A <b>'&\" B");
+    assert_string_equal(f->res.summary, "See x&y.");
+}
+
 static void test_cited_figure(void **state)
 {
     fx *f = *state;
@@ -609,6 +622,7 @@ int main(void)
         T(test_heading_with_figure),
         T(test_figure_span),
         T(test_failing_figure),
+        T(test_figure_quote_escaped),
         T(test_cited_figure),
         T(test_measured_figure),
         T(test_figure_in_link),
