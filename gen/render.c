@@ -43,13 +43,6 @@ struct renderer {
     const figure *figs_now;
     size_t figs_job;
     char *report_url;   /* full URL of the report page listing the current page */
-    struct {            /* the figure a loop's row reads (S_list_field) */
-        const void *list;
-        lua_Integer i;
-        const figure *fig;
-        const char *src;
-        size_t job;
-    } row;
 };
 
 /* ---------- jobs ---------- */
@@ -453,6 +446,7 @@ typedef struct {
     renderer *r;
     size_t n;       /* figures */
     size_t nspans;
+    size_t last;    /* the span read last: a report reads in order */
     size_t spans[]; /* pairs: record job, cumulative figure count after it */
 } figure_view;
 
@@ -482,16 +476,21 @@ static int S_page_view_index(lua_State *L)
 /* Figure i (from 1) of view v, with its page's source path and full URL
  * (NULL for none); false with errno set when the page's figures cannot be
  * read. The figure lives until another page's figures are read. */
-static bool S_view_figure(const figure_view *v, lua_Integer i, const figure **fig,
-                          const char **src, const char **url)
+static bool S_view_figure(figure_view *v, lua_Integer i, const figure **fig, const char **src,
+                          const char **url)
 {
-    size_t k = (size_t)i - 1, lo = 0, hi = v->nspans;
-    while (lo < hi) { /* the first span whose cumulative count exceeds k */
-        size_t mid = (lo + hi) / 2;
-        if (v->spans[2 * mid + 1] <= k)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t k = (size_t)i - 1, lo = v->last;
+    if (!(lo < v->nspans && k < v->spans[2 * lo + 1] && (lo == 0 || k >= v->spans[2 * lo - 1]))) {
+        size_t hi = v->nspans;
+        lo = 0;
+        while (lo < hi) { /* the first span whose cumulative count exceeds k */
+            size_t mid = (lo + hi) / 2;
+            if (v->spans[2 * mid + 1] <= k)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        v->last = lo;
     }
     size_t before = lo ? v->spans[2 * lo - 1] : 0;
     size_t job = v->spans[2 * lo];
@@ -596,60 +595,79 @@ static const char *const S_FIGURE_KEYS[] = {"quote",  "expr",       "mode",   "t
                                             "provenance", "anchor", "src",    "page_url",
                                             "line",   "col"};
 
+/* The fields of a figure, in the order of S_FIGURE_KEYS. */
+enum {
+    FK_QUOTE, FK_EXPR, FK_MODE, FK_TIER, FK_STATUS, FK_OK, FK_VALUE, FK_DETAIL, FK_PROVENANCE,
+    FK_ANCHOR, FK_SRC, FK_PAGE_URL, FK_LINE, FK_COL, FK_COUNT
+};
+_Static_assert(sizeof S_FIGURE_KEYS / sizeof *S_FIGURE_KEYS == FK_COUNT, "a key per field");
+
+/* The FK_ number of field name k, or -1 for a key figures do not have. */
+static int S_figure_key(const char *k)
+{
+    int key;
+    switch (k[0]) { /* the first letter, then the one name it may be */
+    case 'q': key = FK_QUOTE; break;
+    case 'e': key = FK_EXPR; break;
+    case 'm': key = FK_MODE; break;
+    case 't': key = FK_TIER; break;
+    case 's': key = k[1] == 't' ? FK_STATUS : FK_SRC; break;
+    case 'o': key = FK_OK; break;
+    case 'v': key = FK_VALUE; break;
+    case 'd': key = FK_DETAIL; break;
+    case 'p': key = k[1] == 'r' ? FK_PROVENANCE : FK_PAGE_URL; break;
+    case 'a': key = FK_ANCHOR; break;
+    case 'l': key = FK_LINE; break;
+    case 'c': key = FK_COL; break;
+    default: return -1;
+    }
+    return strcmp(k, S_FIGURE_KEYS[key]) == 0 ? key : -1;
+}
+
+/* Field key of figure f of page src (at page_url). */
+static void S_figure_value(const figure *f, const char *src, const char *page_url, int key,
+                           tpl_value *v)
+{
+    const char *str = NULL;
+    memset(v, 0, sizeof *v);
+    switch (key) {
+    case FK_QUOTE: str = f->quote; break;
+    case FK_EXPR: str = f->expr; break;
+    case FK_MODE: str = f->mode; break;
+    case FK_TIER: str = fig_tier_name(f->tier); break;
+    case FK_STATUS: str = f->ok ? "pass" : "fail"; break;
+    case FK_SRC: str = src; break;
+    case FK_DETAIL: str = f->detail; break;
+    case FK_PROVENANCE: str = f->provenance; break;
+    case FK_PAGE_URL: str = page_url; break;
+    case FK_ANCHOR: str = f->anchor; break;
+    case FK_OK:
+        v->type = LUA_TBOOLEAN;
+        v->i = f->ok;
+        return;
+    case FK_VALUE:
+        v->type = LUA_TNUMBER;
+        v->d = f->value;
+        return;
+    default: /* FK_LINE, FK_COL */
+        v->type = LUA_TNUMBER;
+        v->integer = true;
+        v->i = key == FK_LINE ? f->line : f->col;
+        return;
+    }
+    v->type = str ? LUA_TSTRING : LUA_TNIL;
+    v->s = str;
+}
+
 /* Field k of figure f of page src (at page_url); false for a key figures
  * do not have. */
 static bool S_figure_get(const figure *f, const char *src, const char *page_url, const char *k,
                          tpl_value *v)
 {
-    const char *str = NULL;
-    memset(v, 0, sizeof *v);
-    switch (k[0]) {
-    case 'q': if (!strcmp(k, "quote")) str = f->quote; else return false; break;
-    case 'e': if (!strcmp(k, "expr")) str = f->expr; else return false; break;
-    case 'm': if (!strcmp(k, "mode")) str = f->mode; else return false; break;
-    case 't': if (!strcmp(k, "tier")) str = fig_tier_name(f->tier); else return false; break;
-    case 's':
-        if (!strcmp(k, "status"))
-            str = f->ok ? "pass" : "fail";
-        else if (!strcmp(k, "src"))
-            str = src;
-        else
-            return false;
-        break;
-    case 'o':
-        if (strcmp(k, "ok"))
-            return false;
-        v->type = LUA_TBOOLEAN;
-        v->i = f->ok;
-        return true;
-    case 'v':
-        if (strcmp(k, "value"))
-            return false;
-        v->type = LUA_TNUMBER;
-        v->d = f->value;
-        return true;
-    case 'd': if (!strcmp(k, "detail")) str = f->detail; else return false; break;
-    case 'p':
-        if (!strcmp(k, "provenance"))
-            str = f->provenance;
-        else if (!strcmp(k, "page_url"))
-            str = page_url;
-        else
-            return false;
-        break;
-    case 'a': if (!strcmp(k, "anchor")) str = f->anchor; else return false; break;
-    case 'l':
-    case 'c':
-        if (strcmp(k, "line") && strcmp(k, "col"))
-            return false;
-        v->type = LUA_TNUMBER;
-        v->integer = true;
-        v->i = k[0] == 'l' ? f->line : f->col;
-        return true;
-    default: return false;
-    }
-    v->type = str ? LUA_TSTRING : LUA_TNIL;
-    v->s = str;
+    int key = S_figure_key(k);
+    if (key < 0)
+        return false;
+    S_figure_value(f, src, page_url, key, v);
     return true;
 }
 
@@ -684,31 +702,34 @@ static bool S_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_va
 
 /* tpl_list_reader: a report's rows read straight from the figures, without
  * a figure object per row. */
-static const void *S_open_list(void *ctx, lua_State *L, int list)
+static void *S_open_list(void *ctx, lua_State *L, int list)
 {
-    renderer *r = ctx;
-    r->row.list = NULL;
+    (void)ctx;
     return luaL_testudata(L, list, S_FIGURE_VIEW);
 }
 
-static bool S_list_field(void *ctx, const void *list, lua_Integer i, const char *k, tpl_value *v)
+static int S_list_key(void *ctx, void *list, const char *k)
 {
-    renderer *r = ctx;
-    const figure_view *fv = list;
-    /* a row reads several fields of one figure: found once */
-    if (r->row.list != list || r->row.i != i || !r->figs_now || r->figs_job != r->row.job) {
-        const char *url;
-        r->row.list = NULL;
-        if (i < 1 || (size_t)i > fv->n || !S_view_figure(fv, i, &r->row.fig, &r->row.src, &url))
-            return false;
-        r->row.list = list;
-        r->row.i = i;
-        r->row.job = r->figs_job;
-    }
-    return S_figure_get(r->row.fig, r->row.src, r->fig_url, k, v);
+    (void)ctx;
+    (void)list;
+    return S_figure_key(k);
 }
 
-static const tpl_list_reader S_LIST_READER = {S_open_list, S_list_field};
+static bool S_list_item(void *ctx, void *list, lua_Integer i, const int *keys, size_t n,
+                        tpl_value *v)
+{
+    (void)ctx;
+    figure_view *fv = list;
+    const figure *f;
+    const char *src, *url;
+    if (i < 1 || (size_t)i > fv->n || !S_view_figure(fv, i, &f, &src, &url))
+        return false;
+    for (size_t j = 0; j < n; j++)
+        S_figure_value(f, src, url, keys[j], &v[j]);
+    return true;
+}
+
+static const tpl_list_reader S_LIST_READER = {S_open_list, S_list_key, S_list_item};
 
 static bool S_figure_field_any(lua_State *L, const void *o, const char *k)
 {
@@ -829,6 +850,7 @@ static void S_push_figures(renderer *r, size_t group)
     figure_view *fv = lua_newuserdatauv(L, sizeof *fv + 2 * nspans * sizeof(size_t), 0);
     fv->r = r;
     fv->nspans = nspans;
+    fv->last = 0;
     nspans = 0;
     for (size_t j = 0; j < njobs; j++) {
         if (groups && groups[j] != group)

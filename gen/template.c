@@ -550,20 +550,37 @@ static bool S_loop_field(lua_State *L, templates *t, int item, const loop_piece 
     return ok;
 }
 
-/* Item i of a list the host reads in place (tpl_list_reader), written into
- * t->row as the loop body would write it; false leaves the item to Lua. */
-static bool S_loop_row_in_place(templates *t, const void *list, lua_Integer i,
-                                const loop_piece *p, size_t np)
+/* The keys of the fields the pieces show, from the host (tpl_list_reader);
+ * false when one is a field the list's items do not have. */
+static bool S_loop_keys(templates *t, void *list, const loop_piece *p, size_t np,
+                        int *keys, size_t *nkeys)
 {
-    buf_clear(&t->row);
+    *nkeys = 0;
     for (size_t k = 0; k < np; k++) {
-        tpl_value v;
+        if (p[k].kind == 't')
+            continue;
+        int key = p[k].name[0] ? t->list_reader->key(t->list_ctx, list, p[k].name) : -1;
+        if (key < 0)
+            return false;
+        keys[(*nkeys)++] = key;
+    }
+    return true;
+}
+
+/* Item i of a list the host reads in place, written into t->row as the
+ * loop body would write it; false leaves the item to Lua. */
+static bool S_loop_row_in_place(templates *t, void *list, lua_Integer i,
+                                const loop_piece *p, size_t np, const int *keys, size_t nkeys)
+{
+    tpl_value v[LOOP_PIECES_MAX];
+    if (!t->list_reader->item(t->list_ctx, list, i, keys, nkeys, v))
+        return false;
+    buf_clear(&t->row);
+    for (size_t k = 0, j = 0; k < np; k++) {
         if (p[k].kind == 't')
             buf_put(&t->row, p[k].s, p[k].n);
-        else if (p[k].name[0] && t->list_reader->field(t->list_ctx, list, i, p[k].name, &v))
-            S_put_value(&t->row, &v, p[k].kind == 'e');
         else
-            return false;
+            S_put_value(&t->row, &v[j++], p[k].kind == 'e');
     }
     return true;
 }
@@ -598,14 +615,18 @@ static int S_out_loop(lua_State *L)
     long long cost = 4;
     for (size_t k = 0; k < np; k++)
         cost += p[k].kind == 't' ? 3 : 6; /* what the Lua loop would run */
-    const void *list = lt == LUA_TUSERDATA && t->list_reader
+    void *list = lt == LUA_TUSERDATA && t->list_reader
                            ? t->list_reader->open(t->list_ctx, L, 2)
                            : NULL;
+    int keys[LOOP_PIECES_MAX];
+    size_t nkeys = 0;
+    if (list && !S_loop_keys(t, list, p, np, keys, &nkeys))
+        list = NULL;
     lua_Integer done = 0;
     for (;;) {
         if (!sandbox_charge(t->sb, cost))
             break;
-        if (list && S_loop_row_in_place(t, list, done + 1, p, np)) {
+        if (list && S_loop_row_in_place(t, list, done + 1, p, np, keys, nkeys)) {
             if (out->len + t->row.len > t->max_output)
                 break;
             buf_put(out, t->row.ptr ? t->row.ptr : "", t->row.len);

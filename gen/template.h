@@ -57,16 +57,21 @@ void tpl_set_field_reader(templates *t, tpl_field_reader fn, void *ctx);
 
 /* The host's fast way through a list that it makes, for a loop whose body
  * shows only fields of its variable (`{% for _, f in ipairs(list) do %}`):
- * its items are read in place, never made as Lua objects.
- * open: the list at index list as a handle for field, or NULL to leave the
- *   list to Lua; the handle lives as long as the list stays on the stack.
- * field: sets *v to field k of item i (from 1) and returns true, or returns
- *   false to leave the item to Lua, which makes the item and reads it as
- *   written (past the end, a key the items do not have, an item that cannot
- *   be read: Lua then says so). Runs no Lua. */
+ * its items are read in place, never made as Lua objects. None of these
+ * runs Lua.
+ * open: the list at index list as a handle for the others, or NULL to leave
+ *   the list to Lua; the handle lives as long as the list stays on the stack.
+ * key: a number (>= 0) for field name k of the list's items, or -1 when the
+ *   items have no such field: then Lua reads the whole list, as written.
+ * item: sets v[j] to field keys[j] of item i (from 1), j < n, and returns
+ *   true, or returns false to leave the item to Lua, which makes the item
+ *   and reads it as written (past the end, an item that cannot be read: Lua
+ *   then says so). */
 typedef struct {
-    const void *(*open)(void *ctx, lua_State *L, int list);
-    bool (*field)(void *ctx, const void *list, lua_Integer i, const char *k, tpl_value *v);
+    void *(*open)(void *ctx, lua_State *L, int list);
+    int (*key)(void *ctx, void *list, const char *k);
+    bool (*item)(void *ctx, void *list, lua_Integer i, const int *keys, size_t n,
+                 tpl_value *v);
 } tpl_list_reader;
 void tpl_set_list_reader(templates *t, const tpl_list_reader *fn, void *ctx);
 

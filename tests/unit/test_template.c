@@ -558,36 +558,44 @@ static void test_field_loop_budget(void **state)
  * for item 3, which it leaves to Lua, and past the end. */
 typedef struct {
     int opens, fields;
-    const void *list;
+    void *list;
     char text[16];
 } list_host;
 
-static const void *S_list_open(void *ctx, lua_State *L, int list)
+static void *S_list_open(void *ctx, lua_State *L, int list)
 {
     list_host *h = ctx;
     h->opens++;
     return lua_touserdata(L, list) == h->list ? h->list : NULL;
 }
 
-static bool S_list_field(void *ctx, const void *list, lua_Integer i, const char *k, tpl_value *v)
+/* Keys: 0 for a, 1 for n; the items have no other field. */
+static int S_list_key(void *ctx, void *list, const char *k)
+{
+    list_host *h = ctx;
+    assert_ptr_equal(list, h->list);
+    return strcmp(k, "a") == 0 ? 0 : strcmp(k, "n") == 0 ? 1 : -1;
+}
+
+static bool S_list_item(void *ctx, void *list, lua_Integer i, const int *keys, size_t n,
+                        tpl_value *v)
 {
     list_host *h = ctx;
     h->fields++;
     assert_ptr_equal(list, h->list);
     if (i < 1 || i > 5 || i == 3)
         return false;
-    if (strcmp(k, "a") == 0) {
-        snprintf(h->text, sizeof h->text, "<h%d>", (int)i);
-        *v = (tpl_value){LUA_TSTRING, false, h->text, 0, 0};
-    } else if (strcmp(k, "n") == 0) {
-        *v = (tpl_value){LUA_TNUMBER, true, NULL, (long long)i, 0};
-    } else {
-        return false;
+    snprintf(h->text, sizeof h->text, "<h%d>", (int)i);
+    for (size_t j = 0; j < n; j++) {
+        if (keys[j] == 0)
+            v[j] = (tpl_value){LUA_TSTRING, false, h->text, 0, 0};
+        else
+            v[j] = (tpl_value){LUA_TNUMBER, true, NULL, (long long)i, 0};
     }
     return true;
 }
 
-static const tpl_list_reader S_LIST = {S_list_open, S_list_field};
+static const tpl_list_reader S_LIST = {S_list_open, S_list_key, S_list_item};
 
 /* Sets the page global `list` to a new host list whose Lua __index is the
  * function the chunk index returns. */
