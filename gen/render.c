@@ -32,6 +32,7 @@ struct renderer {
      * when one of them changes */
     int cur_phase;
     unsigned char *read_mark; /* by job */
+    unsigned char *phase;     /* by job: render_job_phase, asked for every record read */
     uint32_t *reads;
     size_t nreads, capreads;
     buf scratch;        /* S_push_page_brief's */
@@ -121,7 +122,7 @@ static char *S_full_url(const renderer *r, const char *site_path)
 static const page_record *S_record(renderer *r, size_t job)
 {
     if (!r->e.records || job >= r->e.nrecords || !r->e.records[job].done ||
-        render_job_phase(&r->e, job) >= r->cur_phase)
+        r->phase[job] >= r->cur_phase)
         return NULL;
     if (!r->read_mark[job]) {
         r->read_mark[job] = 1;
@@ -1283,6 +1284,9 @@ renderer *render_new(const render_env *e)
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
     r->md = md_new(&mo);
     r->read_mark = xcalloc(e->nrecords + 1, 1);
+    r->phase = xmalloc(e->nrecords + 1);
+    for (size_t j = 0; j < e->nrecords; j++)
+        r->phase[j] = (unsigned char)render_job_phase(e, j);
     buf_init(&r->scratch);
     strmap_init(&r->tag_urls);
     return r;
@@ -1296,6 +1300,7 @@ void render_free(renderer *r)
     tpl_free(r->tpl);
     sandbox_free(r->sb);
     free(r->read_mark);
+    free(r->phase);
     free(r->reads);
     free(r->fig_url);
     free(r->groups);
