@@ -67,6 +67,7 @@ struct sandbox {
                           * back at its end, or the cache would keep thousands
                           * of dead pages alive (26 MiB at 10,000 pages) */
     size_t nused;
+    int used_cap;        /* entries its array part holds */
     bool arith_off;          /* tests: always compile (S_arith and S_block off) */
     unsigned long arith_count; /* expressions and blocks run without compiling */
     struct name_slot *names;   /* S_arith's names as Lua strings, NAME_SLOTS */
@@ -94,6 +95,7 @@ struct sandbox {
 #define EXPR_CHUNK "(expression)"
 #define EXPRS_MAX 4096
 #define EXPR_SLOTS 8192 /* twice EXPRS_MAX: probes stay short */
+#define USED_MIN 256    /* the used list's first size; it doubles when full */
 
 /* The expression cache is looked up by the text in C, hashed a word at a
  * time: making a Lua string of every figure's code only to look it up cost
@@ -874,6 +876,14 @@ static int S_setup(lua_State *L)
         lua_pushboolean(L, 0);
         sb->names[i].ref = luaL_ref(L, LUA_REGISTRYINDEX);
     }
+    /* sandbox_eval's lists, sized so that storing into them never
+     * allocates: an allocation there could fail at a page's memory cap,
+     * outside any pcall */
+    lua_createtable(L, EXPRS_MAX, 0);
+    sb->exprs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_createtable(L, USED_MIN, 0);
+    sb->used_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    sb->used_cap = USED_MIN;
     S_open(L, LUA_GNAME, luaopen_base);
     S_open(L, LUA_STRLIBNAME, luaopen_string);
     S_open(L, LUA_TABLIBNAME, luaopen_table);
@@ -956,6 +966,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
     free(checks);
     strmap_init(&sb->data_cache);
     sb->names = xcalloc(NAME_SLOTS, sizeof *sb->names);
+    sb->expr_slots = xcalloc(EXPR_SLOTS, sizeof *sb->expr_slots);
 #ifndef POOL_OFF
     /* address space only: pages are touched as blocks are handed out */
     void *region = mmap(NULL, POOL_REGION, PROT_READ | PROT_WRITE,
@@ -1750,6 +1761,41 @@ fail:
 void sandbox_set_arith(sandbox *sb, bool on) { sb->arith_off = !on; }
 unsigned long sandbox_arith_count(const sandbox *sb) { return sb->arith_count; }
 
+/* In a pcall (sandbox_eval): a used list twice as long, since growing a
+ * table can fail at the page's memory cap. The list's entries all sit in
+ * its array part, so storing one never allocates. */
+static int S_used_grow(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    if (sb->used_cap > INT_MAX / 2)
+        return luaL_error(L, "too many expressions on one page");
+    int cap = 2 * sb->used_cap;
+    lua_createtable(L, cap, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->used_ref);
+    for (size_t i = 1; i <= sb->nused; i++) {
+        lua_rawgeti(L, -1, (lua_Integer)i);
+        lua_rawseti(L, -3, (lua_Integer)i);
+    }
+    lua_pop(L, 1);
+    lua_rawseti(L, LUA_REGISTRYINDEX, sb->used_ref); /* an existing entry: no allocation */
+    sb->used_cap = cap;
+    return 0;
+}
+
+/* The error of an expression that ran out of memory before it ran. */
+static int S_expr_memory_error(sandbox *sb, const char *file, int line, sandbox_error *err)
+{
+    memset(err, 0, sizeof *err);
+    err->file = xstrdup(file);
+    err->line = line;
+    err->limit = sb->mem_hit;
+    sb->limit_surfaced |= err->limit;
+    err->msg = sb->mem_hit ? xasprintf("memory cap exceeded (limits.lua_memory = %zu bytes)",
+                                       sb->o.memory)
+                           : xstrdup("not enough memory");
+    return -1;
+}
+
 int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, int line, int *nres,
                  sandbox_error *err)
 {
@@ -1762,15 +1808,23 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
             *nres = fast_nres;
         return 0;
     }
-    if (sb->exprs_ref == LUA_NOREF || sb->nexprs >= EXPRS_MAX) {
+    if (sb->nexprs >= EXPRS_MAX) {
         /* full: start over rather than grow without bound */
-        luaL_unref(L, LUA_REGISTRYINDEX, sb->exprs_ref);
-        lua_newtable(L);
-        sb->exprs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, sb->exprs_ref);
+        for (size_t k = 1; k <= sb->nexprs; k++) {
+            lua_pushnil(L);
+            lua_rawseti(L, -2, (lua_Integer)k);
+        }
+        lua_pop(L, 1);
         sb->nexprs = 0;
-        if (!sb->expr_slots)
-            sb->expr_slots = xcalloc(EXPR_SLOTS, sizeof *sb->expr_slots);
         S_exprs_clear(sb);
+    }
+    if (sb->nused == (size_t)sb->used_cap) {
+        lua_pushcfunction(L, S_used_grow);
+        if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+            lua_pop(L, 1);
+            return S_expr_memory_error(sb, file, line, err);
+        }
     }
     uint64_t h = S_text_hash(code, len);
     size_t i = (size_t)h & (EXPR_SLOTS - 1);
@@ -1778,11 +1832,18 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
     while ((slot = &sb->expr_slots[i])->text &&
            !(slot->hash == h && slot->len == len && memcmp(slot->text, code, len) == 0))
         i = (i + 1) & (EXPR_SLOTS - 1);
+    /* the cache and the used list have room in their array parts (made at
+     * setup and above): storing into them allocates nothing, so nothing
+     * here can raise an error outside a pcall */
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->exprs_ref);
     if (slot->text) {
         lua_rawgeti(L, -1, slot->index);
     } else {
         int status = luaL_loadbufferx(L, code, len, "=" EXPR_CHUNK, "t");
+        if (status == LUA_ERRMEM) {
+            lua_pop(L, 2);
+            return S_expr_memory_error(sb, file, line, err);
+        }
         if (status != LUA_OK) {
             memset(err, 0, sizeof *err);
             const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "syntax error";
@@ -1804,10 +1865,6 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
     lua_remove(L, -2); /* the cache table */
     S_push_env(sb);
     lua_setupvalue(L, -2, 1);
-    if (sb->used_ref == LUA_NOREF) {
-        lua_newtable(L);
-        sb->used_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    }
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->used_ref);
     lua_pushvalue(L, -2);
     lua_rawseti(L, -2, (lua_Integer)++sb->nused);

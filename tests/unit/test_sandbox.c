@@ -1410,6 +1410,81 @@ static void test_block_budget(void **state)
     assert_int_equal(sandbox_arith_count(f->sb), count);
 }
 
+/* ---- the compiled path's bookkeeping at the memory cap --------------------- */
+
+/* In a pcall: a userdata of argument 1's size, kept by the page. */
+static int S_pad(lua_State *L)
+{
+    lua_newuserdatauv(L, (size_t)lua_tointeger(L, 1), 0);
+    lua_setfield(L, lua_upvalueindex(1), "pad");
+    return 0;
+}
+
+/* Runs `code` before times on a fresh sandbox's page, leaves about room
+ * bytes under the memory cap, and runs it once more: it either runs or fails
+ * with the memory-cap error at the figure (never a Lua panic), and on the
+ * next page it runs. Returns whether the last run ran. */
+static bool S_eval_near_cap(fx *f, int before, size_t room)
+{
+    const char *code = "return tostring(7)";
+    sandbox_error err;
+    int nres = 0;
+    bool ran = false;
+    f->sb = sandbox_new(&f->o);
+    assert_non_null(f->sb);
+    S_new_page(f);
+    lua_State *L = sandbox_lua(f->sb);
+    for (int i = 0; i < before; i++) {
+        assert_int_equal(sandbox_eval(f->sb, code, strlen(code), PAGE, 9, &nres, &err), 0);
+        lua_pop(L, nres);
+    }
+    sandbox_push_env(f->sb);
+    lua_pushcclosure(L, S_pad, 1);
+    lua_pushinteger(L, (lua_Integer)(f->o.memory - room));
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) { /* no room for this much */
+        lua_pop(L, 1);
+    } else if (sandbox_eval(f->sb, code, strlen(code), PAGE, 9, &nres, &err) == 0) {
+        ran = true;
+        assert_int_equal(nres, 1);
+        lua_pop(L, 1);
+    } else {
+        assert_true(err.limit);
+        assert_non_null(strstr(err.msg, "memory cap exceeded"));
+        /* at the figure: placed there, or placed nowhere */
+        assert_true(!err.file || strcmp(err.file, PAGE) == 0);
+        assert_true(err.line == 0 || err.line == 9);
+        sandbox_error_free(&err);
+        S_new_page(f);
+        assert_int_equal(sandbox_eval(f->sb, code, strlen(code), PAGE, 9, &nres, &err), 0);
+        assert_string_equal(lua_tostring(L, -1), "7");
+        lua_pop(L, 1);
+    }
+    assert_int_equal(lua_gettop(L), 0);
+    sandbox_page_end(f->sb);
+    sandbox_free(f->sb);
+    f->sb = NULL;
+    return ran;
+}
+
+/* sandbox_eval keeps a function it compiled in its cache and in the page's
+ * list of used ones: storing into them must not raise an error outside a
+ * pcall when the page sits just under its memory cap, neither for the first
+ * expression nor when the used list has to grow. */
+static void test_eval_memory_cap_bookkeeping(void **state)
+{
+    fx *f = *state;
+    f->o.memory = 64u << 10;
+    int ran = 0, capped = 0;
+    for (size_t room = 4096; room > 0; room -= 8)
+        S_eval_near_cap(f, 0, room) ? ran++ : capped++;
+    assert_true(ran > 0 && capped > 0);
+    ran = capped = 0;
+    /* 256 uses fill the used list as made at setup: the next one grows it */
+    for (size_t room = 12288; room > 0; room -= 64)
+        S_eval_near_cap(f, 256, room) ? ran++ : capped++;
+    assert_true(ran > 0 && capped > 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -1450,6 +1525,7 @@ int main(void)
         T(test_block_bounds),
         T(test_block_env_metatable),
         T(test_block_budget),
+        T(test_eval_memory_cap_bookkeeping),
         cmocka_unit_test(test_tostring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
