@@ -67,8 +67,9 @@ struct sandbox {
                           * back at its end, or the cache would keep thousands
                           * of dead pages alive (26 MiB at 10,000 pages) */
     size_t nused;
-    bool arith_off;          /* tests: sandbox_eval always compiles (S_arith off) */
-    unsigned long arith_count; /* expressions S_arith evaluated */
+    int used_cap;        /* entries its array part holds */
+    bool arith_off;          /* tests: always compile (S_arith and S_block off) */
+    unsigned long arith_count; /* expressions and blocks run without compiling */
     struct name_slot *names;   /* S_arith's names as Lua strings, NAME_SLOTS */
     const char *expr_file; /* the expression being evaluated: its place */
     int expr_line;
@@ -94,6 +95,7 @@ struct sandbox {
 #define EXPR_CHUNK "(expression)"
 #define EXPRS_MAX 4096
 #define EXPR_SLOTS 8192 /* twice EXPRS_MAX: probes stay short */
+#define USED_MIN 256    /* the used list's first size; it doubles when full */
 
 /* The expression cache is looked up by the text in C, hashed a word at a
  * time: making a Lua string of every figure's code only to look it up cost
@@ -874,6 +876,14 @@ static int S_setup(lua_State *L)
         lua_pushboolean(L, 0);
         sb->names[i].ref = luaL_ref(L, LUA_REGISTRYINDEX);
     }
+    /* sandbox_eval's lists, sized so that storing into them never
+     * allocates: an allocation there could fail at a page's memory cap,
+     * outside any pcall */
+    lua_createtable(L, EXPRS_MAX, 0);
+    sb->exprs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_createtable(L, USED_MIN, 0);
+    sb->used_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    sb->used_cap = USED_MIN;
     S_open(L, LUA_GNAME, luaopen_base);
     S_open(L, LUA_STRLIBNAME, luaopen_string);
     S_open(L, LUA_TABLIBNAME, luaopen_table);
@@ -956,6 +966,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
     free(checks);
     strmap_init(&sb->data_cache);
     sb->names = xcalloc(NAME_SLOTS, sizeof *sb->names);
+    sb->expr_slots = xcalloc(EXPR_SLOTS, sizeof *sb->expr_slots);
 #ifndef POOL_OFF
     /* address space only: pages are touched as blocks are handed out */
     void *region = mmap(NULL, POOL_REGION, PROT_READ | PROT_WRITE,
@@ -1234,12 +1245,20 @@ int sandbox_pcall(sandbox *sb, int nargs, int *nres, sandbox_error *err)
     return 0;
 }
 
+static int S_block(sandbox *sb, const char *code, size_t len, sandbox_error *err);
+
 int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int first_line,
                 int *nres, sandbox_error *err)
 {
     lua_State *L = sb->L;
     if (sb->budget_hit || sb->mem_hit)
         return S_limit_error(sb, err);
+    int fast = S_block(sb, code, len, err);
+    if (fast != 0) {
+        if (nres)
+            *nres = 0; /* a block of assignments returns nothing */
+        return fast > 0 ? 0 : -1;
+    }
     line_reader r = {first_line > 1 ? first_line - 1 : 0, code, len, 0};
     char *chunk = xasprintf("=%s", file);
     int status = lua_load(L, S_read, &r, chunk, "t");
@@ -1428,6 +1447,140 @@ static void S_push_name(sandbox *sb, const char *s, size_t n)
     slot->len = (unsigned char)n;
 }
 
+/* A name a block assigned: read from the overlay before the environment. */
+typedef struct {
+    const char *name; /* in the block's text */
+    size_t len;
+    int value; /* stack index of its value */
+} block_set;
+
+/* One evaluation by S_arith_list: where its names are read. */
+typedef struct {
+    sandbox *sb;
+    int base;              /* the stack's top before: the environment goes above */
+    int env;               /* stack index of the environment, 0 until a name needs it */
+    const block_set *sets; /* S_block's assignments so far, oldest first */
+    int nsets;
+    long long tokens; /* read so far, for the instruction budget */
+} arith_ctx;
+
+/* Pushes the number a global name s[0..n) holds: what an assignment earlier
+ * in the block gave it, else the environment's. False when it is no name
+ * Lua would read as a global, or its value is no number. */
+static bool S_arith_name(arith_ctx *cx, const char *s, size_t n)
+{
+    lua_State *L = cx->sb->L;
+    /* _ENV names the environment itself, not a global */
+    if (n > ARITH_NAME || S_lua_keyword(s, n) || (n == 4 && memcmp(s, "_ENV", 4) == 0))
+        return false;
+    for (int i = cx->nsets; i-- > 0;) {
+        if (cx->sets[i].len == n && memcmp(cx->sets[i].name, s, n) == 0) {
+            lua_pushvalue(L, cx->sets[i].value);
+            return lua_type(L, -1) == LUA_TNUMBER;
+        }
+    }
+    if (!cx->env) {
+        /* below every value: operators work on the top */
+        cx->env = cx->base + 1;
+        S_push_env(cx->sb);
+        lua_insert(L, cx->env);
+        /* with a metatable, __index could answer */
+        if (lua_type(L, cx->env) != LUA_TTABLE || lua_getmetatable(L, cx->env))
+            return false;
+    }
+    S_push_name(cx->sb, s, n);
+    return lua_rawget(L, cx->env) == LUA_TNUMBER;
+}
+
+/* Evaluates the comma list of arithmetic at *pp, pushing its values (*nvals
+ * of them; the caller made room for ARITH_VALUES + ARITH_DEPTH + 4). The
+ * list ends at the end of the text or, after an operand, at the first token
+ * that cannot continue it; *pp is left there, spaces skipped. False (values
+ * left on the stack for the caller to drop) when the list is not such
+ * arithmetic or Lua would not give a number on it. */
+static bool S_arith_list(arith_ctx *cx, const char **pp, const char *end, int *nvals)
+{
+    lua_State *L = cx->sb->L;
+    const char *p = *pp;
+    arith_op ops[ARITH_DEPTH];
+    int nops = 0;
+    *nvals = 0;
+    bool operand = true; /* an operand comes next, else an operator */
+    for (;;) {
+        while (p < end && S_IS(*p, C_SPACE))
+            p++;
+        cx->tokens++;
+        if (operand) {
+            if (p == end)
+                return false;
+            if (*p == '-' || *p == '(') {
+                if (nops == ARITH_DEPTH || (*p == '-' && p + 1 < end && p[1] == '-'))
+                    return false;
+                ops[nops++] = *p == '-' ? (arith_op){LUA_OPUNM, ARITH_UNM_PRI}
+                                        : (arith_op){ARITH_OPEN, 0};
+                p++;
+            } else if (S_IS(*p, C_DIGIT) || (*p == '.' && p + 1 < end && S_IS(p[1], C_DIGIT))) {
+                const char *e = S_numeral_end(p, end);
+                char num[ARITH_NUM + 1];
+                if ((size_t)(e - p) > ARITH_NUM)
+                    return false;
+                memcpy(num, p, (size_t)(e - p));
+                num[e - p] = '\0';
+                if (lua_stringtonumber(L, num) == 0)
+                    return false;
+                p = e;
+                operand = false;
+            } else if (S_IS(*p, C_ALPHA)) {
+                const char *s = p;
+                while (p < end && S_IS(*p, C_ALPHA | C_DIGIT))
+                    p++;
+                if (!S_arith_name(cx, s, (size_t)(p - s)))
+                    return false;
+                operand = false;
+            } else {
+                return false;
+            }
+            continue;
+        }
+        size_t oplen;
+        int left;
+        int op = p < end ? S_binop(p, end, &oplen, &left) : -1;
+        if (op >= 0) {
+            /* what binds tighter than op on its left is complete */
+            while (nops > 0 && ops[nops - 1].pri >= left) {
+                if (!S_arith_apply(L, ops[--nops].op))
+                    return false;
+            }
+            if (nops == ARITH_DEPTH)
+                return false;
+            ops[nops++] = (arith_op){(unsigned char)op, (unsigned char)S_right_pri(op)};
+            p += oplen;
+            operand = true;
+            continue;
+        }
+        while (nops > 0 && ops[nops - 1].op != ARITH_OPEN) {
+            if (!S_arith_apply(L, ops[--nops].op))
+                return false;
+        }
+        if (p < end && *p == ')') {
+            if (nops == 0)
+                return false;
+            nops--;
+            p++;
+            continue;
+        }
+        if (nops > 0 || *nvals == ARITH_VALUES) /* a parenthesis left open, or too many */
+            return false;
+        ++*nvals;
+        if (p == end || *p != ',')
+            break;
+        p++;
+        operand = true;
+    }
+    *pp = p;
+    return true;
+}
+
 /* Evaluates code ("return EXPR") as described above, leaving its values on
  * the stack (*nres of them). False, with the stack as it was, when EXPR is
  * not such arithmetic or Lua would not give a number on it. Nothing here
@@ -1447,103 +1600,16 @@ static bool S_arith(sandbox *sb, const char *code, size_t len, int *nres)
      * and S_push_name) */
     if (!lua_checkstack(L, ARITH_VALUES + ARITH_DEPTH + 4))
         return false;
-    int env = 0; /* base + 1 once a name needs the environment */
-    arith_op ops[ARITH_DEPTH];
-    int nops = 0, nvals = 0;
-    long long tokens = 0;
-    bool operand = true; /* an operand comes next, else an operator */
-    for (;;) {
-        while (p < end && S_IS(*p, C_SPACE))
-            p++;
-        tokens++;
-        if (operand) {
-            if (p == end)
-                goto fail;
-            if (*p == '-' || *p == '(') {
-                if (nops == ARITH_DEPTH || (*p == '-' && p + 1 < end && p[1] == '-'))
-                    goto fail;
-                ops[nops++] = *p == '-' ? (arith_op){LUA_OPUNM, ARITH_UNM_PRI}
-                                        : (arith_op){ARITH_OPEN, 0};
-                p++;
-            } else if (S_IS(*p, C_DIGIT) || (*p == '.' && p + 1 < end && S_IS(p[1], C_DIGIT))) {
-                const char *e = S_numeral_end(p, end);
-                char num[ARITH_NUM + 1];
-                if ((size_t)(e - p) > ARITH_NUM)
-                    goto fail;
-                memcpy(num, p, (size_t)(e - p));
-                num[e - p] = '\0';
-                if (lua_stringtonumber(L, num) == 0)
-                    goto fail;
-                p = e;
-                operand = false;
-            } else if (S_IS(*p, C_ALPHA)) {
-                const char *s = p;
-                while (p < end && S_IS(*p, C_ALPHA | C_DIGIT))
-                    p++;
-                size_t n = (size_t)(p - s);
-                /* _ENV names the environment itself, not a global */
-                if (n > ARITH_NAME || S_lua_keyword(s, n) || (n == 4 && memcmp(s, "_ENV", 4) == 0))
-                    goto fail;
-                if (!env) {
-                    /* below every value: operators work on the top */
-                    env = base + 1;
-                    S_push_env(sb);
-                    lua_insert(L, env);
-                    /* with a metatable, __index could answer */
-                    if (lua_type(L, env) != LUA_TTABLE || lua_getmetatable(L, env))
-                        goto fail;
-                }
-                S_push_name(sb, s, n);
-                if (lua_rawget(L, env) != LUA_TNUMBER)
-                    goto fail;
-                operand = false;
-            } else {
-                goto fail;
-            }
-            continue;
-        }
-        size_t oplen;
-        int left;
-        int op = p < end ? S_binop(p, end, &oplen, &left) : -1;
-        if (op >= 0) {
-            /* what binds tighter than op on its left is complete */
-            while (nops > 0 && ops[nops - 1].pri >= left) {
-                if (!S_arith_apply(L, ops[--nops].op))
-                    goto fail;
-            }
-            if (nops == ARITH_DEPTH)
-                goto fail;
-            ops[nops++] = (arith_op){(unsigned char)op, (unsigned char)S_right_pri(op)};
-            p += oplen;
-            operand = true;
-            continue;
-        }
-        if (p < end && *p != ')' && *p != ',')
-            goto fail;
-        while (nops > 0 && ops[nops - 1].op != ARITH_OPEN) {
-            if (!S_arith_apply(L, ops[--nops].op))
-                goto fail;
-        }
-        if (p < end && *p == ')') {
-            if (nops == 0)
-                goto fail;
-            nops--;
-            p++;
-            continue;
-        }
-        if (nops > 0 || nvals == ARITH_VALUES) /* a parenthesis left open, or too many */
-            goto fail;
-        nvals++;
-        if (p == end)
-            break;
-        p++; /* ',' */
-        operand = true;
-    }
-    /* about what Lua's own instructions would have cost */
-    if (!sandbox_charge(sb, tokens))
+    arith_ctx cx = {sb, base, 0, NULL, 0, 0};
+    int nvals;
+    /* anything after the list is no part of arithmetic */
+    if (!S_arith_list(&cx, &p, end, &nvals) || p != end)
         goto fail;
-    if (env)
-        lua_remove(L, env);
+    /* about what Lua's own instructions would have cost */
+    if (!sandbox_charge(sb, cx.tokens))
+        goto fail;
+    if (cx.env)
+        lua_remove(L, cx.env);
     *nres = nvals;
     sb->arith_count++;
     return true;
@@ -1552,8 +1618,183 @@ fail:
     return false;
 }
 
+/* ---------- blocks of assignments without the compiler ---------- */
+
+/* Each page's {lua} block sets the model's numbers (`layers, heads = 80, 8`,
+ * `per_token = 2 * layers * heads`), and Lua's parser cost ~45k instructions
+ * a block. S_block runs a block itself when it is nothing but statements
+ * `NAME {, NAME} = EXPR {, EXPR}`, EXPR what S_arith_list evaluates, between
+ * spaces, `;` and `--` line comments, with Lua's semantics: every value
+ * before any assignment, extra values dropped, missing ones nil, the last
+ * name stored first (lparser.c, restassign), each store a rawset into the
+ * page's environment (a plain table: no metatable). Statements are
+ * evaluated into an overlay on the stack that later ones read first, and
+ * the environment changes only once the whole block succeeded: on anything
+ * else (another token, a nil or string global, an integer division by zero,
+ * a bound) nothing has changed and Lua compiles and runs the block, giving
+ * its own result or error. */
+#define BLOCK_LEN 4096 /* longest block handled */
+#define BLOCK_SETS 128 /* assignments in a block: the overlay */
+#define BLOCK_NAMES 32 /* names on one left side */
+/* heap left under the cap: at most a new string per name read or stored,
+ * under 40 + n bytes for a name of n bytes, which takes n + 1 of the text */
+#define BLOCK_MEM (ARITH_MEM + (size_t)BLOCK_LEN * 32)
+
+/* Skips what separates statements: spaces, `;` and line comments. NULL at
+ * `--[`, which may open a long comment. */
+static const char *S_block_gap(const char *p, const char *end)
+{
+    for (;;) {
+        while (p < end && (S_IS(*p, C_SPACE) || *p == ';'))
+            p++;
+        if (end - p < 2 || p[0] != '-' || p[1] != '-')
+            return p;
+        if (end - p >= 3 && p[2] == '[')
+            return NULL;
+        /* Lua's lexer ends a comment at either newline character */
+        while (p < end && *p != '\n' && *p != '\r')
+            p++;
+    }
+}
+
+/* In a pcall: the block's stores (environment, name, value, name, value...),
+ * since a store may grow the table past the memory cap. */
+static int S_block_commit(lua_State *L)
+{
+    int top = lua_gettop(L);
+    for (int i = 2; i < top; i += 2) {
+        lua_pushvalue(L, i);
+        lua_pushvalue(L, i + 1);
+        lua_rawset(L, 1);
+    }
+    return 0;
+}
+
+/* Runs the block code as described above: 1 when it did, 0 (the stack as
+ * it was, nothing changed) when Lua must run it, -1 with *err filled when
+ * the stores hit the memory cap. Nothing raises an error outside a pcall:
+ * only pushing a name allocates, and it runs only with BLOCK_MEM left. */
+static int S_block(sandbox *sb, const char *code, size_t len, sandbox_error *err)
+{
+    lua_State *L = sb->L;
+    if (sb->arith_off || len > BLOCK_LEN)
+        return 0;
+    if (sb->used > sb->limit || sb->limit - sb->used < BLOCK_MEM)
+        return 0;
+    /* the environment, the overlay's names and values, one list's
+     * evaluation (see S_arith) */
+    if (!lua_checkstack(L, 1 + 2 * BLOCK_SETS + ARITH_VALUES + ARITH_DEPTH + 4))
+        return 0;
+    int base = lua_gettop(L);
+    S_push_env(sb);
+    if (lua_type(L, -1) != LUA_TTABLE || lua_getmetatable(L, -1))
+        goto fail;
+    block_set sets[BLOCK_SETS];
+    arith_ctx cx = {sb, base, base + 1, sets, 0, 0};
+    const char *p = code, *end = code + len;
+    for (;;) {
+        p = S_block_gap(p, end);
+        if (!p)
+            goto fail;
+        if (p == end)
+            break;
+        const char *names[BLOCK_NAMES];
+        size_t lens[BLOCK_NAMES];
+        int nnames = 0;
+        for (;;) {
+            const char *s = p;
+            while (p < end && S_IS(*p, C_ALPHA | C_DIGIT))
+                p++;
+            size_t n = (size_t)(p - s);
+            if (n == 0 || S_IS(*s, C_DIGIT) || n > ARITH_NAME || S_lua_keyword(s, n) ||
+                (n == 4 && memcmp(s, "_ENV", 4) == 0) || nnames == BLOCK_NAMES)
+                goto fail;
+            /* twice on one side: Lua leaves the order of the stores open */
+            for (int i = 0; i < nnames; i++) {
+                if (lens[i] == n && memcmp(names[i], s, n) == 0)
+                    goto fail;
+            }
+            names[nnames] = s;
+            lens[nnames++] = n;
+            cx.tokens++;
+            while (p < end && S_IS(*p, C_SPACE))
+                p++;
+            if (p == end || *p != ',')
+                break;
+            p++;
+            while (p < end && S_IS(*p, C_SPACE))
+                p++;
+        }
+        if (p == end || *p != '=' || (p + 1 < end && p[1] == '='))
+            goto fail;
+        p++;
+        int vals = lua_gettop(L) + 1, nvals;
+        if (!S_arith_list(&cx, &p, end, &nvals) || cx.nsets + nnames > BLOCK_SETS)
+            goto fail;
+        /* the overlay gets the stores in Lua's order: the last name first */
+        for (int i = nnames; i-- > 0;) {
+            S_push_name(sb, names[i], lens[i]);
+            if (i < nvals)
+                lua_pushvalue(L, vals + i);
+            else
+                lua_pushnil(L);
+        }
+        lua_rotate(L, vals, -nvals); /* the values go to the top, then away */
+        lua_pop(L, nvals);
+        for (int k = 0; k < nnames; k++) {
+            int i = nnames - 1 - k;
+            sets[cx.nsets++] = (block_set){names[i], lens[i], vals + 2 * k + 1};
+        }
+    }
+    if (!sandbox_charge(sb, cx.tokens))
+        goto fail;
+    sb->arith_count++;
+    lua_pushcfunction(L, S_block_commit);
+    lua_insert(L, base + 1);
+    int nres;
+    return sandbox_pcall(sb, 1 + 2 * cx.nsets, &nres, err) == 0 ? 1 : -1;
+fail:
+    lua_settop(L, base);
+    return 0;
+}
+
 void sandbox_set_arith(sandbox *sb, bool on) { sb->arith_off = !on; }
 unsigned long sandbox_arith_count(const sandbox *sb) { return sb->arith_count; }
+
+/* In a pcall (sandbox_eval): a used list twice as long, since growing a
+ * table can fail at the page's memory cap. The list's entries all sit in
+ * its array part, so storing one never allocates. */
+static int S_used_grow(lua_State *L)
+{
+    sandbox *sb = S_sb(L);
+    if (sb->used_cap > INT_MAX / 2)
+        return luaL_error(L, "too many expressions on one page");
+    int cap = 2 * sb->used_cap;
+    lua_createtable(L, cap, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->used_ref);
+    for (size_t i = 1; i <= sb->nused; i++) {
+        lua_rawgeti(L, -1, (lua_Integer)i);
+        lua_rawseti(L, -3, (lua_Integer)i);
+    }
+    lua_pop(L, 1);
+    lua_rawseti(L, LUA_REGISTRYINDEX, sb->used_ref); /* an existing entry: no allocation */
+    sb->used_cap = cap;
+    return 0;
+}
+
+/* The error of an expression that ran out of memory before it ran. */
+static int S_expr_memory_error(sandbox *sb, const char *file, int line, sandbox_error *err)
+{
+    memset(err, 0, sizeof *err);
+    err->file = xstrdup(file);
+    err->line = line;
+    err->limit = sb->mem_hit;
+    sb->limit_surfaced |= err->limit;
+    err->msg = sb->mem_hit ? xasprintf("memory cap exceeded (limits.lua_memory = %zu bytes)",
+                                       sb->o.memory)
+                           : xstrdup("not enough memory");
+    return -1;
+}
 
 int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, int line, int *nres,
                  sandbox_error *err)
@@ -1567,15 +1808,23 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
             *nres = fast_nres;
         return 0;
     }
-    if (sb->exprs_ref == LUA_NOREF || sb->nexprs >= EXPRS_MAX) {
+    if (sb->nexprs >= EXPRS_MAX) {
         /* full: start over rather than grow without bound */
-        luaL_unref(L, LUA_REGISTRYINDEX, sb->exprs_ref);
-        lua_newtable(L);
-        sb->exprs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, sb->exprs_ref);
+        for (size_t k = 1; k <= sb->nexprs; k++) {
+            lua_pushnil(L);
+            lua_rawseti(L, -2, (lua_Integer)k);
+        }
+        lua_pop(L, 1);
         sb->nexprs = 0;
-        if (!sb->expr_slots)
-            sb->expr_slots = xcalloc(EXPR_SLOTS, sizeof *sb->expr_slots);
         S_exprs_clear(sb);
+    }
+    if (sb->nused == (size_t)sb->used_cap) {
+        lua_pushcfunction(L, S_used_grow);
+        if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+            lua_pop(L, 1);
+            return S_expr_memory_error(sb, file, line, err);
+        }
     }
     uint64_t h = S_text_hash(code, len);
     size_t i = (size_t)h & (EXPR_SLOTS - 1);
@@ -1583,11 +1832,18 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
     while ((slot = &sb->expr_slots[i])->text &&
            !(slot->hash == h && slot->len == len && memcmp(slot->text, code, len) == 0))
         i = (i + 1) & (EXPR_SLOTS - 1);
+    /* the cache and the used list have room in their array parts (made at
+     * setup and above): storing into them allocates nothing, so nothing
+     * here can raise an error outside a pcall */
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->exprs_ref);
     if (slot->text) {
         lua_rawgeti(L, -1, slot->index);
     } else {
         int status = luaL_loadbufferx(L, code, len, "=" EXPR_CHUNK, "t");
+        if (status == LUA_ERRMEM) {
+            lua_pop(L, 2);
+            return S_expr_memory_error(sb, file, line, err);
+        }
         if (status != LUA_OK) {
             memset(err, 0, sizeof *err);
             const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "syntax error";
@@ -1609,10 +1865,6 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
     lua_remove(L, -2); /* the cache table */
     S_push_env(sb);
     lua_setupvalue(L, -2, 1);
-    if (sb->used_ref == LUA_NOREF) {
-        lua_newtable(L);
-        sb->used_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    }
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->used_ref);
     lua_pushvalue(L, -2);
     lua_rawseti(L, -2, (lua_Integer)++sb->nused);

@@ -60,7 +60,10 @@ quote_unitset *sandbox_units(sandbox *sb);
 /* Loads code as a text chunk named `file` whose first line is line first_line
  * of that file, runs it in the page environment and leaves its results on the
  * stack (*nres of them). Returns 0, or -1 with *err filled (free it with
- * sandbox_error_free) and nothing left on the stack. */
+ * sandbox_error_free) and nothing left on the stack. A block of nothing but
+ * assignments of arithmetic to globals (`a, b = 80, 2*a`) runs without
+ * compiling, with Lua's values, stores and order of stores; on anything else
+ * Lua runs it. */
 int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int first_line,
                 int *nres, sandbox_error *err);
 /* The same for a one-line expression (code is "return EXPR") at file:line:
@@ -70,9 +73,10 @@ int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int
  * compiling, by Lua's own conversions and operators: the same values. */
 int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, int line, int *nres,
                  sandbox_error *err);
-/* For tests: turns off (or back on) sandbox_eval's evaluation of plain
- * arithmetic without compiling it, so its values can be compared with Lua's,
- * and counts the expressions it evaluated that way. */
+/* For tests: turns off (or back on) the evaluation of plain arithmetic
+ * without compiling it (sandbox_eval's expressions, sandbox_run's blocks of
+ * assignments), so its values can be compared with Lua's, and counts the
+ * expressions and blocks it evaluated that way. */
 void sandbox_set_arith(sandbox *sb, bool on);
 unsigned long sandbox_arith_count(const sandbox *sb);
 /* Calls the function below nargs arguments on the stack under the same error

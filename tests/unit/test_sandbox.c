@@ -1150,6 +1150,341 @@ static void test_arith_budget(void **state)
     assert_int_equal(lua_gettop(L), 0);
 }
 
+/* ---- blocks of assignments without the compiler (S_block) ----------------- */
+
+/* The globals of the page's environment in lua_next order, each key and a
+ * snapshot of its value: type, integer or float and bits, text. */
+static void S_globals(fx *f, buf *out)
+{
+    lua_State *L = sandbox_lua(f->sb);
+    sandbox_push_env(f->sb);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        buf_printf(out, "%s=%s:", lua_tostring(L, -2), luaL_typename(L, -1));
+        if (lua_type(L, -1) == LUA_TNUMBER && lua_isinteger(L, -1)) {
+            buf_printf(out, "i%lld", (long long)lua_tointeger(L, -1));
+        } else if (lua_type(L, -1) == LUA_TNUMBER) {
+            double d = lua_tonumber(L, -1);
+            uint64_t bits;
+            memcpy(&bits, &d, sizeof bits);
+            buf_printf(out, "f%016llx", (unsigned long long)bits);
+        } else if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TBOOLEAN) {
+            sandbox_tostring(L, -1, out);
+        }
+        buf_putc(out, '\n');
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
+#define BLOCK_PRELUDE "a, b, f, z, s, big = 6, 7, 2.5, 0, '10', math.maxinteger n = 0"
+
+/* Runs code as a block at line 5 of a fresh page, with the fast path on,
+ * then off (Lua compiles it), and asserts both give the same: return code,
+ * number of results, error (message, file, line, limit), and every global
+ * of the page afterwards, in the same lua_next order (so stored in the same
+ * order). fast tells whether the fast path must have taken it. */
+static void S_same_block(fx *f, const char *code, size_t len, bool fast)
+{
+    lua_State *L = sandbox_lua(f->sb);
+    sandbox_error e[2];
+    int rc[2], nres[2];
+    buf g[2] = {BUF_INIT, BUF_INIT};
+    bool took = false;
+    for (int k = 0; k < 2; k++) {
+        S_new_page(f);
+        free(S_eval(f, BLOCK_PRELUDE));
+        unsigned long before = sandbox_arith_count(f->sb);
+        sandbox_set_arith(f->sb, k == 0);
+        nres[k] = -1;
+        rc[k] = sandbox_run(f->sb, code, len, PAGE, 5, &nres[k], &e[k]);
+        sandbox_set_arith(f->sb, true);
+        if (k == 0)
+            took = sandbox_arith_count(f->sb) != before;
+        else
+            assert_int_equal(sandbox_arith_count(f->sb), before);
+        if (rc[k] == 0)
+            lua_pop(L, nres[k]);
+        assert_int_equal(lua_gettop(L), 0);
+        S_globals(f, &g[k]);
+    }
+    if (took != fast)
+        fail_msg("%.*s: %s", (int)len, code, took ? "taken by the fast path" : "left to Lua");
+    if (rc[0] != rc[1] || (rc[0] == 0 && nres[0] != nres[1]))
+        fail_msg("%.*s: returned %d (%d results), Lua %d (%d)", (int)len, code, rc[0], nres[0],
+                 rc[1], nres[1]);
+    if (rc[0] != 0) {
+        if (strcmp(e[0].msg, e[1].msg) != 0 || e[0].line != e[1].line ||
+            e[0].limit != e[1].limit || strcmp(e[0].file, e[1].file) != 0)
+            fail_msg("%.*s: error %d \"%s\", Lua's %d \"%s\"", (int)len, code, e[0].line,
+                     e[0].msg, e[1].line, e[1].msg);
+        sandbox_error_free(&e[0]);
+        sandbox_error_free(&e[1]);
+    }
+    if (strcmp(buf_cstr(&g[0]), buf_cstr(&g[1])) != 0)
+        fail_msg("%.*s: globals\n%s\nLua's\n%s", (int)len, code, buf_cstr(&g[0]),
+                 buf_cstr(&g[1]));
+    buf_free(&g[0]);
+    buf_free(&g[1]);
+}
+
+static void S_same_block_text(fx *f, const char *code, bool fast)
+{
+    S_same_block(f, code, strlen(code), fast);
+}
+
+static void test_block_same_as_lua(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    static const char *fast[] = {
+        "",
+        "-- only a comment",
+        "x = 1",
+        "x, y = 1, 2",
+        "x, y, w = 1, 2.0, 2^2",
+        "a, b = b, a",
+        "a, b, z = z, a, b",
+        "x, y, w = 1",
+        "x = 1, 2, 3",
+        "x, y = 1, 2, a * b",
+        "x = 2\ny = x * 3\nx = y + x\nz = x // y",
+        "a = a + 1\nb = a * b\na = a + b",
+        "-- the model\nlayers, heads = 80, 8 -- trailing\n--| echo: true\nper = 2 * layers * heads",
+        "x = 1; y = 2;;\n;z = x + y;",
+        "x = 1 y = 2",
+        "x=1",
+        "x\n=\n1\n,\n2",
+        "x\t,\ty\t=\t(1 + 2) * 3\t, -a",
+        "x = 1\r\ny = 2\r\n",
+        "x = 1 -- c\ry = x",
+        "x = 7 // 2 y = 7 / 2 w = 7 % -3 v = -7.5 % 2 u = big + 1 t = 1e308 * 10",
+        "x = 0/0 y = -0.0 w = 2^63 v = 9223372036854775808 u = 0x10",
+        "_G = 1",
+        "x, y = 1\ny = x",
+        "n = n + 1 n = n + 1 n = n + 1",
+        "--|\n--| eval: true\nx = 1",
+        "--\nx = 1",
+        "-- [[ not a long comment\nx = 1",
+        "n40_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 3",
+        "layers, kv_heads, q_heads, head_dim, width = 80, 1, 4, 96, 4\n"
+        "tokens, long_tokens, batch, budget_gib = 8192, 32768, 4, 8\n"
+        "per_token = 2 * layers * kv_heads * head_dim * width\n",
+    };
+    for (size_t i = 0; i < N(fast); i++)
+        S_same_block_text(f, fast[i], true);
+    static const char *lua[] = {
+        /* fails part-way: Lua's error at its line, a and b already stored */
+        "a = a + 1\nb = 2\nc = a // 0\n",
+        "a = a + 1\nb = nothing * 2",
+        "a = a + 1\nb = s * 2",
+        "x, y = 1\nw = y + 1",
+        "a = a + 1\nlocal q = 1",
+        "local x = 1",
+        "local a = 1\nb = a",
+        "x = 1 --[[ long ]] y = 2",
+        "x = 1 --[==[ long\n]==] y = 2",
+        "--[ short, but not read here\nx = 1",
+        "x = 'str'",
+        "x = \"s\" .. 1",
+        "x = s",
+        "x = math.pi * 2",
+        "x = f(1)",
+        "print(1)",
+        "x = 1 (print)(2)",
+        "x = 1, nothing",
+        "x = {}",
+        "a.b = 1",
+        "a[1] = 2",
+        "x = 1 == 2",
+        "x = a < b",
+        "x = 1, y = 2",
+        "x, x = 1, 2",
+        "x, y, x = 1, 2, 3",
+        "_ENV = 1",
+        "x, _ENV = 1, 2",
+        "and = 1",
+        "x = end",
+        "return 1",
+        "x = 1 return x",
+        "x = -- c\n 1",
+        "x -- c\n = 1",
+        "x, = 1",
+        ", x = 1",
+        "x y = 1",
+        "x =",
+        "x = 1 2",
+        "1 = 2",
+        "x = (1",
+        "x = 1)",
+        "x = 1 // 0",
+        "x = 1e",
+        "x = 3b = 4",
+        "n41_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 3",
+        "x = 1\nfunction g() end",
+        "\xef\xbb\xbfx = 1",
+        "x = 1\xc3\xa9",
+    };
+    for (size_t i = 0; i < N(lua); i++)
+        S_same_block_text(f, lua[i], false);
+    S_same_block(f, "x = 1\0y = 2", 11, false);
+    S_same_block(f, "x = 1 --\0\ny = 2", 15, true);
+}
+
+/* Bounds: the block's length, its assignments, the names on one side and
+ * the values of one list. Past them Lua runs the block. */
+static void test_block_bounds(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    buf c = BUF_INIT;
+    for (int names = 31; names <= 33; names++) {
+        buf_clear(&c);
+        for (int i = 0; i < names; i++)
+            buf_printf(&c, "%sv%d", i ? ", " : "", i);
+        buf_puts(&c, " = 1, 2.5");
+        S_same_block(f, c.ptr, c.len, names <= 32);
+    }
+    for (int sets = 127; sets <= 129; sets++) {
+        buf_clear(&c);
+        for (int i = 0; i < sets; i++)
+            buf_printf(&c, "v%d = %d\n", i % 100, i);
+        S_same_block(f, c.ptr, c.len, sets <= 128);
+    }
+    buf_clear(&c);
+    buf_puts(&c, "x = 1");
+    while (c.len < 4096)
+        buf_putc(&c, ' ');
+    S_same_block(f, c.ptr, c.len, true);
+    buf_putc(&c, ' ');
+    S_same_block(f, c.ptr, c.len, false);
+    buf_clear(&c);
+    buf_puts(&c, "x = 0");
+    for (int i = 0; i < 64; i++)
+        buf_puts(&c, ", 1");
+    S_same_block(f, c.ptr, c.len, false); /* 65 values */
+    buf_free(&c);
+}
+
+/* The page's environment with a metatable: Lua's stores could call it. */
+static void test_block_env_metatable(void **state)
+{
+    fx *f = *state;
+    S_sb(f);
+    lua_State *L = sandbox_lua(f->sb);
+    free(S_eval(f, "log = {} setmetatable(_G, {__newindex = function(t, k, v) "
+                   "rawset(t, k, v) log[#log + 1] = k end})"));
+    unsigned long before = sandbox_arith_count(f->sb);
+    free(S_eval(f, "x, y = 1, 2"));
+    assert_int_equal(sandbox_arith_count(f->sb), before);
+    char *got = S_eval(f, "return log[1] .. log[2]");
+    assert_string_equal(got, "yx");
+    free(got);
+    assert_int_equal(lua_gettop(L), 0);
+}
+
+/* The fast path counts against the instruction budget; once it is spent,
+ * the block fails as Lua would have. */
+static void test_block_budget(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 20000;
+    S_sb(f);
+    const char *code = "x, y = 1, 2 w = x * y + 3";
+    int nres = 0, i;
+    sandbox_error err;
+    for (i = 0; i < 100000; i++) {
+        if (sandbox_run(f->sb, code, strlen(code), PAGE, 1, &nres, &err) != 0)
+            break;
+        assert_int_equal(nres, 0);
+    }
+    assert_true(i < 100000);
+    assert_true(err.limit);
+    assert_non_null(strstr(err.msg, "instruction budget exceeded"));
+    sandbox_error_free(&err);
+    assert_int_equal(lua_gettop(sandbox_lua(f->sb)), 0);
+    unsigned long count = sandbox_arith_count(f->sb);
+    assert_int_equal(sandbox_run(f->sb, code, strlen(code), PAGE, 1, &nres, &err), -1);
+    assert_true(err.limit);
+    sandbox_error_free(&err);
+    assert_int_equal(sandbox_arith_count(f->sb), count);
+}
+
+/* ---- the compiled path's bookkeeping at the memory cap --------------------- */
+
+/* In a pcall: a userdata of argument 1's size, kept by the page. */
+static int S_pad(lua_State *L)
+{
+    lua_newuserdatauv(L, (size_t)lua_tointeger(L, 1), 0);
+    lua_setfield(L, lua_upvalueindex(1), "pad");
+    return 0;
+}
+
+/* Runs `code` before times on a fresh sandbox's page, leaves about room
+ * bytes under the memory cap, and runs it once more: it either runs or fails
+ * with the memory-cap error at the figure (never a Lua panic), and on the
+ * next page it runs. Returns whether the last run ran. */
+static bool S_eval_near_cap(fx *f, int before, size_t room)
+{
+    const char *code = "return tostring(7)";
+    sandbox_error err;
+    int nres = 0;
+    bool ran = false;
+    f->sb = sandbox_new(&f->o);
+    assert_non_null(f->sb);
+    S_new_page(f);
+    lua_State *L = sandbox_lua(f->sb);
+    for (int i = 0; i < before; i++) {
+        assert_int_equal(sandbox_eval(f->sb, code, strlen(code), PAGE, 9, &nres, &err), 0);
+        lua_pop(L, nres);
+    }
+    sandbox_push_env(f->sb);
+    lua_pushcclosure(L, S_pad, 1);
+    lua_pushinteger(L, (lua_Integer)(f->o.memory - room));
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) { /* no room for this much */
+        lua_pop(L, 1);
+    } else if (sandbox_eval(f->sb, code, strlen(code), PAGE, 9, &nres, &err) == 0) {
+        ran = true;
+        assert_int_equal(nres, 1);
+        lua_pop(L, 1);
+    } else {
+        assert_true(err.limit);
+        assert_non_null(strstr(err.msg, "memory cap exceeded"));
+        /* at the figure: placed there, or placed nowhere */
+        assert_true(!err.file || strcmp(err.file, PAGE) == 0);
+        assert_true(err.line == 0 || err.line == 9);
+        sandbox_error_free(&err);
+        S_new_page(f);
+        assert_int_equal(sandbox_eval(f->sb, code, strlen(code), PAGE, 9, &nres, &err), 0);
+        assert_string_equal(lua_tostring(L, -1), "7");
+        lua_pop(L, 1);
+    }
+    assert_int_equal(lua_gettop(L), 0);
+    sandbox_page_end(f->sb);
+    sandbox_free(f->sb);
+    f->sb = NULL;
+    return ran;
+}
+
+/* sandbox_eval keeps a function it compiled in its cache and in the page's
+ * list of used ones: storing into them must not raise an error outside a
+ * pcall when the page sits just under its memory cap, neither for the first
+ * expression nor when the used list has to grow. */
+static void test_eval_memory_cap_bookkeeping(void **state)
+{
+    fx *f = *state;
+    f->o.memory = 64u << 10;
+    int ran = 0, capped = 0;
+    for (size_t room = 4096; room > 0; room -= 8)
+        S_eval_near_cap(f, 0, room) ? ran++ : capped++;
+    assert_true(ran > 0 && capped > 0);
+    ran = capped = 0;
+    /* 256 uses fill the used list as made at setup: the next one grows it */
+    for (size_t room = 12288; room > 0; room -= 64)
+        S_eval_near_cap(f, 256, room) ? ran++ : capped++;
+    assert_true(ran > 0 && capped > 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -1186,6 +1521,11 @@ int main(void)
         T(test_arith_many_names),
         T(test_arith_env_metatable),
         T(test_arith_budget),
+        T(test_block_same_as_lua),
+        T(test_block_bounds),
+        T(test_block_env_metatable),
+        T(test_block_budget),
+        T(test_eval_memory_cap_bookkeeping),
         cmocka_unit_test(test_tostring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
