@@ -59,6 +59,7 @@ typedef struct {
     bool incremental;  /* render only what changed, into incr_dir, then move it in */
     char *incr_dir;
     uint64_t *digests; /* record_digest of each job's record, once it is known */
+    unsigned char *job_phases; /* render_job_phases */
     bool *from_cache;  /* by job: its record was taken from prev */
     uint64_t *out_stamps; /* by job taken from prev: its output file's stamp */
     buf extra_outputs; /* output files that are not jobs' pages, NUL-separated */
@@ -1201,7 +1202,7 @@ static int S_phase(build_state *s, const render_env *env, const pool_opts *po, i
 {
     size_t *jobs = xmalloc((s->njobs + 1) * sizeof *jobs), n = 0;
     for (size_t j = 0; j < s->njobs; j++) {
-        if (render_job_phase(env, j) != phase)
+        if (env->job_phases[j] != phase)
             continue;
         if (S_reuse(s, j, outfd))
             s->reused++;
@@ -1214,7 +1215,7 @@ static int S_phase(build_state *s, const render_env *env, const pool_opts *po, i
             fprintf(stderr, "kvsite: trace: rendering %s\n", render_job_file(env, jobs[k]));
     int rc = pool_run(env, po, jobs, n, s->records);
     for (size_t j = 0; j < s->njobs; j++)
-        if (render_job_phase(env, j) == phase)
+        if (env->job_phases[j] == phase)
             s->digests[j] = record_digest(&s->records[j]);
     free(jobs);
     return rc;
@@ -1309,7 +1310,7 @@ int build_run(const build_opts *o)
     TRACE("sources loaded");
 
     render_env env = {o->root, s.staging, &s.cfg, &s.idx, &s.src, o->strict, NULL, 0, NULL,
-                      NULL, 0, NULL};
+                      NULL, 0, NULL, NULL};
     char *split = fs_join(o->root, "templates/" RENDER_REPORT_SECTION_TEMPLATE);
     if (fs_exists(split)) {
         s.report_sections = render_report_sections(&s.idx, &s.nreport_sections);
@@ -1338,6 +1339,8 @@ int build_run(const build_opts *o)
         record_init(&s.records[j]);
     env.records = s.records;
     env.nrecords = s.njobs;
+    s.job_phases = render_job_phases(&env);
+    env.job_phases = s.job_phases;
 
     /* the last build's cache, when it was made from the same site */
     uint64_t global = 0;
@@ -1531,6 +1534,7 @@ out:
     strmap_free(&s.fronts);
     cache_free(&s.prev);
     free(s.digests);
+    free(s.job_phases);
     free(s.from_cache);
     free(s.out_stamps);
     buf_free(&s.extra_outputs);

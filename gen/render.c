@@ -3,6 +3,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,8 @@ struct renderer {
      * when one of them changes */
     int cur_phase;
     unsigned char *read_mark; /* by job */
-    unsigned char *phase;     /* by job: render_job_phase, asked for every record read */
+    const unsigned char *phase; /* by job: render_job_phase, asked for every record read */
+    unsigned char *own_phase;   /* phase when the env has none */
     uint32_t *reads;
     size_t nreads, capreads;
     buf scratch;        /* S_push_page_brief's */
@@ -92,6 +94,16 @@ int render_job_phase(const render_env *e, size_t job)
     case JOB_CHECKS_SECTION: return 4;
     default: return 2;
     }
+}
+
+unsigned char *render_job_phases(const render_env *e)
+{
+    size_t n = render_job_count(e), all = n > e->nrecords ? n : e->nrecords;
+    unsigned char *v = xmalloc(all + 1);
+    for (size_t j = 0; j < n; j++)
+        v[j] = (unsigned char)render_job_phase(e, j);
+    memset(v + n, UCHAR_MAX, all - n); /* records past the jobs: never readable */
+    return v;
 }
 
 static const char *S_job_template(const render_env *e, size_t job);
@@ -1284,9 +1296,9 @@ renderer *render_new(const render_env *e)
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
     r->md = md_new(&mo);
     r->read_mark = xcalloc(e->nrecords + 1, 1);
-    r->phase = xmalloc(e->nrecords + 1);
-    for (size_t j = 0; j < e->nrecords; j++)
-        r->phase[j] = (unsigned char)render_job_phase(e, j);
+    r->phase = e->job_phases;
+    if (!r->phase)
+        r->phase = r->own_phase = render_job_phases(e);
     buf_init(&r->scratch);
     strmap_init(&r->tag_urls);
     return r;
@@ -1300,7 +1312,7 @@ void render_free(renderer *r)
     tpl_free(r->tpl);
     sandbox_free(r->sb);
     free(r->read_mark);
-    free(r->phase);
+    free(r->own_phase);
     free(r->reads);
     free(r->fig_url);
     free(r->groups);

@@ -33,6 +33,8 @@ typedef struct {
     const size_t *report_sections; /* pages with a report page of their own (see
                                * RENDER_REPORT_SECTION_TEMPLATE); NULL for none */
     size_t nreport_sections;
+    const unsigned char *job_phases; /* render_job_phases(), made once for the build:
+                               * every record read asks; NULL: worked out per job */
     figstore *figs;           /* where records keep their figures (record_figures);
                                * the parent appends, workers only read */
 } render_env;
@@ -59,6 +61,9 @@ size_t *render_report_sections(const content_index *idx, size_t *n);
 size_t render_job_count(const render_env *e);
 job_kind render_job_kind(const render_env *e, size_t job, size_t *index);
 int render_job_phase(const render_env *e, size_t job);
+/* render_job_phase of every job (and of every record, e->nrecords), in a new
+ * array (the caller frees it). */
+unsigned char *render_job_phases(const render_env *e);
 /* File a job's problems are reported at when it fails as a whole (timeout). */
 const char *render_job_file(const render_env *e, size_t job);
 
