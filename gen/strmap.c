@@ -5,17 +5,15 @@
 #include <string.h>
 
 #include "buf.h"
+#include "stamp.h"
 
-/* FNV-1a: short keys, no adversarial pressure that matters at these sizes
- * (the number of files is capped by limits.files). */
+/* Keys are paths and URLs, hashed eight bytes at a time; no adversarial
+ * pressure that matters at these sizes (the number of files is capped by
+ * limits.files). */
 static uint64_t S_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    uint64_t h = stamp_bytes(STAMP_SEED, s, strlen(s));
+    return h ^ (h >> 32); /* the high half into the bits that pick the slot */
 }
 
 void strmap_init(strmap *m) { memset(m, 0, sizeof *m); }
@@ -26,14 +24,15 @@ void strmap_free(strmap *m)
         free(m->keys[i]);
     free(m->keys);
     free(m->vals);
+    free(m->hashes);
     strmap_init(m);
 }
 
-static size_t S_slot(const strmap *m, const char *key)
+static size_t S_slot(const strmap *m, const char *key, uint64_t h)
 {
     size_t mask = m->cap - 1;
-    size_t i = (size_t)S_hash(key) & mask;
-    while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+    size_t i = (size_t)h & mask;
+    while (m->keys[i] && (m->hashes[i] != h || strcmp(m->keys[i], key) != 0))
         i = (i + 1) & mask;
     return i;
 }
@@ -42,7 +41,7 @@ void *strmap_get(const strmap *m, const char *key)
 {
     if (m->cap == 0)
         return NULL;
-    size_t i = S_slot(m, key);
+    size_t i = S_slot(m, key, S_hash(key));
     return m->keys[i] ? m->vals[i] : NULL;
 }
 
@@ -53,23 +52,30 @@ static void S_rehash(strmap *m, size_t cap)
     m->len = 0;
     m->keys = xcalloc(cap, sizeof *m->keys);
     m->vals = xcalloc(cap, sizeof *m->vals);
+    m->hashes = xcalloc(cap, sizeof *m->hashes);
     for (size_t i = 0; i < old.cap; i++) {
         if (!old.keys[i])
             continue;
-        size_t j = S_slot(m, old.keys[i]);
+        /* the keys are distinct: the first free slot from the hash's */
+        size_t j = (size_t)old.hashes[i] & (cap - 1);
+        while (m->keys[j])
+            j = (j + 1) & (cap - 1);
         m->keys[j] = old.keys[i];
         m->vals[j] = old.vals[i];
+        m->hashes[j] = old.hashes[i];
         m->len++;
     }
     free(old.keys);
     free(old.vals);
+    free(old.hashes);
 }
 
 void *strmap_put(strmap *m, const char *key, void *val)
 {
     if ((m->len + 1) * 2 > m->cap)
         S_rehash(m, m->cap ? m->cap * 2 : 64);
-    size_t i = S_slot(m, key);
+    uint64_t h = S_hash(key);
+    size_t i = S_slot(m, key, h);
     if (m->keys[i]) {
         void *prev = m->vals[i];
         m->vals[i] = val;
@@ -77,6 +83,7 @@ void *strmap_put(strmap *m, const char *key, void *val)
     }
     m->keys[i] = xstrdup(key);
     m->vals[i] = val;
+    m->hashes[i] = h;
     m->len++;
     return NULL;
 }

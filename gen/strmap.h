@@ -4,10 +4,12 @@
 #define KV_STRMAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     char **keys;
     void **vals;
+    uint64_t *hashes; /* of each key: compared before the key, kept for rehashing */
     size_t cap, len;
 } strmap;
 
