@@ -10,10 +10,10 @@
 /* Keys are paths and URLs, hashed eight bytes at a time; no adversarial
  * pressure that matters at these sizes (the number of files is capped by
  * limits.files). */
-static uint64_t S_hash(const char *s)
+static uint32_t S_hash(const char *s)
 {
     uint64_t h = stamp_bytes(STAMP_SEED, s, strlen(s));
-    return h ^ (h >> 32); /* the high half into the bits that pick the slot */
+    return (uint32_t)(h ^ (h >> 32)); /* the high half folded into the low */
 }
 
 void strmap_init(strmap *m) { memset(m, 0, sizeof *m); }
@@ -28,7 +28,7 @@ void strmap_free(strmap *m)
     strmap_init(m);
 }
 
-static size_t S_slot(const strmap *m, const char *key, uint64_t h)
+static size_t S_slot(const strmap *m, const char *key, uint32_t h)
 {
     size_t mask = m->cap - 1;
     size_t i = (size_t)h & mask;
@@ -74,7 +74,7 @@ void *strmap_put(strmap *m, const char *key, void *val)
 {
     if ((m->len + 1) * 2 > m->cap)
         S_rehash(m, m->cap ? m->cap * 2 : 64);
-    uint64_t h = S_hash(key);
+    uint32_t h = S_hash(key);
     size_t i = S_slot(m, key, h);
     if (m->keys[i]) {
         void *prev = m->vals[i];

@@ -9,7 +9,7 @@
 typedef struct {
     char **keys;
     void **vals;
-    uint64_t *hashes; /* of each key: compared before the key, kept for rehashing */
+    uint32_t *hashes; /* of each key: compared before the key, kept for rehashing */
     size_t cap, len;
 } strmap;
 
