@@ -10,7 +10,8 @@
 # build/fuzz/seeds/<target>/: the hand-written ones in tests/fuzz/seeds/, the
 # pages of content/ and tests/fixtures/, templates and data files, quotes taken
 # from those pages, and one file per example of ../shared/spec (never copied
-# into the repository). Inputs that once crashed, in
+# into the repository); for arith, the figure expressions and {lua} blocks of
+# those pages. Inputs that once crashed, in
 # tests/fuzz/regressions/<target>/, run first. New corpus entries accumulate in
 # build/fuzz/corpus/<target>/, findings in build/fuzz/crashes/<target>/.
 #
@@ -26,7 +27,7 @@ top=$(cd "$here/../.." && pwd)
 out=$top/build/fuzz
 spec=${SPEC_DIR:-$top/../shared/spec}
 cc=${FUZZ_CC:-clang}
-targets=${FUZZ_TARGETS:-quote frontmatter template page}
+targets=${FUZZ_TARGETS:-quote frontmatter template page arith}
 pkgs="libcmark-gfm lua5.4 yaml-0.1"
 
 if ! command -v "$cc" >/dev/null || [ -z "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer-*.a' 2>/dev/null)" ]; then
@@ -99,6 +100,18 @@ if [ -d "$out/seeds/quote" ]; then
         sed 's/^`//; s/ *{.*$//' | sort -u | head -500 |
         awk -v dir="$out/seeds/quote" '{ f = dir "/q" NR; print $0 > f; print "1" > f; close(f) }'
 fi
+if [ -d "$out/seeds/arith" ]; then
+    # every figure expression and {lua} block of the pages: "e" + EXPR, or the block
+    find "$top/content" "$top/tests/fixtures" -name '*.md' -type f -print0 2>/dev/null |
+        xargs -0 -r grep -oh '{[=≈~][^}`]*}' 2>/dev/null | sed 's/^{[=≈~][0-9.%]*//; s/}$//' |
+        sort -u | head -500 |
+        awk -v dir="$out/seeds/arith" '{ f = dir "/x" NR; printf "e%s", $0 > f; close(f) }'
+    find "$top/content" "$top/tests/fixtures" -name '*.md' -type f -print0 2>/dev/null |
+        xargs -0 -r awk -v dir="$out/seeds/arith" '
+            /^```+ *\{lua\}/ { on = 1; k++; f = dir "/blk" k; printf "" > f; next }
+            on && /^```/ { on = 0; close(f); next }
+            on { print >> f }'
+fi
 if [ -d "$spec" ] && [ -d "$out/seeds/page" ]; then
     # one seed per spec example: the Markdown between the opening fence and "."
     for s in "$spec"/*.txt; do
@@ -107,7 +120,7 @@ if [ -d "$spec" ] && [ -d "$out/seeds/page" ]; then
             on && /^\.$/ { on = 0; close(f); next }
             on { gsub(/→/, "\t"); print >> f }' "$s"
     done
-else
+elif [ -d "$out/seeds/page" ]; then
     echo "fuzz: no spec examples ($spec not found)"
 fi
 
