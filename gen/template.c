@@ -776,31 +776,27 @@ static int S_compiled(lua_State *L, templates *t, const char *name)
     return status;
 }
 
+/* fn with the templates and the output it writes into as its upvalues. */
+static void S_push_writer(lua_State *L, templates *t, buf *out, lua_CFunction fn)
+{
+    lua_pushlightuserdata(L, t);
+    lua_pushlightuserdata(L, out);
+    lua_pushcclosure(L, fn, 2);
+}
+
 /* Calls the compiled template on top of the stack, writing into out. */
 static void S_call(lua_State *L, templates *t, buf *out)
 {
     sandbox_push_env(t->sb);
     lua_setupvalue(L, -2, 1);
-    lua_pushlightuserdata(L, t);
-    lua_pushlightuserdata(L, out);
-    lua_pushcclosure(L, S_out, 2);
+    S_push_writer(L, t, out, S_out);
     lua_pushcfunction(L, S_esc);
     lua_pushcfunction(L, S_raw);
-    lua_pushlightuserdata(L, t);
-    lua_pushlightuserdata(L, out);
-    lua_pushcclosure(L, S_out_esc, 2);
-    lua_pushlightuserdata(L, t);
-    lua_pushlightuserdata(L, out);
-    lua_pushcclosure(L, S_out_raw, 2);
-    lua_pushlightuserdata(L, t);
-    lua_pushlightuserdata(L, out);
-    lua_pushcclosure(L, S_out_field_esc, 2);
-    lua_pushlightuserdata(L, t);
-    lua_pushlightuserdata(L, out);
-    lua_pushcclosure(L, S_out_field_raw, 2);
-    lua_pushlightuserdata(L, t);
-    lua_pushlightuserdata(L, out);
-    lua_pushcclosure(L, S_out_loop, 2);
+    S_push_writer(L, t, out, S_out_esc);
+    S_push_writer(L, t, out, S_out_raw);
+    S_push_writer(L, t, out, S_out_field_esc);
+    S_push_writer(L, t, out, S_out_field_raw);
+    S_push_writer(L, t, out, S_out_loop);
 }
 
 /* The arguments S_call pushes after the function. */
