@@ -1013,7 +1013,7 @@ static void S_save_fronts(build_state *s, cache *c, const strmap *noisy)
 /* What a cache save encodes with: its own window on the figure store. */
 typedef struct {
     build_state *s;
-    figstore_window win;
+    fs_window win;
 } save_ctx;
 
 static void S_encode_record(void *ctx, size_t job, buf *out)
@@ -1064,7 +1064,7 @@ static int S_save_cache(build_state *s, const char *path, uint64_t global, const
     save_ctx sc = {s, {BUF_INIT, 0}};
     cache_encoders enc = {S_encode_record, S_encode_front, &sc};
     int rc = finish ? cache_save(&c, path, &enc) : cache_save_unfinished(&c, path, &enc);
-    figstore_window_free(&sc.win);
+    fs_window_free(&sc.win);
     if (rc != 0)
         fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", path,
                 strerror(errno));

@@ -15,7 +15,7 @@ void cache_init(cache *c)
     memset(c, 0, sizeof *c);
     c->fd = -1;
     buf_init(&c->tail);
-    buf_init(&c->win);
+    buf_init(&c->win.bytes);
 }
 
 void cache_free(cache *c)
@@ -23,7 +23,7 @@ void cache_free(cache *c)
     if (c->fd >= 0)
         close(c->fd);
     buf_free(&c->tail);
-    buf_free(&c->win);
+    fs_window_free(&c->win);
     free(c->jobs);
     free(c->fronts);
     cache_init(c);
@@ -40,27 +40,11 @@ int cache_record(cache *c, size_t job, buf *out)
         return -1;
     }
     const cache_entry *e = &c->jobs[job];
-    if (e->rec_off < c->win_off || e->rec_off + e->rec_len > c->win_off + c->win.len) {
-        size_t want = e->rec_len > READ_AHEAD ? e->rec_len : READ_AHEAD;
-        buf_clear(&c->win);
-        buf_grow(&c->win, want);
-        c->win_off = e->rec_off;
-        while (c->win.len < want) {
-            ssize_t r = pread(c->fd, c->win.ptr + c->win.len, want - c->win.len,
-                              (off_t)(c->win_off + c->win.len));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                break; /* the end of the file */
-            c->win.len += (size_t)r;
-        }
-        if (c->win.len < e->rec_len) {
-            buf_clear(&c->win);
-            errno = EIO; /* the file shrank: it was replaced in place */
-            return -1;
-        }
-    }
-    buf_put(out, c->win.ptr + (e->rec_off - c->win_off), e->rec_len);
+    const char *p;
+    /* EIO: the file shrank, it was replaced in place */
+    if (fs_window_read(c->fd, &c->win, e->rec_off, e->rec_len, READ_AHEAD, &p) != 0)
+        return -1;
+    buf_put(out, p, e->rec_len);
     return 0;
 }
 

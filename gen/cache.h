@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "fsutil.h"
 
 typedef struct {
     bool present;
@@ -49,8 +50,7 @@ typedef struct {
 typedef struct {
     int fd;              /* the loaded file; -1 */
     buf tail;            /* the loaded outputs and front matter bytes */
-    buf win;             /* bytes of the file read ahead for cache_record */
-    uint64_t win_off;    /* their offset */
+    fs_window win;       /* bytes of the file read ahead for cache_record */
     uint64_t global;
     size_t njobs;
     cache_entry *jobs;   /* njobs entries */

@@ -101,32 +101,21 @@ int figstore_read(const figstore *st, uint64_t off, size_t n, buf *out)
     return 0;
 }
 
-int figstore_view(const figstore *st, figstore_window *w, uint64_t off, size_t n,
+int figstore_view(const figstore *st, fs_window *w, uint64_t off, size_t n,
                   const char **p)
 {
-    if (w->bytes.ptr && off >= w->off && n <= w->bytes.len && off - w->off <= w->bytes.len - n) {
-        *p = w->bytes.ptr + (off - w->off);
-        return 0;
-    }
-    uint64_t total = st->flushed + st->pending.len;
-    if (off + n < off || off + n > total) {
+    if (off + n < off || off + n > st->flushed + st->pending.len) {
         errno = EINVAL;
         return -1;
     }
-    size_t want = n > FIGSTORE_WINDOW ? n : FIGSTORE_WINDOW;
-    if (want > total - off)
-        want = (size_t)(total - off);
-    if (figstore_read(st, off, want, &w->bytes) != 0) {
+    if (off + n <= st->flushed)
+        return fs_window_read(st->fd, w, off, n, FIGSTORE_WINDOW, p);
+    /* some of them are still pending: the parent, before a flush */
+    if (figstore_read(st, off, n, &w->bytes) != 0) {
         buf_clear(&w->bytes);
         return -1;
     }
     w->off = off;
     *p = w->bytes.ptr;
     return 0;
-}
-
-void figstore_window_free(figstore_window *w)
-{
-    buf_free(&w->bytes);
-    w->off = 0;
 }

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "fsutil.h"
 
 typedef struct {
     int fd;
@@ -36,19 +37,14 @@ int figstore_flush(figstore *st);
 /* Sets out to the n bytes at off (replacing its content). 0, or -1. */
 int figstore_read(const figstore *st, uint64_t off, size_t n, buf *out);
 
-/* A reader's window on the store: readers go through the records about in
- * the order they were appended, so one pread of FIGSTORE_WINDOW bytes serves
- * dozens of records (a report of 200,000 figures made 30,000 preads). */
+/* Readers go through the records about in the order they were appended:
+ * one pread of FIGSTORE_WINDOW bytes serves dozens of them (a report of
+ * 200,000 figures made 30,000 preads). */
 #define FIGSTORE_WINDOW (256u << 10)
-typedef struct {
-    buf bytes;   /* the bytes from off on */
-    uint64_t off;
-} figstore_window;
 
-/* Points *p at the n bytes at off, read through w (owned by w: valid until
- * w is used again or freed). 0, or -1 with errno. */
-int figstore_view(const figstore *st, figstore_window *w, uint64_t off, size_t n,
+/* Points *p at the n bytes at off, read through w (fs_window_read; bytes
+ * still pending are copied into it). 0, or -1 with errno. */
+int figstore_view(const figstore *st, fs_window *w, uint64_t off, size_t n,
                   const char **p);
-void figstore_window_free(figstore_window *w);
 
 #endif

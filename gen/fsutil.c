@@ -608,3 +608,41 @@ int fs_move_into(const char *from, const char *to, size_t *moved)
         *moved = count;
     return rc;
 }
+
+int fs_window_read(int fd, fs_window *w, uint64_t off, size_t n, size_t ahead, const char **p)
+{
+    if (w->bytes.ptr && off >= w->off && n <= w->bytes.len && off - w->off <= w->bytes.len - n) {
+        *p = w->bytes.ptr + (off - w->off);
+        return 0;
+    }
+    size_t want = n > ahead ? n : ahead;
+    buf_clear(&w->bytes);
+    buf_grow(&w->bytes, want);
+    w->off = off;
+    while (w->bytes.len < want) {
+        ssize_t r = pread(fd, w->bytes.ptr + w->bytes.len, want - w->bytes.len,
+                          (off_t)(off + w->bytes.len));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            buf_clear(&w->bytes);
+            return -1;
+        }
+        if (r == 0)
+            break; /* the end of the file */
+        w->bytes.len += (size_t)r;
+    }
+    if (w->bytes.len < n) {
+        buf_clear(&w->bytes);
+        errno = EIO;
+        return -1;
+    }
+    *p = w->bytes.ptr;
+    return 0;
+}
+
+void fs_window_free(fs_window *w)
+{
+    buf_free(&w->bytes);
+    w->off = 0;
+}

@@ -56,6 +56,20 @@ int fs_stream_write(fs_stream *w, const void *data, size_t len);
  * be NULL) gets path's stat when the stream wrote it; *written says whether
  * it did (false: the old bytes were all the same). */
 int fs_stream_close(fs_stream *w, struct stat *st, bool *written);
+/* A reader's window on a file it reads by offset, about in order (records
+ * of the build cache, figures of the figure store): one pread of `ahead`
+ * bytes serves the records after the one asked for. */
+typedef struct {
+    buf bytes;    /* the file's bytes from off on */
+    uint64_t off;
+} fs_window;
+
+/* Points *p at the n bytes at off of fd, through w: from the window when it
+ * holds them, else read with up to max(n, ahead) bytes from off. Valid until
+ * w is used again or freed. 0, or -1 with errno (EIO: the file ends before
+ * off + n). */
+int fs_window_read(int fd, fs_window *w, uint64_t off, size_t n, size_t ahead, const char **p);
+void fs_window_free(fs_window *w);
 /* True when the files at a and b are regular files with the same bytes. */
 bool fs_same_files(const char *a, const char *b);
 /* True when path is a regular file (not a link) holding exactly data. */

@@ -88,12 +88,12 @@ static void S_encode_figs(const figure *figs, size_t n, buf *out)
 
 void record_encode(const page_record *r, const figstore *st, buf *out)
 {
-    figstore_window win = {BUF_INIT, 0};
+    fs_window win = {BUF_INIT, 0};
     record_encode_via(r, st, &win, out);
-    figstore_window_free(&win);
+    fs_window_free(&win);
 }
 
-void record_encode_via(const page_record *r, const figstore *st, figstore_window *win, buf *out)
+void record_encode_via(const page_record *r, const figstore *st, fs_window *win, buf *out)
 {
     S_u32(out, r->job);
     S_u32(out, r->done);
@@ -349,7 +349,7 @@ uint64_t record_digest(const page_record *r)
 void record_figs_buf_free(record_figs_buf *fb)
 {
     free(fb->figs);
-    figstore_window_free(&fb->win);
+    fs_window_free(&fb->win);
     memset(fb, 0, sizeof *fb);
 }
 

@@ -48,7 +48,7 @@ void record_free(page_record *r);
 void record_encode(const page_record *r, const figstore *st, buf *out);
 /* The same, reading stored figures through win (one reader's, see
  * figstore_view): records encoded one after the other share its reads. */
-void record_encode_via(const page_record *r, const figstore *st, figstore_window *win, buf *out);
+void record_encode_via(const page_record *r, const figstore *st, fs_window *win, buf *out);
 /* Returns 0, or -1 when the bytes are not a well-formed record. With a store,
  * the figures are appended to it as they are encoded and not decoded. */
 int record_decode(const char *data, size_t len, figstore *st, page_record *r);
@@ -60,7 +60,7 @@ uint64_t record_digest(const page_record *r);
 typedef struct {
     figure *figs;
     size_t cap;
-    figstore_window win; /* the encoding read back: the figures' strings point into it */
+    fs_window win; /* the encoding read back: the figures' strings point into it */
 } record_figs_buf;
 
 void record_figs_buf_free(record_figs_buf *fb);

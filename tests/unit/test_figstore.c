@@ -88,7 +88,7 @@ static void test_window(void **state)
     assert_int_equal(figstore_append(&st, data, N - 100), 0);
     assert_int_equal(figstore_flush(&st), 0);
     assert_int_equal(figstore_append(&st, data + N - 100, 100), N - 100); /* pending */
-    figstore_window w = {BUF_INIT, 0};
+    fs_window w = {BUF_INIT, 0};
     const char *p, *q;
     assert_int_equal(figstore_view(&st, &w, 10, 50, &p), 0);
     assert_memory_equal(p, data + 10, 50);
@@ -114,7 +114,7 @@ static void test_window(void **state)
     assert_int_equal(figstore_view(&st, &w, N - 1, 2, &q), -1);
     assert_int_equal(errno, EINVAL);
     assert_int_equal(figstore_view(&st, &w, UINT64_MAX - 1, 4, &q), -1);
-    figstore_window_free(&w);
+    fs_window_free(&w);
     free(data);
     figstore_close(&st);
     fs_remove_tree(dir);

@@ -983,6 +983,40 @@ static void test_stream_errors(void **state)
     free(p);
 }
 
+/* A window serves reads inside what it holds without reading; others read
+ * max(n, ahead) bytes from their offset, up to the end of the file; bytes
+ * past the end are an EIO. */
+static void test_window(void **state)
+{
+    char *p = S_path(state, "w.bin");
+    char data[1000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (char)(i * 7 + 3);
+    assert_int_equal(fs_write_file(p, data, sizeof data), 0);
+    int fd = open(p, O_RDONLY);
+    assert_true(fd >= 0);
+    fs_window w = {BUF_INIT, 0};
+    const char *a, *b;
+    assert_int_equal(fs_window_read(fd, &w, 100, 10, 300, &a), 0);
+    assert_memory_equal(a, data + 100, 10);
+    assert_int_equal(w.bytes.len, 300);
+    assert_int_equal(fs_window_read(fd, &w, 350, 50, 300, &b), 0); /* inside */
+    assert_ptr_equal(b, a + 250);
+    assert_int_equal(fs_window_read(fd, &w, 390, 20, 300, &b), 0); /* across its end */
+    assert_memory_equal(b, data + 390, 20);
+    assert_int_equal(fs_window_read(fd, &w, 900, 100, 300, &b), 0); /* the file's end */
+    assert_memory_equal(b, data + 900, 100);
+    assert_int_equal(w.bytes.len, 100);
+    errno = 0;
+    assert_int_equal(fs_window_read(fd, &w, 950, 51, 10, &b), -1);
+    assert_int_equal(errno, EIO);
+    assert_int_equal(fs_window_read(fd, &w, 0, 600, 10, &b), 0); /* larger than ahead */
+    assert_memory_equal(b, data, 600);
+    fs_window_free(&w);
+    close(fd);
+    free(p);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -1018,6 +1052,7 @@ int main(void)
         T(test_stream_against_another_file),
         T(test_stream_replaces_what_is_in_the_way),
         T(test_stream_errors),
+        T(test_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
