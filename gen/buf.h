@@ -51,6 +51,8 @@ static inline void buf_putc(buf *b, int c)
     b->ptr[b->len++] = (char)c;
     b->ptr[b->len] = '\0';
 }
+/* A string literal's bytes, without strlen (hot paths write many). */
+#define BUF_PUT_LIT(b, lit) buf_put((b), "" lit, sizeof(lit) - 1)
 void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(buf *b, const char *fmt, va_list ap);
 void buf_truncate(buf *b, size_t len);

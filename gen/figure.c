@@ -214,8 +214,6 @@ static void S_lua_error(fig_ctx *c, const sandbox_error *err, int line, int col,
 
 static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
 
-/* A string literal, without strlen. */
-#define S_PUTL(b, lit) buf_put((b), "" lit, sizeof(lit) - 1)
 
 /* The figure's markup is written straight into enter, piece by piece (HTML
  * escaping of a concatenation is the concatenation of the escaped pieces),
@@ -225,14 +223,14 @@ static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
 static void S_open_span(buf *enter, const figure *f)
 {
     switch (f->tier) {
-    case FIG_MEASURED: S_PUTL(enter, "<span class=\"fig\" data-tier=\"measured"); break;
-    case FIG_CITED: S_PUTL(enter, "<span class=\"fig\" data-tier=\"cited"); break;
-    default: S_PUTL(enter, "<span class=\"fig\" data-tier=\"computed"); break;
+    case FIG_MEASURED: BUF_PUT_LIT(enter, "<span class=\"fig\" data-tier=\"measured"); break;
+    case FIG_CITED: BUF_PUT_LIT(enter, "<span class=\"fig\" data-tier=\"cited"); break;
+    default: BUF_PUT_LIT(enter, "<span class=\"fig\" data-tier=\"computed"); break;
     }
     if (f->ok)
-        S_PUTL(enter, "\" title=\"");
+        BUF_PUT_LIT(enter, "\" title=\"");
     else
-        S_PUTL(enter, "\" data-status=\"fail\" title=\"");
+        BUF_PUT_LIT(enter, "\" data-status=\"fail\" title=\"");
 }
 
 /* Ends the title and, outside a link, opens the link to
@@ -240,13 +238,13 @@ static void S_open_span(buf *enter, const figure *f)
 static void S_open_link(buf *enter, const char *base, const char *where, const char *id,
                         bool in_link)
 {
-    S_PUTL(enter, "\">");
+    BUF_PUT_LIT(enter, "\">");
     if (!in_link) {
-        S_PUTL(enter, "<a href=\"");
+        BUF_PUT_LIT(enter, "<a href=\"");
         S_put_html(enter, base);
         buf_puts(enter, where);
         S_put_html(enter, id);
-        S_PUTL(enter, "\">");
+        BUF_PUT_LIT(enter, "\">");
     }
 }
 
@@ -261,7 +259,7 @@ static const char *S_return_code(char *small, size_t cap, buf *big, const char *
         memcpy(small + 7, expr, n);
         return small;
     }
-    S_PUTL(big, "return ");
+    BUF_PUT_LIT(big, "return ");
     buf_put(big, expr, n);
     return big->ptr;
 }
@@ -331,13 +329,13 @@ static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, b
     }
     S_pack(c, f, qt, (S_str){k, n}, S_LIT("cite"), S_BUF(d), S_LIT(""));
     S_open_span(enter, f);
-    S_PUTL(enter, "cited: ");
+    BUF_PUT_LIT(enter, "cited: ");
     S_put_html(enter, f->detail);
     S_open_link(enter, c->base_path, "/sources/#", f->expr, in_link);
     if (in_link)
-        S_PUTL(exit, "</span>");
+        BUF_PUT_LIT(exit, "</span>");
     else
-        S_PUTL(exit, "</a></span>");
+        BUF_PUT_LIT(exit, "</a></span>");
 }
 
 /* Evaluates the expression ex (en bytes, NUL-terminated) of figure f quoted
@@ -397,7 +395,7 @@ static bool S_check(fig_ctx *c, figure *f, const quote *q, const char *ex, size_
     if (!report) {
         f->ok = true;
         buf_put(d, ex, en);
-        S_PUTL(d, " = ");
+        BUF_PUT_LIT(d, " = ");
         quote_describe(q, f->value, sandbox_units(c->sb), d);
     }
     return report;
@@ -441,12 +439,12 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
                 diag_error(c->dl, c->file, line, col, "cited source \"%s\" is not in %s", key,
                            SOURCES_FILE);
             } else if (!in_link) {
-                S_PUTL(enter, "<a class=\"cite\" href=\"");
+                BUF_PUT_LIT(enter, "<a class=\"cite\" href=\"");
                 S_put_html(enter, c->base_path);
-                S_PUTL(enter, "/sources/#");
+                BUF_PUT_LIT(enter, "/sources/#");
                 S_put_html(enter, key);
-                S_PUTL(enter, "\">");
-                S_PUTL(exit, "</a>");
+                BUF_PUT_LIT(enter, "\">");
+                BUF_PUT_LIT(exit, "</a>");
             }
             return;
         }
@@ -499,7 +497,7 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     quote q;
     buf err = BUF_INIT;
     if (quote_parse(qs, qn, sandbox_units(c->sb), &q, &err) != 0) {
-        S_PUTL(d, "malformed quote: ");
+        BUF_PUT_LIT(d, "malformed quote: ");
         buf_put(d, buf_cstr(&err), err.len);
     } else if (en == 0) {
         buf_puts(d, "the figure has no expression after its mark: `224 MiB {= EXPR}`");
@@ -521,18 +519,18 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         buf_put_html(enter, f->detail, d->len);
     }
     if (f->tier == FIG_MEASURED && f->ok) {
-        S_PUTL(enter, "; measured: ");
+        BUF_PUT_LIT(enter, "; measured: ");
         S_put_html(enter, f->provenance);
     }
     /* to the figure's row in the report page that lists it */
-    S_PUTL(enter, "\">");
+    BUF_PUT_LIT(enter, "\">");
     if (!in_link) {
         buf_put(enter, c->href.ptr, c->href.len);
         buf_puts(enter, f->anchor + c->prefix_len + 1);
-        S_PUTL(enter, "\">");
-        S_PUTL(exit, "</a></span>");
+        BUF_PUT_LIT(enter, "\">");
+        BUF_PUT_LIT(exit, "</a></span>");
     } else {
-        S_PUTL(exit, "</span>");
+        BUF_PUT_LIT(exit, "</span>");
     }
 }
 

@@ -4,8 +4,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* A string literal's bytes, without strlen. */
-#define S_LIT(b, s) buf_put((b), (s), sizeof(s) - 1)
 
 /* What a byte becomes inside a JSON string: 0 itself, else the letter after
  * the backslash ('u': \u00XX). Only what must be escaped is. */
@@ -79,11 +77,11 @@ void report_json_head(buf *out) { buf_puts(out, "{\n  \"figures\": ["); }
 void report_json_page(buf *page, const char *page_url, const char *src)
 {
     buf_clear(page);
-    S_LIT(page, "\n    {\"page\": ");
+    BUF_PUT_LIT(page, "\n    {\"page\": ");
     S_json_str(page, page_url);
-    S_LIT(page, ", \"file\": ");
+    BUF_PUT_LIT(page, ", \"file\": ");
     S_json_str(page, src);
-    S_LIT(page, ", \"line\": ");
+    BUF_PUT_LIT(page, ", \"line\": ");
 }
 
 /* What follows the value, by tier and status (tier * 2 + ok): the names are
@@ -107,26 +105,26 @@ void report_json_figure(buf *b, report_totals *t, const buf *page, const figure 
         buf_putc(b, ',');
     buf_put(b, page->ptr, page->len);
     buf_put_int(b, fg->line);
-    S_LIT(b, ", \"col\": ");
+    BUF_PUT_LIT(b, ", \"col\": ");
     buf_put_int(b, fg->col);
-    S_LIT(b, ", \"quote\": ");
+    BUF_PUT_LIT(b, ", \"quote\": ");
     S_json_str(b, fg->quote);
-    S_LIT(b, ", \"expr\": ");
+    BUF_PUT_LIT(b, ", \"expr\": ");
     S_json_str(b, fg->expr);
-    S_LIT(b, ", \"mode\": ");
+    BUF_PUT_LIT(b, ", \"mode\": ");
     S_json_str(b, fg->mode);
     if (fg->tier == FIG_CITED || !isfinite(fg->value)) {
-        S_LIT(b, ", \"value\": null");
+        BUF_PUT_LIT(b, ", \"value\": null");
     } else {
-        S_LIT(b, ", \"value\": ");
+        BUF_PUT_LIT(b, ", \"value\": ");
         buf_put_g17(b, fg->value);
     }
     unsigned ts = (unsigned)fg->tier * 2 + fg->ok;
     buf_put(b, S_tier_status[ts].s, S_tier_status[ts].len);
     S_json_str(b, fg->detail);
-    S_LIT(b, ", \"provenance\": ");
+    BUF_PUT_LIT(b, ", \"provenance\": ");
     S_json_str(b, fg->provenance);
-    S_LIT(b, ", \"anchor\": ");
+    BUF_PUT_LIT(b, ", \"anchor\": ");
     S_json_str(b, fg->anchor);
     buf_putc(b, '}');
     t->tiers[fg->tier]++;
@@ -138,14 +136,14 @@ static void S_total(buf *b, const char *key, size_t n, const char *after)
 {
     buf_putc(b, '"');
     buf_puts(b, key);
-    S_LIT(b, "\": ");
+    BUF_PUT_LIT(b, "\": ");
     buf_put_int(b, (long long)n);
     buf_puts(b, after);
 }
 
 void report_json_tail(buf *b, const report_totals *t)
 {
-    S_LIT(b, "\n  ],\n  \"totals\": {");
+    BUF_PUT_LIT(b, "\n  ],\n  \"totals\": {");
     S_total(b, "figures", t->total, ", ");
     S_total(b, "computed", t->tiers[FIG_COMPUTED], ", ");
     S_total(b, "measured", t->tiers[FIG_MEASURED], ", ");

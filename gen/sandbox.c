@@ -11,6 +11,7 @@
 
 #include "fsutil.h"
 #include "luadata.h"
+#include "stamp.h"
 #include "strmap.h"
 #include "yv.h"
 
@@ -1277,23 +1278,6 @@ int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int
     return sandbox_pcall(sb, 0, nres, err);
 }
 
-/* A hash of s[0..n), eight bytes at a time. */
-static uint64_t S_text_hash(const char *s, size_t n)
-{
-    const uint64_t mul = 0xff51afd7ed558ccdull;
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    for (; n >= 8; s += 8, n -= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * mul;
-        h ^= h >> 32;
-    }
-    uint64_t w = 0;
-    memcpy(&w, s, n);
-    h = (h ^ w) * mul;
-    return h ^ (h >> 29);
-}
-
 /* ---------- arithmetic without the compiler ---------- */
 
 /* Most figures are arithmetic over numbers and page globals
@@ -1435,7 +1419,7 @@ static bool S_arith_apply(lua_State *L, int op)
 static void S_push_name(sandbox *sb, const char *s, size_t n)
 {
     lua_State *L = sb->L;
-    name_slot *slot = &sb->names[S_text_hash(s, n) & (NAME_SLOTS - 1)];
+    name_slot *slot = &sb->names[stamp_key(s, n) & (NAME_SLOTS - 1)];
     if (slot->len == n && memcmp(slot->text, s, n) == 0) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, slot->ref);
         return;
@@ -1826,7 +1810,7 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
             return S_expr_memory_error(sb, file, line, err);
         }
     }
-    uint64_t h = S_text_hash(code, len);
+    uint64_t h = stamp_key(code, len);
     size_t i = (size_t)h & (EXPR_SLOTS - 1);
     expr_slot *slot;
     while ((slot = &sb->expr_slots[i])->text &&

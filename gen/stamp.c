@@ -31,6 +31,12 @@ uint64_t stamp_bytes(uint64_t h, const void *p, size_t n) { return S_mix(h, p, n
 
 uint64_t stamp_str(uint64_t h, const char *s) { return S_mix(h, s, strlen(s) + 1); }
 
+uint64_t stamp_key(const void *p, size_t n)
+{
+    uint64_t h = S_mix(STAMP_SEED, p, n);
+    return h ^ (h >> 32);
+}
+
 static uint64_t S_stat(uint64_t h, const struct stat *st)
 {
     /* ctime too: it changes on every write, even when mtime is put back */

@@ -33,6 +33,9 @@ uint64_t stamp_of_stat(uint64_t h, const char *path, const struct stat *st);
 uint64_t stamp_bytes(uint64_t h, const void *p, size_t n);
 /* Adds a string. */
 uint64_t stamp_str(uint64_t h, const char *s);
+/* A hash of n bytes for a table's slots: stamp_bytes with its high half
+ * folded into the low bits that pick a slot. */
+uint64_t stamp_key(const void *p, size_t n);
 #define STAMP_SEED 1469598103934665603ull
 
 #endif

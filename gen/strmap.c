@@ -7,14 +7,9 @@
 #include "buf.h"
 #include "stamp.h"
 
-/* Keys are paths and URLs, hashed eight bytes at a time; no adversarial
- * pressure that matters at these sizes (the number of files is capped by
- * limits.files). */
-static uint32_t S_hash(const char *s)
-{
-    uint64_t h = stamp_bytes(STAMP_SEED, s, strlen(s));
-    return (uint32_t)(h ^ (h >> 32)); /* the high half folded into the low */
-}
+/* Keys are paths and URLs; no adversarial pressure that matters at these
+ * sizes (the number of files is capped by limits.files). */
+static uint32_t S_hash(const char *s) { return (uint32_t)stamp_key(s, strlen(s)); }
 
 void strmap_init(strmap *m) { memset(m, 0, sizeof *m); }
 

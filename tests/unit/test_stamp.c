@@ -290,9 +290,27 @@ static void test_each_stamp_changes_with_the_file(void **state)
     S_seen_free(&s3);
 }
 
+/* stamp_key: the bytes' stamp with its high half folded into the low bits
+ * (table slots): keys that differ only in their high bits or in one byte of
+ * a long text land in different slots of a small table. */
+static void test_key(void **state)
+{
+    (void)state;
+    uint64_t h = stamp_bytes(STAMP_SEED, "per_token*tokens", 16);
+    assert_true(stamp_key("per_token*tokens", 16) == (h ^ (h >> 32)));
+    unsigned slots = 0;
+    char text[] = "2*80*1*96*8192*4 + a";
+    for (int i = 0; i < 8; i++) {
+        text[17] = (char)('0' + i);
+        slots |= 1u << (stamp_key(text, sizeof text - 1) & 31);
+    }
+    assert_true(__builtin_popcount(slots) >= 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key),
         cmocka_unit_test_setup_teardown(test_tree_changes, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_mtime_put_back, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_files_and_strings, S_setup, S_teardown),
