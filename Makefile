@@ -8,10 +8,13 @@ OPT       ?= -O2 -g
 SAN       ?=
 comma     := ,
 SANFLAGS  := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
-CFLAGS    := -std=c11 -D_GNU_SOURCE -pthread $(OPT) -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+# Recursive (=) on purpose: pkg-config must run when a rule needs the flags, after
+# `make deps` in the same `make deps all` has installed the packages, not when the
+# Makefile is read.
+CFLAGS     = -std=c11 -D_GNU_SOURCE -pthread $(OPT) -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
              $(SANFLAGS) $(shell pkg-config --cflags $(PKGS))
 LDFLAGS   := -pthread $(SANFLAGS)
-LDLIBS    := $(shell pkg-config --libs $(PKGS)) -lcmark-gfm-extensions -lm
+LDLIBS     = $(shell pkg-config --libs $(PKGS)) -lcmark-gfm-extensions -lm
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 CFLAGS    += -DKVSITE_VERSION='"$(VERSION)"'
 
