@@ -1,95 +1,39 @@
--- csv: RFC 4180-style CSV in pure Lua, for engine output such as llama-bench -o csv.
---
--- Fields may be double-quoted with "" for a quote; a quoted field does not span lines
--- (no engine here writes one). Cells stay strings: typing is the caller's business.
--- Leading "#" lines (a provenance header) and blank lines are skipped. Errors read
--- "name:line: ...". Returns fresh tables.
+-- csv: CSV for engine output such as llama-bench -o csv, read by kvsite's own reader
+-- (kvsite.csv): the one data() uses for .csv files. RFC 4180 with a header row; "#" lines
+-- before the header (a provenance header) and blank lines are skipped; cells are typed like
+-- YAML plain scalars (4096 -> integer, 0.5 -> float, true -> boolean, an empty cell -> absent),
+-- the same typing as data(). Errors read "name:line:col: message". Returns fresh tables.
 
 local fail = require "fail"
 local logtext = require "logtext"
 
 local M = {}
 
--- Cells of one CSV line; nil, message when malformed.
-local function S_split(s)
-  local out, i, n = {}, 1, #s
-  while true do
-    if s:sub(i, i) == '"' then
-      local parts, j = {}, i + 1
-      while true do
-        local q = s:find('"', j, true)
-        if not q then return nil, "unterminated quoted field" end
-        parts[#parts + 1] = s:sub(j, q - 1)
-        if s:sub(q + 1, q + 1) == '"' then
-          parts[#parts + 1] = '"'
-          j = q + 2
-        else
-          i = q + 1
-          break
-        end
-      end
-      out[#out + 1] = table.concat(parts)
-      local c = s:sub(i, i)
-      if c == "," then
-        i = i + 1
-      elseif i > n then
-        return out
-      else
-        return nil, "text after a closing quote"
-      end
-    else
-      local e = s:find(",", i, true)
-      local cell = s:sub(i, (e or n + 1) - 1)
-      if cell:find('"', 1, true) then return nil, "quote inside an unquoted field" end
-      out[#out + 1] = cell
-      if not e then return out end
-      i = e + 1
-    end
-  end
+local function S_read(what, text, name)
+  text, name = logtext.args(what, text, name)
+  local ok, rows, header, lines = pcall(kvsite.csv, text, name)
+  if not ok then fail.raise(fail.message(rows)) end
+  return rows, header, lines
 end
 
--- csv.parse(text, name) -> {header = {names...}, rows = {{cells..., line = n}, ...}}
--- csv.records: rows keyed by the header names instead ({name = cell, line = n}).
-local function S_parse(text, name)
-  text, name = logtext.args("csv.parse", text, name)
-  local lines = logtext.lines(text, name)
-  local header, rows = nil, {}
-  for ln = logtext.header_end(lines), #lines do
-    local l = lines[ln]
-    if l:match("%S") then
-      local cells, err = S_split(l)
-      if not cells then logtext.fail_at(name, ln, "malformed CSV: %s", err) end
-      if not header then
-        header = cells
-        local seen = {}
-        for _, h in ipairs(header) do
-          if seen[h] then logtext.fail_at(name, ln, "malformed CSV: duplicate column %s", fail.show(h)) end
-          seen[h] = true
-        end
-      else
-        if #cells ~= #header then
-          logtext.fail_at(name, ln, "malformed CSV: %d cells, the header has %d", #cells, #header)
-        end
-        cells.line = ln
-        rows[#rows + 1] = cells
-      end
-    end
-  end
-  if not header then fail.raisef("%s: no CSV header", name) end
-  return {header = header, rows = rows}
-end
-
-M.parse = fail.api(S_parse)
-
+-- csv.records(text, name) -> rows keyed by the header names ({name = cell, line = n}), header
 M.records = fail.api(function(text, name)
-  local p = S_parse(text, name)
+  local rows, header, lines = S_read("csv.records", text, name)
+  for _, r in ipairs(rows) do r.line = lines[r] end
+  return rows, header
+end)
+
+-- csv.parse(text, name) -> {header = {names...}, rows = {{cells..., line = n}, ...}}:
+-- the cells of a row by column (an empty cell is a hole).
+M.parse = fail.api(function(text, name)
+  local rows, header, lines = S_read("csv.parse", text, name)
   local out = {}
-  for i, r in ipairs(p.rows) do
-    local rec = {line = r.line}
-    for j, h in ipairs(p.header) do rec[h] = r[j] end
-    out[i] = rec
+  for i, r in ipairs(rows) do
+    local cells = {line = lines[r]}
+    for j, h in ipairs(header) do cells[j] = r[h] end
+    out[i] = cells
   end
-  return out, p.header
+  return {header = header, rows = out}
 end)
 
 return M

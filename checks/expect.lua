@@ -2,7 +2,6 @@
 -- Each function returns true or raises a precise error at the caller's line.
 
 local fail = require "fail"
-local units = require "units"
 
 local M = {}
 
@@ -41,52 +40,19 @@ M.near = fail.api(function(actual, expected, tol, what)
   return true
 end)
 
--- Parse a quote: optional approximate mark, number (',' or thin-space separators), unit.
--- Returns approx, digits (integer of the number times 10^decimals), decimals, unit.
-local function S_parse_quote(q)
-  if type(q) ~= "string" then fail.raisef("expect.quote: quote must be a string, got %s", type(q)) end
-  local s = q:gsub("^%s+", ""):gsub("%s+$", "")
-  local approx = false
-  for _, mark in ipairs{"~", "≈", "约"} do
-    if s:sub(1, #mark) == mark then approx = true; s = s:sub(#mark + 1):gsub("^%s+", ""); break end
-  end
-  s = s:gsub("\u{2009}", ""):gsub("\u{202F}", "")
-  local sign, int, frac, unit = s:match("^([%-+]?)([%d,]+)%.?(%d*)%s*(.-)$")
-  if not int or int:sub(1, 1) == "," or int:sub(-1) == "," or int:find(",,", 1, true) then
-    fail.raisef("expect.quote: cannot read the number in %s", fail.show(q))
-  end
-  if not units.factor(unit) then
-    fail.raisef("expect.quote: unknown unit %s in %s", fail.show(unit), fail.show(q))
-  end
-  local digits = math.tointeger(tonumber((int:gsub(",", "")) .. frac))
-  if not digits then fail.raisef("expect.quote: number too long in %s", fail.show(q)) end
-  if sign == "-" then digits = -digits end
-  return approx, digits, #frac, unit
-end
-
--- The quote check of DESIGN.md: value (base units) converted to the quote's unit and rounded
--- half away from zero to the quote's decimals equals the quoted number. Approximate quotes
--- (~, ≈, 约) pass within tol (relative, default 0.05).
+-- The figure rule itself (DESIGN.md "Quotes, units and precision"), as kvsite checks
+-- `quote {= value}`: the value (base units) converted to the quote's unit and rounded half
+-- away from zero to the quote's decimals equals the quoted number. Approximate quotes (~, ≈,
+-- 约) pass within tol (relative; default the site's figures.tolerance). Same parser, units
+-- (the page's kvsite.unit ones too), tie rule and messages as the build's figures.
 M.quote = fail.api(function(value, quote, tol)
   if type(value) ~= "number" then fail.raisef("expect.quote: value must be a number, got %s", type(value)) end
-  local approx, digits, dec, unit = S_parse_quote(quote)
-  local x = units.to(value, unit)
-  if approx then
-    local q = digits / 10 ^ dec
-    tol = tol or 0.05
-    if math.abs(x - q) > tol * math.abs(q) then
-      fail.raisef("quoted %s, but the value is %s %s (%.1f%% off, tolerance %.1f%%)", quote,
-        string.format("%.6g", x), unit, 100 * math.abs(x - q) / math.abs(q), 100 * tol)
-    end
-    return true
-  end
-  local scaled = x * 10 ^ dec
-  local r = math.floor(math.abs(scaled) + 0.5)
-  if scaled < 0 then r = -r end
-  if r ~= digits then
-    local sep = (unit == "" or unit == "%" or unit == "×" or unit == "倍") and "" or " "
-    fail.raisef("quoted %s, but the value is %s%s%s", quote, string.format("%." .. (dec + 2) .. "f", x), sep, unit)
-  end
+  if type(quote) ~= "string" then fail.raisef("expect.quote: quote must be a string, got %s", type(quote)) end
+  if tol ~= nil and type(tol) ~= "number" then fail.raisef("expect.quote: tolerance must be a number, got %s", type(tol)) end
+  local parsed, why = kvsite.parse_quote(quote)
+  if not parsed then fail.raisef("expect.quote: %s", why) end
+  local ok, msg = kvsite.quote_check(value, quote, tol)
+  if not ok then fail.raise(msg) end
   return true
 end)
 

@@ -474,8 +474,8 @@ local function S_norm(rec, name, ln)
       if not n then fail_at(name, ln, "llama-bench field %s is not a number: %s", k, fail.show(v)) end
       rec[k] = n
     elseif BOOL_F[k] then
-      if v == "1" or v == "true" or v == true then rec[k] = true
-      elseif v == "0" or v == "false" or v == false then rec[k] = false
+      if v == 1 or v == "1" or v == "true" or v == true then rec[k] = true
+      elseif v == 0 or v == "0" or v == "false" or v == false then rec[k] = false
       else fail_at(name, ln, "llama-bench field %s is not a boolean: %s", k, fail.show(v)) end
     end
   end
@@ -507,6 +507,11 @@ M.bench_csv = fail.api(function(text, name)
   return {rows = rows}
 end)
 
+-- JSON objects and arrays are both tables (as data() reads them): an array has item 1, an
+-- object only string keys. An empty one is taken for an object (it then lacks every field).
+local function S_is_list(t) return rawget(t, 1) ~= nil or next(t) == nil end
+local function S_is_object(t) return type(t) == "table" and rawget(t, 1) == nil end
+
 -- llamacpp.bench_json(text, name) -> {rows = {...}} from -o json (an array of objects) or
 -- -o jsonl (one object per line); rows as bench_csv, plus samples_ns / samples_ts arrays.
 M.bench_json = fail.api(function(text, name)
@@ -520,16 +525,17 @@ M.bench_json = fail.api(function(text, name)
   local rows = {}
   if first == "[" then
     local arr, at = json.decode(body, name, {lines = true})
-    for i = 1, arr.n do
+    if type(arr) ~= "table" or not S_is_list(arr) then fail.raisef("%s: llama-bench JSON is not an array", name) end
+    for i = 1, #arr do
       local o = arr[i]
-      if type(o) ~= "table" or o.n then fail.raisef("%s: llama-bench JSON element %d is not an object", name, i) end
+      if not S_is_object(o) then fail.raisef("%s: llama-bench JSON element %d is not an object", name, i) end
       rows[#rows + 1] = S_norm(o, name, at[o])
     end
   elseif first == "{" then
     for ln, l in ipairs(lines) do
       if l:match("%S") then
         local o = json.decode(l, name, {first_line = ln})
-        if type(o) ~= "table" or o.n then fail_at(name, ln, "llama-bench JSONL line is not an object") end
+        if not S_is_object(o) then fail_at(name, ln, "llama-bench JSONL line is not an object") end
         rows[#rows + 1] = S_norm(o, name, ln)
       end
     end

@@ -640,14 +640,10 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
 /* ---------- the unverified-figure lint ---------- */
 
 
-/* Length of a unit at s (or 0), with whether it needs a word boundary after. */
+/* Length of a unit at s (or 0): quote.c's byte, percent and ratio units, with
+ * the lint's own word rules on top. */
 static size_t S_lint_unit(const char *s, size_t n, bool spaced)
 {
-    static const struct {
-        char w[5];
-        unsigned char len;
-    } words[] = {{"KiB", 3}, {"MiB", 3}, {"GiB", 3}, {"TiB", 3}, {"KB", 2},  {"kB", 2},
-                 {"MB", 2},  {"GB", 2},  {"TB", 2},  {"bits", 4}, {"bit", 3}, {"B", 1}};
     if (n == 0)
         return 0;
     /* most numbers in prose are followed by a word that starts no unit */
@@ -658,26 +654,18 @@ static size_t S_lint_unit(const char *s, size_t n, bool spaced)
     default:
         return 0;
     }
-    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
-        size_t wl = words[k].len;
-        if (n < wl || s[0] != words[k].w[0] || memcmp(s, words[k].w, wl) != 0)
-            continue;
-        if (n > wl && S_ascii_alnum((unsigned char)s[wl]))
-            continue;
-        /* "7B" names a model size (parameters), not bytes: bare B needs a space */
-        if (wl == 1 && !spaced)
-            return 0;
-        return wl;
-    }
-    if (n >= 1 && s[0] == '%')
-        return 1;
-    if (n >= 2 && memcmp(s, "\xC3\x97", 2) == 0) /* × */
-        return 2;
-    if (n >= 3 && memcmp(s, "\xE5\x80\x8D", 3) == 0) /* 倍 */
-        return 3;
-    if (n >= 1 && s[0] == 'x' && !spaced && (n == 1 || !S_ascii_alnum((unsigned char)s[1])))
-        return 1;
-    return 0;
+    const quote_unit *unit = NULL;
+    size_t wl = quote_units_prefix(s, n, &unit);
+    if (wl == 0)
+        return 0;
+    /* a name that ends in a letter ends at a word boundary: "MBps", "bitrate" */
+    if (n > wl && S_ascii_alnum((unsigned char)s[wl]) && S_ascii_alnum((unsigned char)s[wl - 1]))
+        return 0;
+    /* "7B" names a model size (parameters), not bytes: bare B needs a space;
+     * "4 x 8" is arithmetic, "4x" a ratio */
+    if ((!strcmp(unit->name, "B") && !spaced) || (!strcmp(unit->name, "x") && spaced))
+        return 0;
+    return wl;
 }
 
 void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col)

@@ -18,13 +18,19 @@ static void S_push_scalar(lua_State *L, const yv *v)
 
 static bool S_is_container(const yv *v) { return v && (v->type == YV_SEQ || v->type == YV_MAP); }
 
-static void S_new_table(lua_State *L, const yv *v)
+/* lines: the stack index of the line map, or 0 for none */
+static void S_new_table(lua_State *L, const yv *v, int lines, int line_offset)
 {
     int n = v->n > INT_MAX ? INT_MAX : (int)v->n; /* only a size hint */
     if (v->type == YV_SEQ)
         lua_createtable(L, n, 0);
     else
         lua_createtable(L, 0, n);
+    if (lines) {
+        lua_pushvalue(L, -1);
+        lua_pushinteger(L, (lua_Integer)v->line + line_offset);
+        lua_rawset(L, lines);
+    }
 }
 
 /* A lua_CFunction run under lua_pcall; its argument is the tree as a light
@@ -34,6 +40,8 @@ static void S_new_table(lua_State *L, const yv *v)
 static int S_convert(lua_State *L)
 {
     const yv *root = lua_touserdata(L, 1);
+    int lines = lua_istable(L, 2) ? 2 : 0;
+    int line_offset = (int)lua_tointeger(L, 3);
     struct {
         const yv *v;
         size_t next; /* index of the child being converted */
@@ -44,12 +52,12 @@ static int S_convert(lua_State *L)
         lua_pushnil(L);
         return 1;
     }
-    luaL_checkstack(L, 3, NULL);
+    luaL_checkstack(L, 5, NULL);
     if (!S_is_container(root)) {
         S_push_scalar(L, root);
         return 1;
     }
-    S_new_table(L, root);
+    S_new_table(L, root, lines, line_offset);
     st[depth].v = root;
     st[depth++].next = 0;
     while (depth) {
@@ -72,13 +80,13 @@ static int S_convert(lua_State *L)
             st[depth - 1].next++; /* a nil value: the key stays absent */
             continue;
         }
-        luaL_checkstack(L, 3, NULL);
+        luaL_checkstack(L, 5, NULL);
         if (in_map)
             lua_pushstring(L, p->keys[k]);
         if (S_is_container(c)) {
             if (depth == LUADATA_MAX_DEPTH)
                 return luaL_error(L, "data nested deeper than %d levels", LUADATA_MAX_DEPTH);
-            S_new_table(L, c);
+            S_new_table(L, c, lines, line_offset);
             st[depth].v = c;
             st[depth++].next = 0;
             continue;
@@ -96,9 +104,18 @@ static int S_convert(lua_State *L)
     return 1;
 }
 
-int luadata_push(lua_State *L, const yv *v)
+int luadata_push(lua_State *L, const yv *v) { return luadata_push_lines(L, v, 0, 0); }
+
+int luadata_push_lines(lua_State *L, const yv *v, int lines, int line_offset)
 {
+    if (lines)
+        lines = lua_absindex(L, lines);
     lua_pushcfunction(L, S_convert);
     lua_pushlightuserdata(L, (void *)v); /* read only: S_convert never writes through it */
-    return lua_pcall(L, 1, 1, 0) == LUA_OK ? 0 : -1;
+    if (lines)
+        lua_pushvalue(L, lines);
+    else
+        lua_pushnil(L);
+    lua_pushinteger(L, line_offset);
+    return lua_pcall(L, 3, 1, 0) == LUA_OK ? 0 : -1;
 }

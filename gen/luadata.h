@@ -31,6 +31,11 @@
  * free stack slots: 2, which a fresh state and every C function have. */
 int luadata_push(lua_State *L, const yv *v);
 
+/* The same, and when lines is a stack index (not 0) of a table, sets
+ * lines[t] = line + line_offset for every table t made from a map or a list:
+ * where each object, array or CSV row starts, for messages. */
+int luadata_push_lines(lua_State *L, const yv *v, int lines, int line_offset);
+
 /* Pushes the null sentinel that stands for a null inside a list: the light
  * userdata NULL, the same value in every state, so Lua code can compare with
  * it once the environment exposes it (e.g. as data.null). */

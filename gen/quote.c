@@ -324,6 +324,37 @@ static int S_suggest(const quote_unitset *u, const char *name, size_t len, buf *
     return n;
 }
 
+const quote_unit *quote_units_lookup(const quote_unitset *u, const char *name, size_t len,
+                                     buf *err)
+{
+    const quote_unit *unit = quote_units_find(u, name, len);
+    if (unit)
+        return unit;
+    buf sug = BUF_INIT;
+    if (S_suggest(u, name, len, &sug) > 0)
+        S_err(err, "unknown unit \"%.*s\" (units are case-sensitive; did you mean %s?)",
+              (int)len, name, buf_cstr(&sug));
+    else
+        S_err(err, "unknown unit \"%.*s\"", (int)len, name);
+    buf_free(&sug);
+    return NULL;
+}
+
+size_t quote_units_prefix(const char *s, size_t n, const quote_unit **unit)
+{
+    size_t best = 0;
+    for (size_t i = 0; i < N_BUILTIN; i++) {
+        const quote_unit *c = &S_builtin[i];
+        size_t l = strlen(c->name);
+        if (c->kind == QUOTE_COUNT || l <= best || l > n || memcmp(s, c->name, l) != 0)
+            continue;
+        best = l;
+        if (unit)
+            *unit = c;
+    }
+    return best;
+}
+
 /* Validates the number t[p..end) (digits, separators, one point) and computes
  * its digits. Returns NULL or the reason it is malformed. */
 static const char *S_number(const char *t, size_t p, size_t end, double *mantissa,
@@ -571,17 +602,9 @@ int quote_parse(const char *s, size_t len, const quote_unitset *u, quote *out, b
               (int)(e - q.body), t + q.body);
         return -1;
     }
-    const quote_unit *unit = quote_units_find(u, t + unit_at, len - unit_at);
-    if (!unit) {
-        buf sug = BUF_INIT;
-        if (S_suggest(u, t + unit_at, len - unit_at, &sug) > 0)
-            S_err(err, "unknown unit \"%.*s\" (units are case-sensitive; did you mean %s?)",
-                  (int)(len - unit_at), t + unit_at, buf_cstr(&sug));
-        else
-            S_err(err, "unknown unit \"%.*s\"", (int)(len - unit_at), t + unit_at);
-        buf_free(&sug);
+    const quote_unit *unit = quote_units_lookup(u, t + unit_at, len - unit_at, err);
+    if (!unit)
         return -1;
-    }
 
     q.spaced = unit_at > end && unit->name[0];
     if (neg)
@@ -792,19 +815,19 @@ bool quote_check(const quote *q, const char *expr, double value, bool approx, do
     buf_printf(msg, "quoted %s, but ", q->text);
     S_put_expr(msg, expr);
     buf_puts(msg, " = ");
-    S_put_in_unit(msg, q, unit, value / unit->scale, decimals);
+    S_put_in_unit(msg, q, unit, quote_in_unit(unit, value), decimals);
 
     const quote_unit *comp =
         unit->companion ? quote_units_find(u, unit->companion, strlen(unit->companion)) : NULL;
     if (comp && S_passes(q, value, comp->scale, approx, rel_tol)) {
         buf_puts(msg, " (");
-        S_put_in_unit(msg, q, comp, value / comp->scale, decimals);
+        S_put_in_unit(msg, q, comp, quote_in_unit(comp, value), decimals);
         buf_puts(msg, ")");
         buf_printf(&hint, "did you mean %s?", comp->name);
     }
 
     if (approx) {
-        double quoted = q->number * unit->scale;
+        double quoted = quote_from_unit(unit, q->number);
         buf_puts(msg, ", ");
         if (quoted != 0) {
             quote_format_number(fabs(value - quoted) / fabs(quoted) * 100, 1, msg);
@@ -859,5 +882,5 @@ void quote_describe(const quote *q, double value, const quote_unitset *u, buf *o
         quote_format_number(value, 0, out);
         return;
     }
-    S_put_in_unit(out, q, unit, value / unit->scale, q->decimals + 1);
+    S_put_in_unit(out, q, unit, quote_in_unit(unit, value), q->decimals + 1);
 }

@@ -95,6 +95,27 @@ int quote_units_define(quote_unitset *u, const char *name, double scale, const c
  * looks up the built-ins only. */
 const quote_unit *quote_units_find(const quote_unitset *u, const char *name, size_t len);
 
+/* The same, or NULL with a one-line reason appended to err (may be NULL):
+ *   unknown unit "mb" (units are case-sensitive; did you mean MB?) */
+const quote_unit *quote_units_lookup(const quote_unitset *u, const char *name, size_t len,
+                                     buf *err);
+
+/* The longest built-in byte, fraction or ratio unit whose name s[0..n) starts
+ * with: its length (0 if none), and the unit in *unit (may be NULL). What the
+ * prose lint calls a unit; where a name must end (word boundaries) is the
+ * lint's business. */
+size_t quote_units_prefix(const char *s, size_t n, const quote_unit **unit);
+
+/* A value in base units read in unit (224 for 234881024 and MiB), and back.
+ * The one conversion the checker's messages and Lua's units.to use. A scale
+ * below 1 multiplies by its inverse, which is exact for % and bit (100 and 8)
+ * where dividing by 0.01 is not: 0.53125 reads as 53.125%, not 53.12499... */
+static inline double quote_in_unit(const quote_unit *unit, double value)
+{
+    return unit->scale < 1 ? value * (1 / unit->scale) : value / unit->scale;
+}
+static inline double quote_from_unit(const quote_unit *unit, double x) { return x * unit->scale; }
+
 /* "bytes", "fraction", "ratio" or "count". */
 const char *quote_kind_name(quote_kind kind);
 

@@ -1289,6 +1289,7 @@ renderer *render_new(const render_env *e)
         free(r);
         return NULL;
     }
+    sandbox_set_tolerance(r->sb, c->tolerance);
     r->tpl = tpl_new(r->sb, e->root, c->limits.template_bytes, c->limits.output_bytes);
     tpl_set_field_reader(r->tpl, S_read_field, r);
     tpl_set_list_reader(r->tpl, &S_LIST_READER, r);

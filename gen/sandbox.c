@@ -11,6 +11,7 @@
 
 #include "fsutil.h"
 #include "luadata.h"
+#include "luaquote.h"
 #include "stamp.h"
 #include "strmap.h"
 #include "yv.h"
@@ -77,6 +78,8 @@ struct sandbox {
     const char *page_file;
     diag_list *dl;
     quote_unitset *units;
+    luaquote_ctx shared;  /* what kvsite.quote_check and friends read */
+    int kvsite_ref;       /* {name1, fn1, ...}: every page's kvsite table */
     bool measured;
     int prints;
     buf provenance;
@@ -939,6 +942,13 @@ static int S_setup(lua_State *L)
     lua_setfield(L, proto, "data");
     S_flatten(L);
     sb->proto_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    luaquote_push(L, &sb->shared);
+    lua_pushcfunction(L, S_measured);
+    lua_setfield(L, -2, "measured");
+    lua_pushcfunction(L, S_unit);
+    lua_setfield(L, -2, "unit");
+    S_flatten(L);
+    sb->kvsite_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_newtable(L);
     sb->modules_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     /* the real globals are unreachable from pages; empty them all the same */
@@ -953,6 +963,10 @@ static int S_setup(lua_State *L)
     return 0;
 }
 
+static quote_unitset *S_page_units(void *ud) { return ((sandbox *)ud)->units; }
+
+void sandbox_set_tolerance(sandbox *sb, double tolerance) { sb->shared.tolerance = tolerance; }
+
 sandbox *sandbox_new(const sandbox_opts *o)
 {
     sandbox *sb = xcalloc(1, sizeof *sb);
@@ -966,6 +980,12 @@ sandbox *sandbox_new(const sandbox_opts *o)
         sb->checks_real = xstrdup(real);
     free(checks);
     strmap_init(&sb->data_cache);
+    sb->shared.units = S_page_units;
+    sb->shared.ud = sb;
+    sb->shared.tolerance = 0.05; /* figures.tolerance's default; see sandbox_set_tolerance */
+    sb->shared.limits = yv_default_limits;
+    sb->shared.limits.max_bytes = o->data_bytes;
+    sb->shared.limits.max_depth = o->depth;
     sb->names = xcalloc(NAME_SLOTS, sizeof *sb->names);
     sb->expr_slots = xcalloc(EXPR_SLOTS, sizeof *sb->expr_slots);
 #ifndef POOL_OFF
@@ -1062,12 +1082,16 @@ static int S_make_env(lua_State *L)
     lua_pop(L, 1);
     lua_pushvalue(L, env);
     lua_setfield(L, env, "_G");
-    lua_newtable(L);
-    lua_pushcfunction(L, S_measured);
-    lua_setfield(L, -2, "measured");
-    lua_pushcfunction(L, S_unit);
-    lua_setfield(L, -2, "unit");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->kvsite_ref); /* {k1, v1, ...}: S_flatten */
+    n = (lua_Integer)lua_rawlen(L, -1);
+    lua_createtable(L, 0, (int)(n / 2));
+    for (lua_Integer i = 1; i < n; i += 2) {
+        lua_rawgeti(L, -2, i);
+        lua_rawgeti(L, -3, i + 1);
+        lua_rawset(L, -3);
+    }
     lua_setfield(L, env, "kvsite");
+    lua_pop(L, 1);
     /* the same random sequence on every page, whatever worker renders it */
     lua_getglobal(L, "math");
     lua_getfield(L, -1, "randomseed");

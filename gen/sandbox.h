@@ -54,6 +54,9 @@ void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl);
 void sandbox_page_end(sandbox *sb);
 /* Pushes the current page's environment table. */
 void sandbox_push_env(sandbox *sb);
+/* The default relative tolerance of approximate quotes that kvsite.quote_check
+ * applies (figures.tolerance; 0.05 until set). */
+void sandbox_set_tolerance(sandbox *sb, double tolerance);
 /* The units the current page may quote in (built-ins plus kvsite.unit()). */
 quote_unitset *sandbox_units(sandbox *sb);
 

@@ -1243,6 +1243,14 @@ yv *yv_parse_csv(const char *text, size_t len, const yv_limits *lim, const char 
             S_csv_newline(&c, c.pos); /* a blank line */
             continue;
         }
+        if (!names && text[c.pos] == '#') {
+            /* a comment line before the header: the provenance that engine
+             * logs and our measurements carry */
+            const char *nl = memchr(text + c.pos, '\n', len - c.pos);
+            c.pos = nl ? (size_t)(nl - text) + 1 : len;
+            S_csv_newline(&c, c.pos);
+            continue;
+        }
         int line = c.line;
         rc = S_csv_record(&c);
         if (rc < 0)

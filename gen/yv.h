@@ -90,7 +90,9 @@ yv *yv_parse_json(const char *text, size_t len, const yv_limits *lim, const char
  * the header names, cells typed like YAML plain scalars whether quoted or not
  * (CSV quoting is a transport detail; spreadsheets quote everything). No
  * trimming: " 5" is a string. Lines end in LF or CRLF; blank lines are
- * skipped; an empty input or a header alone gives an empty YV_SEQ. */
+ * skipped, and so are lines starting with "#" before the header (comments,
+ * such as a measurement's provenance); an empty input or a header alone gives
+ * an empty YV_SEQ. */
 yv *yv_parse_csv(const char *text, size_t len, const yv_limits *lim, const char *file,
                  diag_list *dl);
 

@@ -1584,6 +1584,128 @@ t_incremental_no_cache() {
     same_as_full damaged
 }
 
+# ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------
+
+# A project with the real checks library, the good fixture's templates and a home page.
+one_rule_project() {
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/project
+    mkdir -p "$W/content"
+    cp -R "$ROOT/checks" "$W/checks"
+    cp -R "$FIX/good/templates" "$W/templates"
+    printf 'title: One rule\n' >"$W/site.yaml"
+    printf -- '---\ntitle: Home\ntags: [one]\n---\n' >"$W/content/_index.md"
+}
+
+# Every (value, quote) pair goes through the figure path (`Q {= V}` on line N) and through
+# expect.quote in a {lua} block (which prints "case N pass|fail"); the verdicts must agree.
+t_one_quote_rule() {
+    one_rule_project
+    local cases=(
+        '234881024|224 MiB' '234881024|224.0 MiB' '234881024|234,881,024 B' '234881024|224 MB'
+        '234881024|235 MB' '0.531|53.1%' '0.53125|53.1%' '0.125|13%' '0.125|12%' '-0.125|-13%'
+        '-5|−5' '-5|-5' '1.005|1.01' '1.005|1.00' '0.0625 * 2^30|0.06 GiB' '2.675|2.68'
+        '123.4|1,23.4' '1234.5|1,234.5' '1234.5|1 234.5' '1234.5|1 234.5' '12544 * 2^20|12 544 MiB'
+        '7|7×' '7|7x' '7|7倍' '7|7' '1|8 bits' '1|8 bit' '40 * 2^30|40 GB' '40 * 2^30|~40 GB'
+        '40 * 2^30|≈43 GB' '40 * 2^30|约 43 GB' '40 * 2^30|~40 GiB' '0.5|~52%' '4096|4,096 tok'
+        '8192|2 page' '8192|2 pages' '1|1 furlong' '1|about 1' '1|,1' '1|01' '1e300|1e300'
+        '0|0' '0|-0' '1/3|0.333' '1/3|0.3333' '2/3|0.667' '2/3|0.666' '999.95|1,000.0' '999.95|999.9'
+    )
+    local lua_cases="" n=0 line c
+    for c in "${cases[@]}"; do
+        n=$((n + 1))
+        lua_cases+="  {${c%%|*}, \"${c#*|}\"},"$'\n'
+    done
+    {
+        printf -- '---\ntitle: Agree\n---\n\n```{lua}\nkvsite.unit("tok", 1, "count")\nkvsite.unit("page", 4096, "bytes")\n'
+        printf 'local expect = require "expect"\nlocal cases = {\n%s}\n' "$lua_cases"
+        printf 'for i, c in ipairs(cases) do\n  print(("case %%d %%s"):format(i, pcall(expect.quote, c[1], c[2]) and "pass" or "fail"))\nend\n```\n\n'
+        for c in "${cases[@]}"; do printf -- '- `%s {= %s}`\n' "${c#*|}" "${c%%|*}"; done
+    } >"$W/content/agree.md"
+    kv check
+    # case i is the figure on line FIRST + i - 1
+    local first i fig lua mismatches=""
+    first=$(grep -n '^- `' "$W/content/agree.md" | head -n 1 | cut -d: -f1)
+    for ((i = 1; i <= n; i++)); do
+        line=$((first + i - 1))
+        if grep -q "^content/agree.md:$line:[0-9]*: error:" "$W.err"; then fig=fail; else fig=pass; fi
+        lua=$(grep -oE "note: print: case $i (pass|fail)\$" "$W.err" | awk '{print $5}')
+        [ "$fig" = "$lua" ] || mismatches+=" [${cases[$((i - 1))]}: figure $fig, expect ${lua:-none}]"
+    done
+    [ -z "$mismatches" ] || fail "verdicts differ:$mismatches"
+    # the list exercises both verdicts
+    grep -q "note: print: case 1 pass" "$W.err" || fail "case 1 should pass"
+    grep -q "note: print: case 4 fail" "$W.err" || fail "case 4 should fail"
+}
+
+# Every unit name goes through the quote parser, units.factor/units.to and the prose lint:
+# a unit the parser knows is one units.lua knows (page units included), and the lint flags
+# prose numbers in exactly the built-in byte, percent and ratio units.
+t_one_unit_table() {
+    one_rule_project
+    local names=(B KB kB MB GB TB KiB MiB GiB TiB bit bits % × 倍 tok page Gb gib furlong)
+    local u
+    {
+        printf -- '---\ntitle: Units\n---\n\n```{lua}\nkvsite.unit("tok", 1, "count")\nkvsite.unit("page", 4096, "bytes")\n'
+        printf 'units = require "units"\nfor _, u in ipairs{'
+        for u in "${names[@]}"; do printf '"%s", ' "$u"; done
+        printf '} do\n  local f = units.factor(u)\n  print(("unit %%s %%s"):format(u, f and (pcall(units.to, 1, u) and "known" or "broken") or "unknown"))\nend\n```\n\n'
+        for u in "${names[@]}"; do printf -- '- unit %s: `3 %s {= 3 * (units.factor("%s") or 1)}`\n' "$u" "$u" "$u"; done
+        printf '\n'
+        for u in "${names[@]}"; do printf -- '- prose %s: 3 %s here\n\n' "$u" "$u"; done
+    } >"$W/content/units.md"
+    kv check
+    local line lua fig lint want_lint
+    for u in "${names[@]}"; do
+        lua=$(grep -oE "note: print: unit $u (known|unknown|broken)\$" "$W.err" | awk '{print $5}')
+        line=$(grep -n "^- unit $u:" "$W/content/units.md" | cut -d: -f1)
+        if grep -q "^content/units.md:$line:[0-9]*: error:" "$W.err"; then fig=unknown; else fig=known; fi
+        [ "$lua" = "$fig" ] || fail "unit $u: the quote parser says $fig, units.lua says ${lua:-nothing}"
+        line=$(grep -n "^- prose $u:" "$W/content/units.md" | cut -d: -f1)
+        if grep -q "^content/units.md:$line:[0-9]*: warning: unverified" "$W.err"; then lint=yes; else lint=no; fi
+        case $u in B|KB|kB|MB|GB|TB|KiB|MiB|GiB|TiB|bit|bits|%|×|倍) want_lint=yes ;; *) want_lint=no ;; esac
+        [ "$lint" = "$want_lint" ] || fail "prose '3 $u': the lint flagged=$lint, expected $want_lint"
+    done
+}
+
+# data() and the json/csv modules of the log parsers read the same text into the same tables.
+t_one_data_reader() {
+    one_rule_project
+    printf '[{"n": 4096, "kv": 224.0, "name": "a", "ok": true, "x": null},\n {"n": 16384, "list": [1, null, "s"], "deep": {"k": -1e3}}]\n' >"$W/checks/d.json"
+    cp "$W/checks/d.json" "$W/checks/d_json.txt"
+    printf '# provenance\nn,kv,name,ok,empty\n4096,224.0,a,true,\n"16384",0x10,"b, c",False,~\n' >"$W/checks/d.csv"
+    cp "$W/checks/d.csv" "$W/checks/d_csv.txt"
+    page content/data.md <<'EOF'
+---
+title: Data
+tags: [one]
+---
+
+```{lua}
+local json, csv = require "json", require "csv"
+local function same(a, b, path)
+  if type(a) ~= type(b) or math.type(a) ~= math.type(b) then
+    error(("%s: %s %s vs %s %s"):format(path, type(a), tostring(a), type(b), tostring(b)))
+  end
+  if type(a) ~= "table" then
+    if a ~= b then error(("%s: %s vs %s"):format(path, tostring(a), tostring(b))) end
+    return
+  end
+  for k, v in pairs(a) do same(v, b[k], path .. "." .. tostring(k)) end
+  for k in pairs(b) do if a[k] == nil then error(path .. "." .. tostring(k) .. " only on one side") end end
+end
+same(data "d.json", json.decode(data "d_json.txt"), "json")
+local rows = csv.records(data "d_csv.txt")
+for _, r in ipairs(rows) do r.line = nil end
+same(data "d.csv", rows, "csv")
+print("data agrees")
+```
+EOF
+    kv check
+    expect_rc 0
+    grep -q "note: print: data agrees" "$W.err" || fail "data() and json/csv disagree"
+}
+
 # ---------- running ----------
 
 cases=$(grep -oE '^t_[a-z0-9_]+\(\)' "${BASH_SOURCE[0]}" | sed 's/()$//')

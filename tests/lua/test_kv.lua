@@ -151,12 +151,12 @@ test("kv-facts.md figures that do not hold as written", function()
   -- "28.1 vs 25 is a 12% relative error": 0.28125 / 0.25 - 1 is exactly 12.5%, which rounds
   -- half away from zero to 13%; quote 12.5% (or approximately 12%)
   expect.error(function() expect.quote(kv.ratio_f16 "q4_0" / 0.25 - 1, "12%") end,
-    "quoted 12%, but the value is 12.50%")
+    "quoted 12%, but value = 12.50%")
   expect.quote(kv.ratio_f16 "q4_0" / 0.25 - 1, "≈12%")
   -- "weights already take about 4.2 GB (4168 MiB)": 4168 MiB is 4.37 GB = 4.07 GiB
   expect.quote(4168 * MiB, "4.37 GB")
   expect.quote(4168 * MiB, "4.07 GiB")
-  expect.error(function() expect.quote(4168 * MiB, "4.2 GB") end, "quoted 4.2 GB, but the value is 4.370 GB")
+  expect.error(function() expect.quote(4168 * MiB, "4.2 GB") end, "quoted 4.2 GB, but value = 4.370 GB")
   expect.quote(4168 * MiB, "~4.2 GB") -- within the 5% default tolerance only
 end)
 
