@@ -8,7 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char S_MAGIC[16] = "kvsite-cache 3\n";
+#include "stamp.h"
+
+static const char S_MAGIC[16] = "kvsite-cache 4\n";
+
+/* Integrity: every record carries a checksum of its bytes, checked when it is
+ * read; everything else the loader reads (fingerprints, outputs, front
+ * matter) is summed as it is read and checked against the file's last eight
+ * bytes. A damaged cache is never used: a bad record is not reused (its page
+ * is rendered again), anything else makes the whole file count as no cache. */
+#define SUM_SEED 0x6b76736974652d63ull /* "kvsite-c" */
 
 void cache_init(cache *c)
 {
@@ -44,6 +53,10 @@ int cache_record(cache *c, size_t job, buf *out)
     /* EIO: the file shrank, it was replaced in place */
     if (fs_window_read(c->fd, &c->win, e->rec_off, e->rec_len, READ_AHEAD, &p) != 0)
         return -1;
+    if (stamp_bytes(SUM_SEED, p, e->rec_len) != e->rec_sum) {
+        errno = EILSEQ; /* damaged: the page is rendered again */
+        return -1;
+    }
     buf_put(out, p, e->rec_len);
     return 0;
 }
@@ -56,17 +69,24 @@ typedef struct {
     uint64_t boff;   /* file offset of win[0] */
     size_t have, at; /* bytes in win, the next one */
     bool bad;
+    uint64_t sum;    /* of every byte read but the magic and the records */
     char win[65536];
 } file_reader;
 
 /* The bytes left in the file from the reader's place. */
-static uint64_t S_left(const file_reader *r) { return r->size - (r->boff + r->at); }
+static uint64_t S_left(const file_reader *r)
+{
+    uint64_t at = r->boff + r->at;
+    return at < r->size ? r->size - at : 0;
+}
 
 /* At least n (<= sizeof win) bytes in the window from at, or bad. */
 static bool S_need(file_reader *r, size_t n)
 {
-    if (r->bad)
+    if (r->bad || n > S_left(r)) { /* never into the file's sum, or past the end */
+        r->bad = true;
         return false;
+    }
     if (r->have - r->at >= n)
         return true;
     memmove(r->win, r->win + r->at, r->have - r->at);
@@ -92,6 +112,7 @@ static uint32_t S_rd_u32(file_reader *r)
     uint32_t v = 0;
     if (S_need(r, sizeof v)) {
         memcpy(&v, r->win + r->at, sizeof v);
+        r->sum = stamp_bytes(r->sum, r->win + r->at, sizeof v);
         r->at += sizeof v;
     }
     return v;
@@ -102,6 +123,7 @@ static uint64_t S_rd_u64(file_reader *r)
     uint64_t v = 0;
     if (S_need(r, sizeof v)) {
         memcpy(&v, r->win + r->at, sizeof v);
+        r->sum = stamp_bytes(r->sum, r->win + r->at, sizeof v);
         r->at += sizeof v;
     }
     return v;
@@ -136,6 +158,7 @@ static void S_rd_bytes(file_reader *r, size_t n, buf *out)
         if (!S_need(r, step))
             break;
         buf_put(out, r->win + r->at, step);
+        r->sum = stamp_bytes(r->sum, r->win + r->at, step);
         r->at += step;
         n -= step;
     }
@@ -177,8 +200,10 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
         goto bad;
     memcpy(magic, rd->win, sizeof magic);
     rd->at = sizeof magic;
-    if (memcmp(magic, S_MAGIC, sizeof S_MAGIC) != 0)
+    if (memcmp(magic, S_MAGIC, sizeof S_MAGIC) != 0 || rd->size < sizeof magic + 8)
         goto bad;
+    rd->sum = SUM_SEED;
+    rd->size -= 8; /* the sum: read on its own at the end */
     c->global = S_rd_u64(rd);
     uint32_t n = S_rd_u32(rd);
     /* every entry takes at least 4 bytes: a corrupt count cannot allocate much */
@@ -195,6 +220,7 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
         e->out_stamp = S_rd_u64(rd);
         e->digest = S_rd_u64(rd);
         e->reads = S_rd_u64(rd);
+        e->rec_sum = S_rd_u64(rd);
         e->rec_len = S_rd_u32(rd);
         e->rec_off = S_rd_skip(rd, e->rec_len);
     }
@@ -229,6 +255,10 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
     }
     if (rd->bad || S_left(rd) != 0 || !S_plain_names(c->outputs, c->outputs_len))
         goto bad;
+    uint64_t sum = rd->sum;
+    rd->size += 8;
+    if (S_rd_u64(rd) != sum || rd->bad)
+        goto bad;
     c->fd = rd->fd;
     free(rd);
     return 0;
@@ -240,14 +270,25 @@ bad:
     return -1;
 }
 
-/* Written through stdio: records are copied once, from where they are. */
-static void S_put(FILE *f, const void *p, size_t n)
+/* Written through stdio: records are copied once, from where they are. All
+ * but the records' bytes go into the file's sum (see SUM_SEED). */
+typedef struct {
+    FILE *f;
+    uint64_t sum;
+} writer;
+
+static void S_put_raw(writer *w, const void *p, size_t n)
 {
     if (n) /* fwrite wants a buffer even for nothing */
-        fwrite(p, 1, n, f);
+        fwrite(p, 1, n, w->f);
 }
-static void S_put_u64(FILE *f, uint64_t v) { S_put(f, &v, sizeof v); }
-static void S_put_u32(FILE *f, uint32_t v) { S_put(f, &v, sizeof v); }
+static void S_put(writer *w, const void *p, size_t n)
+{
+    w->sum = stamp_bytes(w->sum, p, n);
+    S_put_raw(w, p, n);
+}
+static void S_put_u64(writer *w, uint64_t v) { S_put(w, &v, sizeof v); }
+static void S_put_u32(writer *w, uint32_t v) { S_put(w, &v, sizeof v); }
 
 static int S_save(const cache *c, const char *path, const cache_encoders *enc, bool finish);
 
@@ -299,18 +340,19 @@ static int S_save(const cache *c, const char *path, const cache_encoders *enc, b
     char *iobuf = xmalloc(1u << 20);
     setvbuf(f, iobuf, _IOFBF, 1u << 20);
     static const char invalid[16] = "kvsite-cache -\n";
-    S_put(f, invalid, sizeof invalid);
-    S_put_u64(f, c->global);
-    S_put_u32(f, (uint32_t)c->njobs);
+    writer wr = {f, SUM_SEED}, *w = &wr;
+    S_put_raw(w, invalid, sizeof invalid);
+    S_put_u64(w, c->global);
+    S_put_u32(w, (uint32_t)c->njobs);
     for (size_t i = 0; i < c->njobs; i++) {
         const cache_entry *e = &c->jobs[i];
-        S_put_u32(f, e->present ? 1 : 0);
+        S_put_u32(w, e->present ? 1 : 0);
         if (!e->present)
             continue;
-        S_put_u64(f, e->deps);
-        S_put_u64(f, e->out_stamp);
-        S_put_u64(f, e->digest);
-        S_put_u64(f, e->reads);
+        S_put_u64(w, e->deps);
+        S_put_u64(w, e->out_stamp);
+        S_put_u64(w, e->digest);
+        S_put_u64(w, e->reads);
         const char *bytes = e->rec;
         size_t len = e->rec_len;
         if (!bytes) {
@@ -320,18 +362,19 @@ static int S_save(const cache *c, const char *path, const cache_encoders *enc, b
             bytes = buf_cstr(&scratch);
             len = scratch.len;
         }
-        S_put_u32(f, (uint32_t)len);
-        S_put(f, bytes, len);
+        S_put_u64(w, stamp_bytes(SUM_SEED, bytes, len));
+        S_put_u32(w, (uint32_t)len);
+        S_put_raw(w, bytes, len);
     }
-    S_put_u32(f, (uint32_t)c->outputs_len);
-    S_put(f, c->outputs, c->outputs_len);
-    S_put_u64(f, c->front_key);
-    S_put_u32(f, (uint32_t)c->nfronts);
+    S_put_u32(w, (uint32_t)c->outputs_len);
+    S_put(w, c->outputs, c->outputs_len);
+    S_put_u64(w, c->front_key);
+    S_put_u32(w, (uint32_t)c->nfronts);
     for (size_t i = 0; i < c->nfronts; i++) {
         const cache_front *e = &c->fronts[i];
-        S_put_u32(f, (uint32_t)strlen(e->src) + 1);
-        S_put(f, e->src, strlen(e->src) + 1);
-        S_put_u64(f, e->stamp);
+        S_put_u32(w, (uint32_t)strlen(e->src) + 1);
+        S_put(w, e->src, strlen(e->src) + 1);
+        S_put_u64(w, e->stamp);
         const char *bytes = e->page;
         size_t len = e->page_len;
         if (!bytes) {
@@ -341,9 +384,11 @@ static int S_save(const cache *c, const char *path, const cache_encoders *enc, b
             bytes = buf_cstr(&scratch);
             len = scratch.len;
         }
-        S_put_u32(f, (uint32_t)len);
-        S_put(f, bytes, len);
+        S_put_u32(w, (uint32_t)len);
+        S_put(w, bytes, len);
     }
+    uint64_t sum = w->sum;
+    S_put_raw(w, &sum, sizeof sum);
     int rc = ferror(f) || fflush(f) != 0 ? -1 : 0;
     off_t size = ftello(f);
     if (rc == 0 && (size < 0 || ftruncate(fd, size) != 0 ||

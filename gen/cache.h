@@ -9,8 +9,7 @@
  *   reads      the digests of the records it read, in order.
  *
  * Beside them, each page's parsed front matter with its file's stamp, so an
- * unchanged file is not read and parsed again (valid while front_key holds).
- *
+ * unchanged file is not read and parsed again (valid while front_key holds),
  * and the build's global key (binary, flags, site.yaml, the sources, the
  * whole page index): when that differs, nothing in the file is used.
  *
@@ -32,6 +31,7 @@
 typedef struct {
     bool present;
     uint64_t deps, out_stamp, digest, reads;
+    uint64_t rec_sum; /* loaded: the checksum of the record's bytes */
     const char *rec;  /* saving: the encoded record, or NULL: made by
                        * cache_encoders.record; loaded: NULL (cache_record) */
     size_t rec_len;
@@ -63,11 +63,13 @@ typedef struct {
 
 void cache_init(cache *c);
 /* Reads path (at most max_bytes). Returns 0, or -1 when it is missing, too
- * large or malformed: c is then empty. */
+ * large, malformed or damaged (any byte but a record's fails the file's
+ * checksum): c is then empty. */
 int cache_load(cache *c, const char *path, size_t max_bytes);
 void cache_free(cache *c);
 /* Sets out to the encoded record of a present job of a loaded cache. 0, or
- * -1 (an I/O error; errno set). Reads ahead: asking for records in job
+ * -1 (an I/O error, or EILSEQ: the record's bytes fail their checksum; errno
+ * set): the caller renders the page instead. Reads ahead: asking for records in job
  * order reads the file in a few large pieces. */
 int cache_record(cache *c, size_t job, buf *out);
 

@@ -1584,6 +1584,35 @@ t_incremental_no_cache() {
     same_as_full damaged
 }
 
+# A cache whose bytes were changed in place (a title, a figure's expression) is never
+# believed: every record and the rest of the file carry checksums (issue 14).
+t_incremental_cache_cannot_lie() {
+    local what from to
+    for what in "title:KV cache sizes:KV cache LIES!" "expr:kv_bytes(131072):kv_bytes(131073)" "front:Week 1:Week 9"; do
+        IFS=: read -r _ from to <<<"$what"
+        fresh good
+        kv build
+        expect_rc 0
+        python3 - "$W/.site.cache" "$from" "$to" <<'EOF' || fail "cannot patch the cache"
+import sys
+p, a, b = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
+data = open(p, "rb").read()
+assert a in data and len(a) == len(b), (a, b)
+open(p, "wb").write(data.replace(a, b))
+EOF
+        printf '\nAn unrelated edit.\n' >>"$W/content/articles/_index.md"
+        kv build
+        expect_rc 0
+        same_as_full "lie-${what%%:*}"
+        grep -rq "${to}" "$W/site" && fail "${what%%:*}: the patched bytes were published"
+        # and they stay out in the build after
+        printf '\nAnother.\n' >>"$W/content/articles/_index.md"
+        kv build
+        expect_rc 0
+        same_as_full "lie-${what%%:*}-later"
+    done
+}
+
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------
 
 # A project with the real checks library, the good fixture's templates and a home page.

@@ -345,7 +345,8 @@ static void S_small_bytes(fixture *f, buf *out)
     c.jobs = xcalloc(2, sizeof *c.jobs);
     buf rec = BUF_INIT;
     S_record_bytes(&rec, 0, 1, 3);
-    c.jobs[0] = (cache_entry){true, 1, 2, 3, 4, rec.ptr, rec.len, 0};
+    c.jobs[0] = (cache_entry){.present = true, .deps = 1, .out_stamp = 2, .digest = 3, .reads = 4,
+                              .rec = rec.ptr, .rec_len = rec.len};
     c.outputs = "a.html\0b.html";
     c.outputs_len = 14;
     assert_int_equal(cache_save(&c, f->path, NULL), 0);
@@ -359,7 +360,7 @@ enum {
     OFF_MAGIC = 0,
     OFF_NJOBS = 16 + 8,
     OFF_PRESENT0 = OFF_NJOBS + 4,
-    OFF_REC_LEN0 = OFF_PRESENT0 + 4 + 4 * 8,
+    OFF_REC_LEN0 = OFF_PRESENT0 + 4 + 5 * 8, /* four fingerprints and the record's sum */
     OFF_REC0 = OFF_REC_LEN0 + 4,
 };
 
@@ -388,14 +389,15 @@ static void test_small_layout(void **state)
     buf good = BUF_INIT;
     S_small_bytes(f, &good);
     /* the offsets above describe these bytes */
-    assert_memory_equal(good.ptr, "kvsite-cache 3\n", 16);
+    assert_memory_equal(good.ptr, "kvsite-cache 4\n", 16);
     assert_int_equal(S_get_u32(&good, OFF_NJOBS), 2);
     assert_int_equal(S_get_u32(&good, OFF_PRESENT0), 1);
     uint32_t rec_len = S_get_u32(&good, OFF_REC_LEN0);
     size_t off_absent = OFF_REC0 + rec_len;
     assert_int_equal(S_get_u32(&good, off_absent), 0);
     assert_int_equal(S_get_u32(&good, off_absent + 4), 14);
-    assert_int_equal(good.len, off_absent + 4 + 4 + 14 + 8 + 4); /* then front_key, no fronts */
+    /* then front_key, no fronts, the file's sum */
+    assert_int_equal(good.len, off_absent + 4 + 4 + 14 + 8 + 4 + 8);
     cache c;
     assert_int_equal(cache_load(&c, f->path, good.len), 0); /* exactly the cap is fine */
     cache_free(&c);
@@ -560,6 +562,57 @@ static void test_bit_flips_never_crash(void **state)
     buf_free(&good);
 }
 
+/* A damaged cache never lies (issue 14): whatever byte is changed, either the
+ * file loads as no cache, or it loads and the one record holding the byte
+ * fails its checksum; every other record reads back exactly as saved. */
+static void test_no_flip_goes_unnoticed(void **state)
+{
+    fixture *f = *state;
+    buf good = BUF_INIT;
+    S_small_bytes(f, &good);
+    cache orig;
+    assert_int_equal(cache_load(&orig, f->path, 1 << 20), 0);
+    buf want = BUF_INIT, got = BUF_INIT;
+    for (size_t i = 0; i < good.len; i++) {
+        buf b = BUF_INIT;
+        buf_put(&b, good.ptr, good.len);
+        b.ptr[i] ^= (char)0x01;
+        S_put(f->path, b.ptr, b.len);
+        cache c;
+        if (cache_load(&c, f->path, 1 << 20) != 0) {
+            buf_free(&b);
+            continue;
+        }
+        size_t bad = 0;
+        for (size_t j = 0; j < c.njobs; j++) {
+            if (!c.jobs[j].present)
+                continue;
+            const cache_entry *e = &c.jobs[j];
+            bool hit = i >= e->rec_off && i < e->rec_off + e->rec_len;
+            if (cache_record(&c, j, &got) != 0) {
+                assert_true(hit);
+                assert_int_equal(errno, EILSEQ);
+                bad++;
+                continue;
+            }
+            assert_false(hit);
+            /* the original, read from the good bytes */
+            S_put(f->path, good.ptr, good.len);
+            assert_int_equal(cache_record(&orig, j, &want), 0);
+            assert_int_equal(got.len, want.len);
+            assert_memory_equal(got.ptr, want.ptr, got.len);
+            S_put(f->path, b.ptr, b.len);
+        }
+        assert_int_equal(bad, 1); /* it loaded: the flip was inside a record */
+        cache_free(&c);
+        buf_free(&b);
+    }
+    cache_free(&orig);
+    buf_free(&want);
+    buf_free(&got);
+    buf_free(&good);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -577,6 +630,7 @@ int main(void)
         T(test_outputs_without_final_nul),
         T(test_max_bytes),
         T(test_bit_flips_never_crash),
+        T(test_no_flip_goes_unnoticed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
