@@ -11,6 +11,7 @@
 
 #include "fsutil.h"
 #include "luadata.h"
+#include "luaorder.h"
 #include "luaquote.h"
 #include "stamp.h"
 #include "strmap.h"
@@ -940,6 +941,9 @@ static int S_setup(lua_State *L)
     lua_setfield(L, proto, "require");
     lua_pushcfunction(L, S_data);
     lua_setfield(L, proto, "data");
+    luaorder_push(L); /* the same key order in every build: luaorder.h */
+    lua_setfield(L, proto, "pairs");
+    lua_setfield(L, proto, "next");
     S_flatten(L);
     sb->proto_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     luaquote_push(L, &sb->shared);

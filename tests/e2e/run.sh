@@ -1613,6 +1613,43 @@ EOF
     done
 }
 
+# pairs() and next() visit keys in one order in every build, whatever Lua's hash seed
+# (issue 14.7): a page that concatenates a table in pairs order publishes the same bytes.
+t_deterministic_pairs() {
+    fresh good
+    page content/notes/order.md <<'EOF'
+---
+title: Order
+tags: [memory]
+---
+
+```{lua}
+t = {}
+for i = 1, 60 do t["key" .. (i * 7919 % 61)] = i end
+t[3], t[1.5], t[true] = "three", "one and a half", "yes"
+local parts = {}
+for k, v in pairs(t) do parts[#parts + 1] = tostring(k) .. "=" .. tostring(v) end
+order = table.concat(parts, ",")
+local k, n = next(t), 0
+while k ~= nil do n = n + 1; k = next(t, k) end
+count = n
+```
+
+Order: `{lua} order`; count: `{lua} count`.
+EOF
+    local i first="" h
+    for i in 1 2 3 4 5; do
+        kv build --no-cache
+        expect_rc 0
+        h=$(sha256sum <"$W/site/notes/order/index.html")
+        [ -z "$first" ] && first=$h
+        [ "$h" = "$first" ] || { fail "build $i published other bytes"; break; }
+    done
+    expect_grep site/notes/order/index.html "Order: 1.5=one and a half,3=three,key1=11,key10=49,"
+    expect_grep site/notes/order/index.html ",true=yes"
+    expect_grep site/notes/order/index.html "count: 63"
+}
+
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------
 
 # A project with the real checks library, the good fixture's templates and a home page.
