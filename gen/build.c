@@ -1375,7 +1375,11 @@ int build_run(const build_opts *o)
         }
     }
     int jobs = o->jobs > 0 ? o->jobs : s.cfg.jobs > 0 ? s.cfg.jobs : S_cores();
-    pool_opts po = {jobs, s.cfg.limits.page_timeout, s.cfg.limits.worker_memory};
+    pool_opts po = {.workers = jobs,
+                    .deadline = s.cfg.limits.page_timeout,
+                    .worker_memory = s.cfg.limits.worker_memory,
+                    .build_deadline = t0 + s.cfg.limits.build_timeout,
+                    .build_timeout = s.cfg.limits.build_timeout};
     int outfd = s.incremental ? open(s.out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     for (int phase = 1; phase <= 4; phase++) {
         double tp = S_now();

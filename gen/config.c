@@ -32,6 +32,7 @@ void config_defaults(config *c)
     c->limits.lua_instructions = 200000000;
     c->limits.lua_memory = 32u << 20;
     c->limits.page_timeout = 10.0;
+    c->limits.build_timeout = 3600.0;
     c->limits.worker_memory = (size_t)2 << 30;
 }
 
@@ -79,6 +80,7 @@ static const key_spec S_keys[] = {
     {"limits.lua_instructions", K_SIZE, OFF(limits.lua_instructions), 1000, 1e15},
     {"limits.lua_memory", K_SIZE, OFF(limits.lua_memory), 1 << 20, 1e12},
     {"limits.page_timeout", K_NUMBER, OFF(limits.page_timeout), 0.1, 86400},
+    {"limits.build_timeout", K_NUMBER, OFF(limits.build_timeout), 1, 604800},
     {"limits.worker_memory", K_SIZE, OFF(limits.worker_memory), 0, 1e13},
 };
 #define NKEYS (sizeof S_keys / sizeof S_keys[0])

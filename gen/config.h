@@ -24,6 +24,7 @@ typedef struct {
     long long lua_instructions; /* per page */
     size_t lua_memory;         /* bytes of Lua heap per page */
     double page_timeout;       /* seconds of wall clock per page */
+    double build_timeout;      /* seconds of wall clock for all the pages of a build */
     size_t worker_memory;      /* address-space limit of a worker, bytes; 0 = none */
 } config_limits;
 

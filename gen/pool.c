@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -110,9 +111,15 @@ static void S_worker_main(const render_env *env, const pool_opts *o, int ctl, in
         struct rlimit rl = {o->worker_memory, o->worker_memory};
         setrlimit(RLIMIT_AS, &rl);
     }
-#else
-    (void)o;
 #endif
+    if (o->build_deadline > 0) {
+        /* CPU time can never exceed the wall-clock time left, so a worker the
+         * watchdog cannot stop (a stopped parent) still ends */
+        double left = o->build_deadline - S_now();
+        rlim_t cpu = left < 1 ? 1 : (rlim_t)left + 1;
+        struct rlimit rl = {cpu, cpu + 1};
+        setrlimit(RLIMIT_CPU, &rl);
+    }
     renderer *r = render_new(env);
     if (!r)
         _exit(70);
@@ -173,6 +180,7 @@ static int S_spawn(worker *w, worker *all, int nall, const render_env *env, cons
         return -1;
     }
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int err = errno;
@@ -184,6 +192,11 @@ static int S_spawn(worker *w, worker *all, int nall, const render_env *env, cons
         return -1;
     }
     if (pid == 0) {
+        /* a worker never outlives the build: killed with its parent, and
+         * gone already if the parent died before this line */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(70);
         /* the child keeps only its own two ends */
         for (int i = 0; i < nall; i++) {
             if (all[i].pid > 0) {
@@ -394,6 +407,32 @@ static size_t S_store_records(const render_env *env, worker *w, page_record *rec
     return stored;
 }
 
+/* The build's deadline has passed: every job still queued or not yet given
+ * out fails, and the workers are stopped. Returns how many jobs failed. */
+static size_t S_fail_all(const render_env *env, const pool_opts *o, worker *ws, int nw,
+                         const size_t *jobs, size_t n, size_t *next, page_record *records)
+{
+    size_t failed = 0;
+    for (int i = 0; i < nw; i++) {
+        worker *w = &ws[i];
+        if (w->pid > 0) {
+            kill(w->pid, SIGKILL);
+            S_reap(w, NULL);
+        }
+        while (w->qlen > 0) {
+            S_fail_job(env, records, S_pop(w),
+                       "the build took longer than %g s (limits.build_timeout): stopped",
+                       o->build_timeout);
+            failed++;
+        }
+    }
+    for (; *next < n; (*next)++, failed++)
+        S_fail_job(env, records, (uint32_t)jobs[*next],
+                   "the build took longer than %g s (limits.build_timeout): not built",
+                   o->build_timeout);
+    return failed;
+}
+
 int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size_t n,
              page_record *records)
 {
@@ -414,6 +453,10 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
     struct pollfd *pfd = xcalloc((size_t)nw, sizeof *pfd);
     int *pw = xcalloc((size_t)nw, sizeof *pw); /* worker of each pfd entry */
     while (done < n) {
+        if (o->build_deadline > 0 && S_now() >= o->build_deadline) {
+            done += S_fail_all(env, o, ws, nw, jobs, n, &next, records);
+            continue;
+        }
         /* keep every worker alive; give jobs to those that asked */
         for (int i = 0; i < nw; i++) {
             worker *w = &ws[i];
@@ -435,6 +478,8 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
             S_feed(w, jobs, n, &next, want < QUEUE_MAX ? want : QUEUE_MAX);
         }
         double now = S_now(), wait = o->deadline;
+        if (o->build_deadline > 0 && o->build_deadline - now < wait)
+            wait = o->build_deadline - now;
         int np = 0;
         for (int i = 0; i < nw; i++) {
             if (ws[i].pid < 0)

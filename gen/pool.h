@@ -11,7 +11,8 @@
  * error at that job's file; the worker is replaced and the jobs queued behind
  * that one go to the new worker. Records are stored by job number, so the
  * result does not depend on which worker ran what, or in which order. Workers
- * run with an address-space limit (setrlimit) when one is configured. */
+ * run with an address-space limit (setrlimit) when one is configured, die
+ * with the parent (PR_SET_PDEATHSIG), and a whole build can have a deadline. */
 #ifndef KV_POOL_H
 #define KV_POOL_H
 
@@ -22,8 +23,12 @@
 
 typedef struct {
     int workers;
-    double deadline;      /* seconds per job */
-    size_t worker_memory; /* bytes of address space; 0 for none */
+    double deadline;       /* seconds per job */
+    size_t worker_memory;  /* bytes of address space; 0 for none */
+    double build_deadline; /* CLOCK_MONOTONIC seconds after which every job left
+                            * fails and workers are stopped (their CPU time is
+                            * capped to what is left); 0 for none */
+    double build_timeout;  /* for the message: limits.build_timeout */
 } pool_opts;
 
 /* Runs jobs[0..n) and stores each result in records[job] (which must be

@@ -1650,6 +1650,58 @@ EOF
     expect_grep site/notes/order/index.html "count: 63"
 }
 
+# Workers never outlive their build (issue 22.5): the parent is killed while a worker is
+# stuck in C (a backtracking pattern), and no worker is left running.
+t_workers_die_with_the_parent() {
+    fresh good
+    printf 'limits:\n  page_timeout: 600\n' >>"$W/site.yaml"
+    page content/notes/stuck.md <<'EOF'
+---
+title: Stuck
+---
+
+`{lua} (("a"):rep(40)):find(("a*"):rep(40) .. "b")`
+EOF
+    (cd "$W" && exec "$KVSITE" build --no-cache -j 2) >/dev/null 2>&1 &
+    local parent=$! i
+    for i in $(seq 50); do
+        pgrep -P "$parent" >/dev/null && break
+        sleep 0.1
+    done
+    local kids
+    kids=$(pgrep -P "$parent" | tr '\n' ' ')
+    [ -n "$kids" ] || { fail "no worker started"; kill -9 "$parent"; return; }
+    sleep 0.5
+    kill -TERM "$parent"
+    wait "$parent" 2>/dev/null
+    sleep 0.5
+    local left=""
+    # a zombie has ended (nothing may reap it where PID 1 does not)
+    for i in $kids; do
+        case $(ps -o stat= -p "$i" 2>/dev/null) in ""|Z*) ;; *) left+=" $i" ;; esac
+    done
+    [ -z "$left" ] || { fail "workers outlived the parent:$left"; kill -9 $left 2>/dev/null; }
+}
+
+# limits.build_timeout bounds a whole build: pages that each stay under the page timeout
+# but together run past it fail, located, and the previous output stays.
+t_build_timeout() {
+    fresh good
+    printf 'limits:\n  page_timeout: 30\n  build_timeout: 1\n' >>"$W/site.yaml"
+    local i
+    for i in 1 2 3 4 5 6; do
+        printf -- '---\ntitle: Slow %s\n---\n\n`{lua} (("a"):rep(24)):find(("a*"):rep(24) .. "b")`\n' "$i" \
+            >"$W/content/notes/slow$i.md"
+    done
+    local t0=$SECONDS
+    kv build -j 2
+    expect_rc 1
+    [ $((SECONDS - t0)) -lt 20 ] || fail "the build ran $((SECONDS - t0)) s"
+    grep -q "the build took longer than 1 s (limits.build_timeout)" "$W.err" ||
+        fail "no build_timeout error: $(tail -n 3 "$W.err")"
+    expect_no_file site
+}
+
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------
 
 # A project with the real checks library, the good fixture's templates and a home page.

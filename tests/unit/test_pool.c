@@ -92,6 +92,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
 }
 
 static page_record S_rec[NJOBS];
+static double S_build_deadline; /* 0, or the build's deadline for S_run */
 static size_t S_jobs[NJOBS];
 
 static int S_setup(void **state)
@@ -103,6 +104,7 @@ static int S_setup(void **state)
         record_init(&S_rec[j]);
     }
     S_no_renderer = false;
+    S_build_deadline = 0;
     return 0;
 }
 
@@ -114,11 +116,19 @@ static int S_teardown(void **state)
     return 0;
 }
 
+static double S_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void S_run(int workers, double deadline, size_t n)
 {
     render_env env;
     memset(&env, 0, sizeof env);
-    pool_opts o = {workers, deadline, 0};
+    pool_opts o = {.workers = workers, .deadline = deadline, .build_deadline = S_build_deadline,
+                   .build_timeout = 1};
     assert_int_equal(pool_run(&env, &o, S_jobs, n, S_rec), 0);
     /* every worker was waited for */
     assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
@@ -257,6 +267,46 @@ static void test_deadline_counts_from_start(void **state)
         S_built(j);
 }
 
+/* A build deadline: the jobs that did not finish in time fail, every worker
+ * is stopped (the hanging one too, which no page deadline would catch yet),
+ * and a later phase that starts past the deadline builds nothing. */
+static void test_build_deadline(void **state)
+{
+    (void)state;
+    for (size_t j = 0; j < 40; j++) {
+        S_jobs[j] = j;
+        S_plan[j] = P_SLOW;
+    }
+    S_plan[0] = P_HANG;
+    S_build_deadline = S_mono() + 1.0;
+    double t = S_mono();
+    S_run(2, 30, 40);
+    assert_true(S_mono() - t < 5);
+    size_t built = 0, stopped = 0;
+    for (size_t j = 0; j < 40; j++) {
+        if (S_rec[j].done) {
+            S_built(j);
+            built++;
+            continue;
+        }
+        const char *m = S_rec[j].diags.v[0].msg;
+        assert_true(strstr(m, "the build took longer than 1 s (limits.build_timeout)") == m);
+        stopped++;
+    }
+    assert_int_equal(S_rec[0].done, 0);
+    assert_true(built >= 2 && built <= 12);
+    assert_int_equal(built + stopped, 40);
+    /* the next phase: past the deadline, nothing is built and nothing hangs */
+    S_teardown(state);
+    S_setup(state);
+    S_build_deadline = S_mono() - 1;
+    for (size_t j = 0; j < 5; j++)
+        S_jobs[j] = j;
+    S_run(2, 30, 5);
+    for (size_t j = 0; j < 5; j++)
+        S_failed(j, "the build took longer than 1 s (limits.build_timeout): not built");
+}
+
 /* A worker that cannot set up its renderer fails one job per attempt, and
  * the run still ends. */
 static void test_no_renderer(void **state)
@@ -281,6 +331,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timeout_fails_only_its_job, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_deadline_counts_from_start, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_no_renderer, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_build_deadline, S_setup, S_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
