@@ -28,6 +28,7 @@ void config_defaults(config *c)
     c->limits.template_bytes = 1u << 20;
     c->limits.output_bytes = (size_t)1 << 30;
     c->limits.files = 100000;
+    c->limits.page_tags = 64;
     c->limits.depth = 32;
     c->limits.lua_instructions = 200000000;
     c->limits.lua_memory = 32u << 20;
@@ -76,6 +77,7 @@ static const key_spec S_keys[] = {
     {"limits.template_bytes", K_SIZE, OFF(limits.template_bytes), 1024, 1e9},
     {"limits.output_bytes", K_SIZE, OFF(limits.output_bytes), 1 << 20, 1e13},
     {"limits.files", K_SIZE, OFF(limits.files), 1, 1e8},
+    {"limits.page_tags", K_SIZE, OFF(limits.page_tags), 1, 10000},
     {"limits.depth", K_INT, OFF(limits.depth), 2, 1000},
     {"limits.lua_instructions", K_SIZE, OFF(limits.lua_instructions), 1000, 1e15},
     {"limits.lua_memory", K_SIZE, OFF(limits.lua_memory), 1 << 20, 1e12},

@@ -20,6 +20,7 @@ typedef struct {
     size_t template_bytes;     /* one template */
     size_t output_bytes;       /* everything a build writes */
     size_t files;              /* files under content/ */
+    size_t page_tags;          /* tags in one page's front matter */
     int depth;                 /* directory, YAML and Markdown nesting */
     long long lua_instructions; /* per page */
     size_t lua_memory;         /* bytes of Lua heap per page */

@@ -273,6 +273,14 @@ int content_parse_page(page *p, const char *text, size_t len, const config *cfg,
                            yv_type_a(v->type));
                 continue;
             }
+            /* each tag page lists its pages with all their tags: without a cap
+             * per page the output grows with the square of the tags */
+            if (v->n > cfg->limits.page_tags) {
+                diag_error(dl, file, v->line, v->col,
+                           "%zu tags, more than limits.page_tags (%zu)", v->n,
+                           cfg->limits.page_tags);
+                continue;
+            }
             p->tags = xcalloc(v->n ? v->n : 1, sizeof *p->tags);
             for (size_t t = 0; t < v->n; t++) {
                 const yv *tv = v->items[t];

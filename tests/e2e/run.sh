@@ -1702,6 +1702,24 @@ t_build_timeout() {
     expect_no_file site
 }
 
+# Tags per page are capped (limits.page_tags): tag pages list their pages with all their
+# tags, so a page with thousands of tags made output quadratic in them (issue 22.5).
+t_page_tags_capped() {
+    fresh good
+    local tags
+    tags=$(seq -f 't%g' 1 65 | paste -sd, -)
+    printf -- '---\ntitle: Many\ntags: [%s]\n---\n\nText.\n' "$tags" >"$W/content/notes/many.md"
+    kv build
+    expect_rc 1
+    expect_diags <<'EOF'
+content/notes/many.md:3:7: error: 65 tags, more than limits.page_tags (64)
+EOF
+    printf 'limits:\n  page_tags: 65\n' >>"$W/site.yaml"
+    kv build
+    expect_rc 0
+    expect_file site/tags/t65/index.html
+}
+
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------
 
 # A project with the real checks library, the good fixture's templates and a home page.
