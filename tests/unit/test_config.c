@@ -255,8 +255,8 @@ static void test_unknown_key_in_section(void **state)
 {
     S_expect_error(state, "limits:\n  page_bytes: 4096\n  pages: 3\n", 3, 3,
                    "unknown key \"pages\" in limits; known keys: page_bytes, front_matter_bytes, "
-                   "data_bytes, template_bytes, output_bytes, files, depth, lua_instructions, "
-                   "lua_memory, page_timeout, worker_memory");
+                   "data_bytes, template_bytes, output_bytes, files, page_tags, depth, "
+                   "lua_instructions, lua_memory, page_timeout, build_timeout, worker_memory");
     S_expect_error(state, "figures:\n  strict: true\n", 2, 3,
                    "unknown key \"strict\" in figures; known keys: unverified, tolerance");
     S_expect_error(state, "markdown: {unsafe: true, smart: true}\n", 1, 26,
