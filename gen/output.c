@@ -16,7 +16,7 @@
 /* ---------- the writer ---------- */
 
 int output_write(const output_dest *d, const char *rel, const void *data, size_t len,
-                 const char *file, diag_list *dl, size_t *bytes, struct stat *st)
+                 const char *file, diag_list *dl, uint64_t *bytes, struct stat *st)
 {
     size_t counted = len ? len : 1;
     if (!d->dir) { /* kvsite check writes nothing */

@@ -33,12 +33,13 @@ typedef struct {
 /* Makes d->dir/rel hold len bytes of data, unless d->same_dir/rel already
  * does (and leaves an unchanged file alone: no new inode, no write). *bytes
  * grows by the file's size as the output limit counts it (an empty file
- * counts 1: a count of 0 means no file), unless the write fails. st (may be
- * NULL) gets the file's stat when it was written. Returns 1 when the file
- * was written, 0 when nothing needed writing, -1 on failure (an error at
- * file, which may be NULL, goes to dl; errno set). */
+ * counts 1: a count of 0 means no file), unless the write fails. Returns 1
+ * when d->dir/rel holds data now (written, or left alone because it already
+ * did: st, which may be NULL, gets its stat either way), 0 when nothing was
+ * to be written there (no dir, or same_dir has the bytes), -1 on failure (an
+ * error at file, which may be NULL, goes to dl; errno set). */
 int output_write(const output_dest *d, const char *rel, const void *data, size_t len,
-                 const char *file, diag_list *dl, size_t *bytes, struct stat *st);
+                 const char *file, diag_list *dl, uint64_t *bytes, struct stat *st);
 
 /* The output file of a URL, relative to the output folder: "/a/b/" is
  * "a/b/index.html", "/x.css" is "x.css". Malloc'ed; the caller frees it. */
@@ -68,7 +69,7 @@ typedef struct {
     int lock_fd;       /* one build at a time per output folder; -1 */
     strmap outputs;    /* every file of this build, relative to the output folder */
     buf extras;        /* the output files that are not jobs' pages, NUL-separated */
-    size_t extra_bytes; /* their bytes as output_write counts them */
+    uint64_t extra_bytes; /* their bytes as output_write counts them */
     output_scan scan;
 } output;
 
