@@ -456,6 +456,8 @@ bool incr_old_links_hold(incr *inc)
     return true;
 }
 
+/* ---------- the cache writer ---------- */
+
 /* A full build writes its cache while the parent checks links and writes
  * the feed: everything the cache holds is known once the pages are rendered
  * (the workers stamped their files). The file reads as no cache until the
@@ -509,6 +511,8 @@ void incr_save_cache(incr *inc, const buf *list, const uint64_t *job_stamps)
     S_save_cache(inc, inc->cache_path, inc->global, list, job_stamps, &noisy, true);
     strmap_free(&noisy);
 }
+
+/* ---------- reading the cache, deciding ---------- */
 
 void incr_read_cache(incr *inc, bool load)
 {
