@@ -1,7 +1,8 @@
 /* build: one whole build (or check) of a project, from site.yaml to the
- * published output: load, render in three phases over the worker pool, write
- * the listings that need every page (feed, sitemap, checks.json), copy assets,
- * check every internal link, report, and publish atomically.
+ * published output: load, render in four phases over the worker pool (the
+ * last writes the listings that need every figure: the checks report and
+ * checks.json), copy assets, write the feed and the sitemap, check every
+ * internal link, report, and publish (output.h says how).
  *
  * Exit statuses: 0 success, 1 errors in the content, 2 usage or configuration
  * errors. The previous output is replaced only when the build succeeded; on

@@ -8,10 +8,12 @@
  *   digest     what other pages can read of its record (record_digest);
  *   reads      the digests of the records it read, in order.
  *
- * Beside them, each page's parsed front matter with its file's stamp, so an
- * unchanged file is not read and parsed again (valid while front_key holds),
  * and the build's global key (binary, flags, site.yaml, the sources, the
- * whole page index): when that differs, nothing in the file is used.
+ * whole page index): when that differs, no job's entry is used.
+ *
+ * Beside them, each page's parsed front matter with its file's stamp, so an
+ * unchanged file is not read and parsed again (valid while front_key holds,
+ * whatever the global key).
  *
  * A loaded cache keeps the file open and holds only the fingerprints, the
  * output list and the front matter: a record is read from the file when it

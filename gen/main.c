@@ -38,7 +38,7 @@ static int S_usage_error(const char *msg)
 
 static int S_build(int argc, char **argv, bool check)
 {
-    build_opts o = {".", NULL, false, false, check, 0, false, false};
+    build_opts o = {.root = ".", .check_only = check};
     static const struct option longs[] = {{"strict", no_argument, 0, 's'},
                                           {"drafts", no_argument, 0, 'd'},
                                           {"no-cache", no_argument, 0, 'n'},

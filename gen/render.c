@@ -12,6 +12,7 @@
 #include "fsutil.h"
 #include "luadata.h"
 #include "markdown.h"
+#include "output.h"
 #include "quote.h"
 #include "report.h"
 #include "sandbox.h"
@@ -1459,35 +1460,16 @@ static void S_push_toc(lua_State *L, const md_result *res)
 static int S_write(renderer *r, const char *out_rel, const buf *html, page_record *rec,
                    const char *file)
 {
-    if (!r->e.out_dir) { /* kvsite check writes nothing */
-        rec->out_bytes += html->len ? html->len : 1;
-        return 0;
-    }
-    const char *data = html->ptr ? html->ptr : "";
-    if (r->e.same_dir) {
-        char *published = fs_join(r->e.same_dir, out_rel);
-        bool same = fs_same(published, data, html->len);
-        free(published);
-        if (same) {
-            rec->out_bytes += html->len ? html->len : 1;
-            return 0;
-        }
-    }
-    char *path = fs_join(r->e.out_dir, out_rel);
-    int rc = 0;
+    output_dest d = {.dir = r->e.out_dir, .same_dir = r->e.same_dir};
+    size_t before = rec->out_bytes;
     struct stat st;
-    /* unchanged output is left alone: no new inode, no write */
-    if (fs_sync_file_stat(path, data, html->len, &st) != 0) {
-        diag_error(&rec->diags, file, 0, 0, "cannot write %s: %s", out_rel, strerror(errno));
-        rc = -1;
-    } else {
-        /* the file's stamp as it is left, for the parent's stamp of the
-         * output (a second file would make it ambiguous: none then) */
-        rec->out_stamp = rec->out_bytes ? 0 : stamp_of_stat(STAMP_SEED, out_rel, &st);
-        rec->out_bytes += html->len ? html->len : 1;
-    }
-    free(path);
-    return rc;
+    int rc = output_write(&d, out_rel, html->ptr, html->len, file, &rec->diags, &rec->out_bytes,
+                          &st);
+    /* the file's stamp as it is left, for the parent's stamp of the output
+     * (a second file would make it ambiguous: none then) */
+    if (rc > 0)
+        rec->out_stamp = before ? 0 : stamp_of_stat(STAMP_SEED, out_rel, &st);
+    return rc < 0 ? -1 : 0;
 }
 
 

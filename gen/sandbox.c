@@ -1023,6 +1023,14 @@ static void S_exprs_clear(sandbox *sb)
     memset(sb->expr_slots, 0, EXPR_SLOTS * sizeof *sb->expr_slots);
 }
 
+static void S_data_entry_free(void *v)
+{
+    data_entry *e = v;
+    yv_free(e->tree);
+    free(e->text);
+    free(e);
+}
+
 void sandbox_free(sandbox *sb)
 {
     if (!sb)
@@ -1031,15 +1039,7 @@ void sandbox_free(sandbox *sb)
         lua_close(sb->L);
     if (sb->region)
         munmap(sb->region, POOL_REGION);
-    for (size_t i = 0; i < sb->data_cache.cap; i++) {
-        data_entry *e = sb->data_cache.vals ? sb->data_cache.vals[i] : NULL;
-        if (sb->data_cache.keys && sb->data_cache.keys[i] && e) {
-            yv_free(e->tree);
-            free(e->text);
-            free(e);
-        }
-    }
-    strmap_free(&sb->data_cache);
+    strmap_free_with(&sb->data_cache, S_data_entry_free);
     S_exprs_clear(sb);
     free(sb->expr_slots);
     free(sb->names);

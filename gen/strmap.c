@@ -13,10 +13,15 @@ static uint32_t S_hash(const char *s) { return (uint32_t)stamp_key(s, strlen(s))
 
 void strmap_init(strmap *m) { memset(m, 0, sizeof *m); }
 
-void strmap_free(strmap *m)
+void strmap_free(strmap *m) { strmap_free_with(m, NULL); }
+
+void strmap_free_with(strmap *m, void (*free_val)(void *))
 {
-    for (size_t i = 0; i < m->cap; i++)
+    for (size_t i = 0; i < m->cap; i++) {
+        if (free_val && m->keys[i] && m->vals[i])
+            free_val(m->vals[i]);
         free(m->keys[i]);
+    }
     free(m->keys);
     free(m->vals);
     free(m->hashes);

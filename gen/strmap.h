@@ -1,5 +1,6 @@
 /* strmap: a string-keyed hash map (open addressing). Keys are copied and owned by
- * the map; values are opaque pointers the caller owns. */
+ * the map; values are opaque pointers the caller owns, or hands to the map's
+ * end with strmap_free_with. */
 #ifndef KV_STRMAP_H
 #define KV_STRMAP_H
 
@@ -15,6 +16,8 @@ typedef struct {
 
 void strmap_init(strmap *m);
 void strmap_free(strmap *m);           /* frees keys, not values */
+/* Frees keys, and each non-NULL value with free_val (e.g. free). */
+void strmap_free_with(strmap *m, void (*free_val)(void *));
 void *strmap_get(const strmap *m, const char *key);
 /* Inserts or replaces; returns the previous value or NULL. */
 void *strmap_put(strmap *m, const char *key, void *val);

@@ -1,5 +1,5 @@
 /* Unit tests for gen/strmap.c: insert, replace, lookups, key ownership and
- * rehashing with many keys. */
+ * rehashing with many keys, values freed by strmap_free_with. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "buf.h"
 #include "strmap.h"
 
 static void test_empty(void **state)
@@ -132,6 +133,48 @@ static void test_similar_keys(void **state)
     strmap_free(&m);
 }
 
+/* strmap_free_with: each stored value once, NULL values skipped, replaced
+ * values left to whoever replaced them. */
+static int S_freed[8];
+
+static void S_count_free(void *v) { S_freed[*(int *)v]++; }
+
+static void test_free_with(void **state)
+{
+    (void)state;
+    memset(S_freed, 0, sizeof S_freed);
+    static int ids[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    strmap m;
+    strmap_init(&m);
+    strmap_put(&m, "a", &ids[1]);
+    strmap_put(&m, "b", &ids[2]);
+    assert_ptr_equal(strmap_put(&m, "b", &ids[3]), &ids[2]); /* 2 is the caller's again */
+    strmap_put(&m, "c", NULL);
+    char key[16];
+    for (int i = 0; i < 100; i++) { /* grown, so the values moved */
+        snprintf(key, sizeof key, "k%d", i);
+        strmap_put(&m, key, &ids[4]);
+    }
+    strmap_free_with(&m, S_count_free);
+    assert_int_equal(S_freed[1], 1);
+    assert_int_equal(S_freed[2], 0);
+    assert_int_equal(S_freed[3], 1);
+    assert_int_equal(S_freed[4], 100);
+    assert_int_equal(S_freed[0] + S_freed[5] + S_freed[6] + S_freed[7], 0);
+    assert_null(m.keys);
+    assert_int_equal(m.len, 0);
+    strmap_free_with(&m, S_count_free); /* an empty map: nothing */
+    assert_int_equal(S_freed[1], 1);
+
+    /* with free itself: ASan reports a value freed twice or leaked */
+    strmap_init(&m);
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "x%d", i);
+        strmap_put(&m, key, xstrdup(key));
+    }
+    strmap_free_with(&m, free);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_keys_are_copied),
         cmocka_unit_test(test_many_keys_rehash),
         cmocka_unit_test(test_similar_keys),
+        cmocka_unit_test(test_free_with),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,103 @@
+#include "feed.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void S_xml(buf *b, const char *s) { buf_put_html(b, s ? s : "", s ? strlen(s) : 0); }
+
+static void S_rfc3339(buf *b, const char *date)
+{
+    if (!date || strlen(date) < 10) {
+        buf_puts(b, "1970-01-01T00:00:00Z");
+        return;
+    }
+    if (strlen(date) == 10)
+        buf_printf(b, "%sT00:00:00Z", date);
+    else if (strlen(date) == 16)
+        buf_printf(b, "%.10sT%s:00Z", date, date + 11);
+    else {
+        buf_put(b, date, 10);
+        buf_putc(b, 'T');
+        buf_puts(b, date + 11);
+        if (!strchr(date + 11, 'Z') && !strchr(date + 11, '+') && !strchr(date + 13, '-'))
+            buf_putc(b, 'Z');
+    }
+}
+
+void feed_atom(buf *out, const config *c, const content_index *idx, const page_record *records)
+{
+    size_t n;
+    size_t *order = content_by_date(idx, &n);
+    const char *newest = n ? idx->pages[order[0]]->date : NULL;
+    buf_puts(out, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
+    buf_printf(out, "<feed xmlns=\"http://www.w3.org/2005/Atom\" xml:lang=\"");
+    S_xml(out, c->language);
+    buf_puts(out, "\">\n  <title>");
+    S_xml(out, c->title);
+    buf_puts(out, "</title>\n  <link href=\"");
+    S_xml(out, c->base_url);
+    buf_puts(out, "\"/>\n  <link rel=\"self\" href=\"");
+    S_xml(out, c->base_url);
+    buf_puts(out, "feed.xml\"/>\n  <id>");
+    S_xml(out, c->base_url);
+    buf_puts(out, "</id>\n  <updated>");
+    S_rfc3339(out, newest);
+    buf_puts(out, "</updated>\n");
+    if (c->author[0]) {
+        buf_puts(out, "  <author><name>");
+        S_xml(out, c->author);
+        buf_puts(out, "</name></author>\n");
+    }
+    for (size_t k = 0; k < n && k < (size_t)c->feed_entries; k++) {
+        const page *p = idx->pages[order[k]];
+        const page_record *r = &records[order[k]];
+        char *link = xasprintf("%s%s", c->base_url, p->url + 1);
+        buf_puts(out, "  <entry>\n    <title>");
+        S_xml(out, p->title);
+        buf_puts(out, "</title>\n    <link href=\"");
+        S_xml(out, link);
+        buf_puts(out, "\"/>\n    <id>");
+        S_xml(out, link);
+        buf_puts(out, "</id>\n    <updated>");
+        S_rfc3339(out, p->updated ? p->updated : p->date);
+        buf_puts(out, "</updated>\n");
+        const char *summary = r->summary;
+        if (summary && summary[0]) {
+            buf_puts(out, "    <summary>");
+            S_xml(out, summary);
+            buf_puts(out, "</summary>\n");
+        }
+        buf_puts(out, "  </entry>\n");
+        free(link);
+    }
+    buf_puts(out, "</feed>\n");
+    free(order);
+}
+
+void feed_sitemap(buf *out, const config *cfg, const content_index *idx,
+                  const page_record *records, size_t njobs)
+{
+    buf_puts(out, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+                  "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+    for (size_t j = 0; j < njobs; j++) {
+        const page_record *r = &records[j];
+        size_t un = r->url ? strlen(r->url) : 0;
+        if (!r->done || un == 0 || r->url[un - 1] != '/' || r->out_bytes == 0)
+            continue; /* not a page: 404.html, checks.json */
+        buf_puts(out, "  <url><loc>");
+        S_xml(out, cfg->base_url);
+        S_xml(out, r->url + 1);
+        buf_puts(out, "</loc>");
+        if (j < idx->npages) {
+            const page *p = idx->pages[j];
+            const char *d = p->updated ? p->updated : p->date;
+            if (d) {
+                buf_puts(out, "<lastmod>");
+                buf_put(out, d, 10);
+                buf_puts(out, "</lastmod>");
+            }
+        }
+        buf_puts(out, "</url>\n");
+    }
+    buf_puts(out, "</urlset>\n");
+}

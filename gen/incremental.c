@@ -1,0 +1,554 @@
+#include "incremental.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "sources.h"
+#include "stamp.h"
+#include "yv.h"
+
+void incr_init(incr *inc)
+{
+    memset(inc, 0, sizeof *inc);
+    strmap_init(&inc->stamps);
+    strmap_init(&inc->fronts);
+    cache_init(&inc->prev);
+    buf_init(&inc->rec_bytes);
+}
+
+void incr_free(incr *inc)
+{
+    free(inc->stamp_path);
+    free(inc->cache_path);
+    strmap_free(&inc->stamps);
+    strmap_free(&inc->fronts);
+    cache_free(&inc->prev);
+    free(inc->digests);
+    free(inc->from_cache);
+    free(inc->out_stamps);
+    buf_free(&inc->rec_bytes);
+}
+
+/* ---------- the no-change fast path ---------- */
+
+static void S_note_stamp(void *ctx, const char *path, uint64_t stamp)
+{
+    strmap_put(ctx, path, (void *)(uintptr_t)(stamp | 1));
+}
+
+/* What every build depends on: the binary, the flags and site.yaml. */
+static uint64_t S_setup_stamp(const incr *inc)
+{
+    uint64_t h = stamp_str(STAMP_SEED, "kvsite " KVSITE_VERSION);
+    char exe[PATH_MAX];
+    if (realpath("/proc/self/exe", exe))
+        h = stamp_file(h, exe);
+    h = stamp_str(h, inc->strict ? "strict" : "-");
+    h = stamp_str(h, inc->drafts ? "drafts" : "-");
+    char *cfg = fs_join(inc->root, "site.yaml");
+    h = stamp_file(h, cfg);
+    free(cfg);
+    return h;
+}
+
+/* Everything a build reads: the binary, the flags, site.yaml, content/,
+ * templates/ and checks/. Each file's own stamp goes to inc->stamps. */
+uint64_t incr_input_stamp(incr *inc)
+{
+    uint64_t h = S_setup_stamp(inc);
+    static const char *const dirs[] = {"content", "templates", "checks"};
+    for (size_t i = 0; i < 3; i++)
+        h = stamp_tree_each(h, inc->root, dirs[i], inc->cfg->limits.files * 2, NULL,
+                            S_note_stamp, &inc->stamps);
+    inc->in_stamp = h;
+    return h;
+}
+
+/* A set of files' stamps, order aside: the sum of each file's stamp (which
+ * covers its name). */
+static uint64_t S_list_stamp(incr *inc, const char *list, size_t len)
+{
+    int dir = open(inc->out->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (dir < 0)
+        return stamp_str(STAMP_SEED, "(no output)");
+    uint64_t sum = 0;
+    for (const char *p = list; p < list + len; p += strlen(p) + 1)
+        sum += stamp_file_at(STAMP_SEED, dir, p);
+    close(dir);
+    return sum;
+}
+
+/* The stamp file: "kvsite-stamp 4", the input and output stamps, the length
+ * of the output list and the list (NUL-separated), the counts line, then the
+ * diagnostics of that build (warnings), to be printed again. */
+bool incr_up_to_date(incr *inc, char *counts, buf *warnings)
+{
+    const char *path = inc->stamp_path;
+    uint64_t in_stamp = inc->in_stamp;
+    buf text = BUF_INIT;
+    if (fs_read_file(path, 16u << 20, &text) != FS_OK) {
+        buf_free(&text);
+        return false;
+    }
+    unsigned long long in = 0, out = 0, listlen = 0;
+    int used = 0;
+    counts[0] = '\0';
+    uint64_t now = 0;
+    bool ok = sscanf(buf_cstr(&text), "kvsite-stamp 4\n%llx\n%llx\n%llu\n%n", &in, &out,
+                     &listlen, &used) == 3 &&
+              in == in_stamp && listlen <= text.len - (size_t)used;
+    if (ok) {
+        now = S_list_stamp(inc, buf_cstr(&text) + used, (size_t)listlen);
+        ok = out == now;
+    }
+    if (ok) {
+        const char *rest = buf_cstr(&text) + used + listlen;
+        const char *nl = strchr(rest, '\n');
+        if (!nl || (size_t)(nl - rest) >= INCR_COUNTS)
+            ok = false;
+        else {
+            memcpy(counts, rest, (size_t)(nl - rest));
+            counts[nl - rest] = '\0';
+            /* the last build's warnings, as it printed them */
+            buf_puts(warnings, nl + 1);
+        }
+    }
+    buf_free(&text);
+    return ok;
+}
+
+void incr_save_stamp(incr *inc, const char *counts, const buf *list, uint64_t out_stamp)
+{
+    const char *path = inc->stamp_path;
+    uint64_t in_stamp = inc->in_stamp;
+    buf b = BUF_INIT;
+    buf_printf(&b, "kvsite-stamp 4\n%016llx\n%016llx\n%zu\n", (unsigned long long)in_stamp,
+               (unsigned long long)out_stamp, list->len);
+    buf_put(&b, buf_cstr(list), list->len);
+    buf_printf(&b, "%s\n", counts);
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&mem, &len);
+    if (f) {
+        diag_print(inc->dl, f, false);
+        fclose(f);
+        buf_put(&b, mem, len);
+        free(mem);
+    }
+    fs_write_file(path, buf_cstr(&b), b.len);
+    buf_free(&b);
+}
+
+
+/* ---------- incremental builds ---------- */
+
+static uint64_t S_mix(uint64_t h, uint64_t v) { return stamp_bytes(h, &v, sizeof v); }
+
+/* A file's stamp as the build saw it at the start. A file the input stamp did
+ * not see as a regular file is either missing (a state like any other) or
+ * something that cannot be fingerprinted (*ok = false). */
+static uint64_t S_file_stamp(incr *inc, const char *path, bool *ok)
+{
+    void *v = strmap_get(&inc->stamps, path);
+    if (v)
+        return (uint64_t)(uintptr_t)v;
+    char *full = fs_join(inc->root, path);
+    if (fs_exists(full))
+        *ok = false;
+    free(full);
+    return stamp_str(stamp_str(STAMP_SEED, path), "(missing)");
+}
+
+static uint64_t S_str_key(uint64_t h, const char *s) { return stamp_str(h, s ? s : "\x01"); }
+
+/* What every page may see: the binary, the flags, site.yaml, the sources and
+ * the whole page index (front matter included, since listings sort and show
+ * it). When it changes, every page is rendered again. */
+static uint64_t S_global_key(incr *inc)
+{
+    uint64_t h = S_setup_stamp(inc);
+    /* every figure links to the report page that lists it */
+    h = stamp_str(h, inc->report_by_section ? "report by section" : "one report");
+    bool ok = true;
+    h = S_mix(h, S_file_stamp(inc, SOURCES_FILE, &ok));
+    const content_index *x = inc->idx;
+    h = S_mix(h, x->npages);
+    for (size_t i = 0; i < x->npages; i++) {
+        const page *p = x->pages[i];
+        h = S_mix(h, (uint64_t)p->kind);
+        const char *fields[] = {p->src, p->section, p->url, p->out, p->title, p->date,
+                                p->updated, p->summary, p->slug, p->template_name};
+        for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+            h = S_str_key(h, fields[k]);
+        for (size_t t = 0; t < p->ntags; t++)
+            h = S_str_key(h, p->tags[t]);
+        h = S_mix(h, p->ntags);
+        h = S_mix(h, (uint64_t)p->weight);
+        h = S_mix(h, (uint64_t)p->draft);
+        h = S_mix(h, (uint64_t)p->body_line);
+        h = yv_hash(p->front, h);
+    }
+    h = S_mix(h, x->nassets);
+    for (size_t i = 0; i < x->nassets; i++) {
+        h = S_str_key(h, x->assets[i].src);
+        h = S_str_key(h, x->assets[i].out);
+    }
+    h = S_mix(h, x->ntags);
+    for (size_t t = 0; t < x->ntags; t++)
+        h = S_str_key(h, x->tags[t].name);
+    return ok ? h : 0;
+}
+
+/* A job's own inputs: its source and every file it read. 0 when one of them
+ * cannot be fingerprinted: such a page is always rendered. */
+static uint64_t S_deps(incr *inc, size_t job, const page_record *r)
+{
+    bool ok = true;
+    uint64_t h = STAMP_SEED;
+    if (job < inc->idx->npages && inc->idx->pages[job]->src)
+        h = S_mix(h, S_file_stamp(inc, inc->idx->pages[job]->src, &ok));
+    for (const char *p = r->inputs; p && p < r->inputs + r->inputs_len; p += strlen(p) + 1)
+        h = S_mix(h, S_file_stamp(inc, p, &ok));
+    return ok ? h | 1 : 0;
+}
+
+
+static uint64_t S_out_stamp(int outfd, const page_record *r)
+{
+    if (!r->url || !r->url[0] || r->out_bytes == 0 || outfd < 0)
+        return STAMP_SEED;
+    char *rel = output_rel(r->url);
+    uint64_t h = stamp_file_at(STAMP_SEED, outfd, rel);
+    free(rel);
+    return h;
+}
+
+/* The digests of the records a job read, in order; 0 if one is unknown. */
+static uint64_t S_reads_digest(incr *inc, const page_record *r)
+{
+    uint64_t h = STAMP_SEED;
+    for (size_t i = 0; i < r->nreads; i++) {
+        uint32_t k = r->reads[i];
+        if (k >= inc->njobs)
+            return 0;
+        h = S_mix(S_mix(h, k), inc->digests[k]);
+    }
+    return h | 1;
+}
+
+bool incr_reuse(incr *inc, size_t job, int outfd)
+{
+    if (!inc->out->incremental || job >= inc->prev.njobs)
+        return false;
+    const cache_entry *e = &inc->prev.jobs[job];
+    if (!e->present || e->deps == 0)
+        return false;
+    page_record rec;
+    if (cache_record(&inc->prev, job, &inc->rec_bytes) != 0 ||
+        record_decode(inc->rec_bytes.ptr, inc->rec_bytes.len, inc->figs, &rec) != 0)
+        return false;
+    bool ok = rec.job == job && rec.done && S_deps(inc, job, &rec) == e->deps &&
+              S_out_stamp(outfd, &rec) == e->out_stamp && S_reads_digest(inc, &rec) == e->reads;
+    inc->out_stamps[job] = e->out_stamp;
+    if (!ok) {
+        record_free(&rec);
+        return false;
+    }
+    record_free(&inc->records[job]);
+    inc->records[job] = rec;
+    inc->from_cache[job] = true;
+    return true;
+}
+
+/* The jobs' output files (appended to list, NUL-separated) and each job's
+ * stamp (STAMP_SEED for a job without a file): a job taken from the cache was
+ * not written, so its file's stamp is the one checked when it was taken; a
+ * full build's workers stat what they write; the rest (files an incremental
+ * build moved in: a rename changes their ctime) are stat'ed in dir, or are 0
+ * (unknown) without one. Returns the sum of the stamps. */
+static uint64_t S_job_outputs(incr *inc, int dir, buf *list, uint64_t *job_stamps)
+{
+    uint64_t sum = 0;
+    for (size_t j = 0; j < inc->njobs; j++) {
+        const page_record *r = &inc->records[j];
+        job_stamps[j] = STAMP_SEED;
+        if (!r->done || !r->url || !r->url[0] || r->out_bytes == 0)
+            continue;
+        char *rel = output_rel(r->url);
+        buf_put(list, rel, strlen(rel) + 1);
+        job_stamps[j] = inc->from_cache[j]                  ? inc->out_stamps[j]
+                        : r->out_stamp && !inc->out->incremental ? r->out_stamp
+                        : dir < 0                         ? 0
+                                                          : stamp_file_at(STAMP_SEED, dir, rel);
+        sum += job_stamps[j];
+        free(rel);
+    }
+    return sum;
+}
+
+/* The output's files: the jobs' pages, then the other files; the stamp of
+ * them all is S_list_stamp's. */
+uint64_t incr_outputs(incr *inc, buf *list, uint64_t *job_stamps)
+{
+    int dir = open(inc->out->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    uint64_t sum = S_job_outputs(inc, dir, list, job_stamps);
+    buf_put(list, buf_cstr(&inc->out->extras), inc->out->extras.len);
+    const char *p = buf_cstr(&inc->out->extras), *end = p + inc->out->extras.len;
+    for (; p < end; p += strlen(p) + 1)
+        sum += dir < 0 ? 0 : stamp_file_at(STAMP_SEED, dir, p);
+    if (dir < 0)
+        return stamp_str(STAMP_SEED, "(no output)");
+    close(dir);
+    return sum;
+}
+
+/* What parsing a page's front matter depends on besides the file. */
+static uint64_t S_front_key(incr *inc)
+{
+    uint64_t h = stamp_str(STAMP_SEED, "kvsite front " KVSITE_VERSION);
+    char exe[PATH_MAX];
+    if (realpath("/proc/self/exe", exe))
+        h = stamp_file(h, exe);
+    char *cfg = fs_join(inc->root, "site.yaml");
+    h = stamp_file(h, cfg);
+    free(cfg);
+    return h;
+}
+
+bool incr_reuse_front(void *ctx, page *p)
+{
+    incr *inc = ctx;
+    const cache_front *f = strmap_get(&inc->fronts, p->src);
+    void *now = f ? strmap_get(&inc->stamps, p->src) : NULL;
+    return now && (uint64_t)(uintptr_t)now == f->stamp &&
+           content_page_decode(p, f->page, f->page_len) == 0;
+}
+
+/* The files with a diagnostic so far (their front matter is not cached). */
+static void S_noisy_files(incr *inc, strmap *noisy)
+{
+    strmap_init(noisy);
+    for (size_t i = 0; i < inc->dl->n; i++)
+        if (inc->dl->v[i].file)
+            strmap_put(noisy, inc->dl->v[i].file, (void *)1);
+}
+
+/* Every page's front matter for the next build, but for files with a
+ * diagnostic (their warnings come from parsing them). Unchanged ones keep the
+ * bytes the last build saved; the others are encoded while saving. */
+static void S_save_fronts(incr *inc, cache *c, const strmap *noisy)
+{
+    c->front_key = inc->front_key;
+    c->fronts = xcalloc(inc->idx->npages + 1, sizeof *c->fronts);
+    for (size_t i = 0; i < inc->idx->npages; i++) {
+        const page *p = inc->idx->pages[i];
+        void *stamp = p->src ? strmap_get(&inc->stamps, p->src) : NULL;
+        if (!stamp || strmap_get(noisy, p->src))
+            continue;
+        cache_front *f = &c->fronts[c->nfronts++];
+        f->src = p->src;
+        f->stamp = (uint64_t)(uintptr_t)stamp;
+        f->ref = i;
+        const cache_front *old = strmap_get(&inc->fronts, p->src);
+        if (old && old->stamp == f->stamp) {
+            f->page = old->page;
+            f->page_len = old->page_len;
+        }
+    }
+}
+
+/* What a cache save encodes with: its own window on the figure store. */
+typedef struct {
+    incr *inc;
+    fs_window win;
+} save_ctx;
+
+static void S_encode_record(void *ctx, size_t job, buf *out)
+{
+    save_ctx *sc = ctx;
+    record_encode_via(&sc->inc->records[job], sc->inc->figs, &sc->win, out);
+}
+
+static void S_encode_front(void *ctx, const cache_front *f, buf *out)
+{
+    save_ctx *sc = ctx;
+    content_page_encode(sc->inc->idx->pages[f->ref], out);
+}
+
+static int S_save_cache(incr *inc, const char *path, uint64_t global, const buf *list,
+                        const uint64_t *job_stamps, const strmap *noisy, bool finish)
+{
+    cache c;
+    cache_init(&c);
+    c.global = global;
+    c.njobs = inc->njobs;
+    c.jobs = xcalloc(inc->njobs + 1, sizeof *c.jobs);
+    for (size_t j = 0; j < inc->njobs; j++) {
+        const page_record *r = &inc->records[j];
+        cache_entry *e = &c.jobs[j];
+        if (!r->done)
+            continue;
+        e->present = true;
+        e->out_stamp = job_stamps[j];
+        e->digest = inc->digests[j];
+        const cache_entry *old = inc->from_cache[j] ? &inc->prev.jobs[j] : NULL;
+        if (old) {
+            /* checked equal when it was taken from the cache; the record is
+             * encoded again from what was decoded (the same bytes): the old
+             * cache's records were never held in memory */
+            e->deps = old->deps;
+            e->reads = old->reads;
+            continue;
+        }
+        e->deps = S_deps(inc, j, r);
+        e->reads = S_reads_digest(inc, r);
+        if (e->reads == 0)
+            e->deps = 0;
+    }
+    c.outputs = buf_cstr(list);
+    c.outputs_len = list->len;
+    S_save_fronts(inc, &c, noisy);
+    save_ctx sc = {.inc = inc, .win = {BUF_INIT, 0}};
+    cache_encoders enc = {.record = S_encode_record, .front = S_encode_front, .ctx = &sc};
+    int rc = finish ? cache_save(&c, path, &enc) : cache_save_unfinished(&c, path, &enc);
+    fs_window_free(&sc.win);
+    if (rc != 0)
+        fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", path,
+                strerror(errno));
+    free(c.jobs);
+    free(c.fronts);
+    return rc;
+}
+
+/* The links of the pages taken from the cache were checked by the build that
+ * made them. They still hold when no output file went away and every page
+ * rendered again kept its URL and its ids. */
+bool incr_old_links_hold(incr *inc)
+{
+    if (!inc->out->incremental)
+        return false;
+    const char *p = inc->prev.outputs, *end = p + inc->prev.outputs_len;
+    for (; p && p < end; p += strlen(p) + 1)
+        if (!strmap_get(&inc->out->outputs, p))
+            return false;
+    for (size_t j = 0; j < inc->njobs; j++) {
+        if (inc->from_cache[j])
+            continue;
+        const cache_entry *e = j < inc->prev.njobs ? &inc->prev.jobs[j] : NULL;
+        page_record old;
+        if (!e || !e->present || cache_record(&inc->prev, j, &inc->rec_bytes) != 0 ||
+            record_decode(inc->rec_bytes.ptr, inc->rec_bytes.len, NULL, &old) != 0)
+            return false;
+        const page_record *r = &inc->records[j];
+        bool same = !strcmp(old.url, r->url ? r->url : "") && old.nids == r->nids;
+        for (size_t i = 0; same && i < r->nids; i++)
+            same = !strcmp(old.ids[i], r->ids[i]);
+        record_free(&old);
+        if (!same)
+            return false;
+    }
+    return true;
+}
+
+/* ---------- the cache writer ---------- */
+
+/* A full build writes its cache while the parent checks links and writes
+ * the feed: everything the cache holds is known once the pages are rendered
+ * (the workers stamped their files). The file reads as no cache until the
+ * build succeeds and cache_finish() marks it. */
+static void *S_writer_main(void *arg)
+{
+    incr_writer *w = arg;
+    incr *inc = w->inc;
+    if (!inc->global_known)
+        inc->global = S_global_key(inc);
+    w->rc = S_save_cache(inc, inc->cache_path, inc->global, &w->list, w->job_stamps, &w->noisy,
+                         false);
+    return NULL;
+}
+
+/* The output files that are not pages are those known so far (assets), the
+ * feed and the sitemap added here. */
+void incr_writer_start(incr_writer *w, incr *inc)
+{
+    memset(w, 0, sizeof *w);
+    w->inc = inc;
+    S_noisy_files(inc, &w->noisy);
+    buf_init(&w->list);
+    w->job_stamps = xcalloc(inc->njobs + 1, sizeof *w->job_stamps);
+    S_job_outputs(inc, -1, &w->list, w->job_stamps);
+    buf_put(&w->list, buf_cstr(&inc->out->extras), inc->out->extras.len);
+    static const char fixed[] = "feed.xml\0sitemap.xml";
+    buf_put(&w->list, fixed, sizeof fixed);
+    w->started = pthread_create(&w->thread, NULL, S_writer_main, w) == 0;
+}
+
+void incr_writer_end(incr_writer *w, bool succeeded)
+{
+    if (w->started) {
+        pthread_join(w->thread, NULL);
+        if (succeeded && w->rc == 0 && cache_finish(w->inc->cache_path) != 0)
+            fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n",
+                    w->inc->cache_path, strerror(errno));
+    }
+    strmap_free(&w->noisy);
+    buf_free(&w->list);
+    free(w->job_stamps);
+}
+
+void incr_save_cache(incr *inc, const buf *list, const uint64_t *job_stamps)
+{
+    if (!inc->global_known)
+        inc->global = S_global_key(inc);
+    strmap noisy;
+    S_noisy_files(inc, &noisy);
+    S_save_cache(inc, inc->cache_path, inc->global, list, job_stamps, &noisy, true);
+    strmap_free(&noisy);
+}
+
+/* ---------- reading the cache, deciding ---------- */
+
+void incr_read_cache(incr *inc, bool load)
+{
+    if (!inc->cache_path)
+        return;
+    if (load && cache_load(&inc->prev, inc->cache_path, inc->cfg->limits.output_bytes) == 0) {
+        inc->front_key = S_front_key(inc);
+        if (inc->prev.front_key == inc->front_key)
+            for (size_t i = 0; i < inc->prev.nfronts; i++)
+                strmap_put(&inc->fronts, inc->prev.fronts[i].src, &inc->prev.fronts[i]);
+    } else {
+        inc->front_key = S_front_key(inc);
+    }
+}
+
+void incr_bind(incr *inc, const content_index *idx, page_record *records, size_t njobs,
+               figstore *figs, bool report_by_section)
+{
+    inc->idx = idx;
+    inc->records = records;
+    inc->njobs = njobs;
+    inc->figs = figs;
+    inc->report_by_section = report_by_section;
+    inc->digests = xcalloc(njobs + 1, sizeof *inc->digests);
+    inc->from_cache = xcalloc(njobs + 1, sizeof *inc->from_cache);
+    inc->out_stamps = xcalloc(njobs + 1, sizeof *inc->out_stamps);
+}
+
+bool incr_possible(incr *inc, bool no_cache)
+{
+    if (!inc->cache_path || no_cache || inc->prev.njobs == 0)
+        return false;
+    /* without a cache to compare it with, the key is made when the new cache
+     * is written, off the critical path */
+    inc->global = S_global_key(inc);
+    inc->global_known = true;
+    return inc->global != 0 && fs_is_dir(inc->out->out_abs) && inc->prev.global == inc->global &&
+           inc->prev.njobs == inc->njobs;
+}

@@ -1,0 +1,128 @@
+/* incremental: what lets a build do less than everything. Two mechanisms,
+ * both in files beside the output folder:
+ *
+ *   the stamp (.<out>.stamp): the stamp of every input file and of every
+ *     output file of the last successful build. When neither changed, the
+ *     build is up to date and does nothing but print that build's warnings
+ *     again;
+ *   the cache (.<out>.cache, cache.h is its format): each job's record and
+ *     fingerprints. When the site as a whole did not change (the global key),
+ *     the build is incremental: a job whose own inputs, output file and the
+ *     records it read did not change is taken from the cache, not rendered.
+ *     Each page's parsed front matter is kept there too, reused by the
+ *     content loader when the page's file did not change.
+ *
+ * The cache of a full build is written by a thread of its own while the
+ * parent checks links and writes the feed (incr_writer). */
+#ifndef KV_INCREMENTAL_H
+#define KV_INCREMENTAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "cache.h"
+#include "config.h"
+#include "content.h"
+#include "diag.h"
+#include "figstore.h"
+#include "output.h"
+#include "record.h"
+#include "strmap.h"
+
+typedef struct {
+    /* The build's, borrowed: set by the build before the calls that read them
+     * (incr_bind sets the jobs'). */
+    const char *root;          /* the project folder */
+    bool strict, drafts;       /* the flags that change every page */
+    const config *cfg;
+    output *out;               /* out_abs, incremental, outputs, extras */
+    diag_list *dl;             /* the build's diagnostics so far */
+    const content_index *idx;
+    bool report_by_section;    /* the checks report is split by section */
+    page_record *records;      /* by job; reused records replace them */
+    size_t njobs;
+    figstore *figs;            /* NULL: figures in memory */
+
+    /* Owned (incr_free). */
+    char *stamp_path;          /* NULL in check mode */
+    char *cache_path;          /* NULL in check mode */
+    uint64_t in_stamp;         /* incr_input_stamp */
+    uint64_t global;           /* the global key, once global_known */
+    bool global_known;
+    strmap stamps;             /* "content/a.md" -> (void *)(stamp | 1), every input file */
+    cache prev;                /* the last successful build's cache */
+    uint64_t front_key;
+    strmap fronts;             /* src -> prev.fronts entry, when prev.front_key matches */
+    uint64_t *digests;         /* by job: record_digest of its record, once it is known */
+    bool *from_cache;          /* by job: its record was taken from prev */
+    uint64_t *out_stamps;      /* by job taken from prev: its output file's stamp */
+    buf rec_bytes;             /* a record read from prev (cache_record) */
+    size_t rendered, reused;   /* jobs rendered and taken from prev */
+} incr;
+
+void incr_init(incr *inc);
+void incr_free(incr *inc);
+
+/* The stamp of everything a build reads (the binary, the flags, site.yaml,
+ * content/, templates/, checks/); each file's own goes to inc->stamps. Sets
+ * and returns inc->in_stamp. */
+uint64_t incr_input_stamp(incr *inc);
+/* True when the stamp file says the last build read the same inputs and the
+ * output is as it left it: then counts gets that build's counts
+ * line (INCR_COUNTS bytes) and warnings the diagnostics it printed. */
+bool incr_up_to_date(incr *inc, char *counts, buf *warnings);
+#define INCR_COUNTS 256 /* the size of a counts line, its NUL included */
+/* Reads the last build's cache (when load) and keeps the front matter it
+ * holds if it was parsed the same way. */
+void incr_read_cache(incr *inc, bool load);
+/* content_opts.reuse (ctx: the incr): a page's front matter as the last
+ * build parsed it, when its file did not change. */
+bool incr_reuse_front(void *ctx, page *p);
+
+/* The jobs, once they are known: the per-job arrays are made. */
+void incr_bind(incr *inc, const content_index *idx, page_record *records, size_t njobs,
+               figstore *figs, bool report_by_section);
+/* Whether this build can be incremental (the last build's cache was made
+ * from the same site, global key and job count alike). Makes the global key
+ * when there is a cache to compare it with. */
+bool incr_possible(incr *inc, bool no_cache);
+/* Takes the job's record from the cache when nothing it depends on changed
+ * (outfd: the published output folder, or -1). */
+bool incr_reuse(incr *inc, size_t job, int outfd);
+/* In an incremental build, whether the links of the pages taken from the
+ * cache still hold: then only those of the pages rendered again need
+ * checking. */
+bool incr_old_links_hold(incr *inc);
+
+/* A full build's cache, written while the build goes on; it counts only
+ * when the build succeeds. */
+typedef struct {
+    incr *inc;
+    strmap noisy;
+    buf list;
+    uint64_t *job_stamps;
+    pthread_t thread;
+    bool started;
+    int rc;
+} incr_writer;
+
+/* Starts the writer, the jobs all rendered and the assets copied (the feed
+ * and the sitemap are counted as written). */
+void incr_writer_start(incr_writer *w, incr *inc);
+/* Waits for the writer and marks the cache finished when succeeded. */
+void incr_writer_end(incr_writer *w, bool succeeded);
+
+/* After a successful build: the output's files (appended to list,
+ * NUL-separated), each job's file's stamp in job_stamps (njobs), and the
+ * stamp of them all. */
+uint64_t incr_outputs(incr *inc, buf *list, uint64_t *job_stamps);
+/* Saves the cache (when no writer did) from incr_outputs' list and stamps. */
+void incr_save_cache(incr *inc, const buf *list, const uint64_t *job_stamps);
+/* Saves the stamp file: the input and output stamps, the counts line and the
+ * build's diagnostics. */
+void incr_save_stamp(incr *inc, const char *counts, const buf *list, uint64_t out_stamp);
+
+#endif

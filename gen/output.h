@@ -1,0 +1,132 @@
+/* output: where a build's files go and how they get there. One writer
+ * (output_write: write-if-changed, with the output byte accounting) serves
+ * the workers' pages and the parent's files alike; the rest is the build's
+ * output folder: its location and lock, the staging folder a full build
+ * writes into, the folder an incremental build writes its changed files to,
+ * the sweep of stale files, and publishing.
+ *
+ * A full build writes into the staging folder (.<out>.prev, the output of the
+ * build before the last one: only what changed is rewritten) and publishes by
+ * swapping it with the output. An incremental build writes the files whose
+ * bytes differ from the published ones into .<out>.incr and moves them in. */
+#ifndef KV_OUTPUT_H
+#define KV_OUTPUT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "diag.h"
+#include "strmap.h"
+
+struct stat;
+
+/* Where one file goes. */
+typedef struct {
+    const char *dir;      /* the folder written to; NULL: nothing is written (kvsite check) */
+    const char *same_dir; /* NULL, or the published output (incremental builds): a
+                           * file whose bytes are already there is not written */
+} output_dest;
+
+/* Makes d->dir/rel hold len bytes of data, unless d->same_dir/rel already
+ * does (and leaves an unchanged file alone: no new inode, no write). *bytes
+ * grows by the file's size as the output limit counts it (an empty file
+ * counts 1: a count of 0 means no file), unless the write fails. Returns 1
+ * when d->dir/rel holds data now (written, or left alone because it already
+ * did: st, which may be NULL, gets its stat either way), 0 when nothing was
+ * to be written there (no dir, or same_dir has the bytes), -1 on failure (an
+ * error at file, which may be NULL, goes to dl; errno set). */
+int output_write(const output_dest *d, const char *rel, const void *data, size_t len,
+                 const char *file, diag_list *dl, uint64_t *bytes, struct stat *st);
+
+/* The output file of a URL, relative to the output folder: "/a/b/" is
+ * "a/b/index.html", "/x.css" is "x.css". Malloc'ed; the caller frees it. */
+char *output_rel(const char *url);
+
+/* What the staging folder holds before a full build: its regular files
+ * (relative paths, NUL-separated), and whether anything in it is neither a
+ * regular file nor a folder (a link planted there could lead writes out).
+ * One walk serves both the safety check and the sweep after the build; it
+ * runs in a thread of its own while the parent reads the content. */
+typedef struct {
+    const char *dir;
+    buf files;
+    buf empty_dirs; /* folders with nothing in them, the same way */
+    bool links;
+    pthread_t thread;
+    bool started, done;
+    atomic_bool stop; /* set by the parent when the scan is not needed */
+} output_scan;
+
+/* One build's output. Everything in it is owned by it (output_free). */
+typedef struct {
+    char *out_abs;     /* the final output folder, absolute */
+    char *staging;     /* NULL in check mode */
+    char *incr_dir;    /* output_begin_incremental's folder; NULL before */
+    bool incremental;  /* files go to incr_dir, compared with out_abs's */
+    int lock_fd;       /* one build at a time per output folder; -1 */
+    strmap outputs;    /* every file of this build, relative to the output folder */
+    buf extras;        /* the output files that are not jobs' pages, NUL-separated */
+    uint64_t extra_bytes; /* their bytes as output_write counts them */
+    output_scan scan;
+} output;
+
+void output_init(output *o);
+/* Works out the output folder (out: relative to root unless absolute; NULL
+ * for <root>/site), refuses one that would replace the project or its
+ * sources, and, unless check_only, takes the lock and makes the staging
+ * folder. 0, or -1 with an error in dl. */
+int output_setup(output *o, const char *root, const char *root_real, const char *out,
+                 bool check_only, diag_list *dl);
+/* The file beside the output folder a build keeps: "<parent>/.<out>.<what>".
+ * Malloc'ed. */
+char *output_side_path(const output *o, const char *what);
+
+/* Starts scanning the staging folder in a thread of its own. */
+void output_scan_start(output *o);
+/* Stops a scan that is not needed (nothing to build). */
+void output_scan_stop(output *o);
+/* Waits for the scan (or makes it now when no thread runs it). A staging
+ * folder with links planted in it is emptied. */
+void output_scan_finish(output *o);
+
+/* From here on, files go to a folder of their own (.<out>.incr), moved into
+ * the output when the build succeeds. -1 (an error in dl) when the folder
+ * cannot be made: the build is then not incremental. */
+int output_begin_incremental(output *o, diag_list *dl);
+/* Where this build's files go. */
+output_dest output_dest_of(const output *o);
+/* Whether this build writes files (false: kvsite check). */
+bool output_writes(const output *o);
+
+/* Notes rel as a file of this build (kept by the sweep and the publish). */
+void output_note(output *o, const char *rel);
+/* The same for a file that is not a job's page (an asset, the feed). */
+void output_note_extra(output *o, const char *rel);
+/* Notes rel as an extra and writes it (output_write), its bytes counted in
+ * extra_bytes. 0 or -1 (an error in dl). */
+int output_emit(output *o, const char *rel, const void *data, size_t len, diag_list *dl);
+
+/* A full build: removes from the staging folder every file this build did
+ * not produce (as the scan found them before the build), and the folders
+ * left empty: nothing stale survives. */
+void output_sweep(output *o);
+/* A full build: swaps the staging folder in, in one rename; the old output
+ * becomes the staging folder of the next build. 0, or -1 with an error in dl. */
+int output_publish(output *o, diag_list *dl);
+/* An incremental build: moves what it wrote into the output, and removes the
+ * files the last build wrote (prev: NUL-separated, prev_len bytes) that this
+ * one did not. 0, or -1 with an error in dl. */
+int output_publish_incremental(output *o, const char *prev, size_t prev_len, diag_list *dl);
+
+/* After publishing (or failing): removes the incremental folder and ends the
+ * scan. */
+void output_done(output *o);
+/* Lets the next build of this output folder start. */
+void output_unlock(output *o);
+/* Frees everything (output_done and output_unlock first). */
+void output_free(output *o);
+
+#endif

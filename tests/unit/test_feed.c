@@ -1,0 +1,156 @@
+/* Unit tests for gen/feed.c: the Atom feed (newest first, at most
+ * feed.entries, dates as RFC 3339, text escaped) and the sitemap (pages only,
+ * lastmod from the page's date). The index and records are made by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "config.h"
+#include "content.h"
+#include "feed.h"
+#include "record.h"
+
+typedef struct {
+    config cfg;
+    page pages[4];
+    page *ptrs[4];
+    content_index idx;
+    page_record recs[6];
+} site;
+
+static void S_set(char **field, const char *v)
+{
+    free(*field);
+    *field = xstrdup(v);
+}
+
+static void S_site(site *s)
+{
+    memset(s, 0, sizeof *s);
+    config_defaults(&s->cfg);
+    S_set(&s->cfg.title, "A & B");
+    S_set(&s->cfg.base_url, "https://example.org/");
+    S_set(&s->cfg.language, "en");
+    S_set(&s->cfg.author, "Ann <a@b>");
+    s->cfg.feed_entries = 2;
+    static const struct {
+        page_kind kind;
+        const char *url, *title, *date, *updated;
+    } p[4] = {
+        {PAGE_HOME, "/", "Home", NULL, NULL},
+        {PAGE_REGULAR, "/old/", "Old", "2020-01-01", NULL},
+        {PAGE_REGULAR, "/new/", "New <1>", "2024-05-06 07:08", "2024-06-01T10:00:00+02:00"},
+        {PAGE_REGULAR, "/mid/", "Mid", "2022-02-02", NULL},
+    };
+    for (int i = 0; i < 4; i++) {
+        s->pages[i].kind = p[i].kind;
+        s->pages[i].url = (char *)p[i].url;
+        s->pages[i].title = (char *)p[i].title;
+        s->pages[i].date = (char *)p[i].date;
+        s->pages[i].updated = (char *)p[i].updated;
+        s->ptrs[i] = &s->pages[i];
+    }
+    s->idx.pages = s->ptrs;
+    s->idx.npages = 4;
+    static const char *urls[6] = {"/", "/old/", "/new/", "/mid/", "/404.html", "/checks/"};
+    for (int j = 0; j < 6; j++) {
+        s->recs[j].done = 1;
+        s->recs[j].url = (char *)urls[j];
+        s->recs[j].out_bytes = 10;
+        s->recs[j].summary = (char *)(j == 2 ? "Fresh & new" : "");
+    }
+}
+
+static void S_free(site *s)
+{
+    config_free(&s->cfg); /* the pages and records point at literals */
+}
+
+static void test_atom(void **state)
+{
+    (void)state;
+    site s;
+    S_site(&s);
+    buf b = BUF_INIT;
+    feed_atom(&b, &s.cfg, &s.idx, s.recs);
+    const char *x = buf_cstr(&b);
+    assert_non_null(strstr(x, "<feed xmlns=\"http://www.w3.org/2005/Atom\" xml:lang=\"en\">"));
+    assert_non_null(strstr(x, "<title>A &amp; B</title>"));
+    assert_non_null(strstr(x, "<link rel=\"self\" href=\"https://example.org/feed.xml\"/>"));
+    assert_non_null(strstr(x, "<author><name>Ann &lt;a@b&gt;</name></author>"));
+    /* the feed's date is the newest page's; a date with a time gets seconds */
+    assert_non_null(strstr(x, "<updated>2024-05-06T07:08:00Z</updated>\n"));
+    /* two entries (feed.entries), newest first; home is not an entry */
+    const char *n = strstr(x, "<title>New &lt;1&gt;</title>");
+    const char *m = strstr(x, "<title>Mid</title>");
+    assert_non_null(n);
+    assert_non_null(m);
+    assert_true(n < m);
+    assert_null(strstr(x, "<title>Old</title>"));
+    assert_null(strstr(x, "<title>Home</title>"));
+    assert_non_null(strstr(x, "<id>https://example.org/new/</id>"));
+    /* updated: wins over the date, an offset kept as it is */
+    assert_non_null(strstr(x, "<updated>2024-06-01T10:00:00+02:00</updated>"));
+    assert_non_null(strstr(x, "<updated>2022-02-02T00:00:00Z</updated>"));
+    assert_non_null(strstr(x, "<summary>Fresh &amp; new</summary>"));
+    assert_int_equal(strstr(x, "<summary>") - x, strstr(x, "<summary>Fresh") - x); /* only one */
+    assert_string_equal(x + b.len - 8, "</feed>\n");
+    buf_free(&b);
+    S_free(&s);
+}
+
+static void test_atom_empty(void **state)
+{
+    (void)state;
+    site s;
+    S_site(&s);
+    s.idx.npages = 1; /* home only */
+    S_set(&s.cfg.author, "");
+    buf b = BUF_INIT;
+    feed_atom(&b, &s.cfg, &s.idx, s.recs);
+    assert_non_null(strstr(buf_cstr(&b), "<updated>1970-01-01T00:00:00Z</updated>"));
+    assert_null(strstr(buf_cstr(&b), "<entry>"));
+    assert_null(strstr(buf_cstr(&b), "<author>"));
+    buf_free(&b);
+    S_free(&s);
+}
+
+static void test_sitemap(void **state)
+{
+    (void)state;
+    site s;
+    S_site(&s);
+    s.recs[3].out_bytes = 0; /* failed: no file, not listed */
+    buf b = BUF_INIT;
+    feed_sitemap(&b, &s.cfg, &s.idx, s.recs, 6);
+    const char *x = buf_cstr(&b);
+    assert_non_null(strstr(x, "<url><loc>https://example.org/</loc></url>\n"));
+    assert_non_null(strstr(x, "<url><loc>https://example.org/old/</loc>"
+                              "<lastmod>2020-01-01</lastmod></url>\n"));
+    assert_non_null(strstr(x, "<url><loc>https://example.org/new/</loc>"
+                              "<lastmod>2024-06-01</lastmod></url>\n"));
+    assert_null(strstr(x, "/mid/"));
+    assert_null(strstr(x, "404")); /* not a page */
+    /* a generated page has no date */
+    assert_non_null(strstr(x, "<url><loc>https://example.org/checks/</loc></url>\n"));
+    assert_string_equal(x + b.len - 10, "</urlset>\n");
+    buf_free(&b);
+    S_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_atom),
+        cmocka_unit_test(test_atom_empty),
+        cmocka_unit_test(test_sitemap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,165 @@
+/* Unit tests for gen/incremental.c: the input stamp sees every input file,
+ * the stamp file round-trips (up to date only while the inputs and the
+ * listed output files are as they were), and without a cache no build is
+ * incremental. Each test works in its own temporary folder. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "config.h"
+#include "diag.h"
+#include "fsutil.h"
+#include "incremental.h"
+#include "output.h"
+
+typedef struct {
+    char *dir;
+    config cfg;
+    diag_list dl;
+    output out;
+    incr inc;
+} fixture;
+
+static void S_put(const char *dir, const char *rel, const char *text)
+{
+    char *p = xasprintf("%s/%s", dir, rel);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    free(p);
+}
+
+static int S_setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->dir = strdup("/tmp/kvsite-test-incr-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    static const char *const dirs[] = {"content", "templates", "checks", "site"};
+    for (int i = 0; i < 4; i++) {
+        char *d = xasprintf("%s/%s", f->dir, dirs[i]);
+        mkdir(d, 0777);
+        free(d);
+    }
+    S_put(f->dir, "site.yaml", "title: T\n");
+    S_put(f->dir, "content/a.md", "a");
+    S_put(f->dir, "templates/page.html", "p");
+    S_put(f->dir, "site/index.html", "home");
+    config_defaults(&f->cfg);
+    diag_list_init(&f->dl);
+    output_init(&f->out);
+    f->out.out_abs = xasprintf("%s/site", f->dir);
+    incr_init(&f->inc);
+    f->inc.root = f->dir;
+    f->inc.cfg = &f->cfg;
+    f->inc.out = &f->out;
+    f->inc.dl = &f->dl;
+    f->inc.stamp_path = output_side_path(&f->out, "stamp");
+    f->inc.cache_path = output_side_path(&f->out, "cache");
+    *state = f;
+    return 0;
+}
+
+static int S_teardown(void **state)
+{
+    fixture *f = *state;
+    incr_free(&f->inc);
+    output_free(&f->out);
+    diag_list_free(&f->dl);
+    config_free(&f->cfg);
+    fs_remove_tree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void test_input_stamp(void **state)
+{
+    fixture *f = *state;
+    uint64_t s1 = incr_input_stamp(&f->inc);
+    assert_int_equal(f->inc.in_stamp, s1);
+    assert_non_null(strmap_get(&f->inc.stamps, "content/a.md"));
+    assert_non_null(strmap_get(&f->inc.stamps, "templates/page.html"));
+    assert_null(strmap_get(&f->inc.stamps, "site/index.html")); /* the output is no input */
+    /* the same files: the same stamp */
+    incr i2 = f->inc;
+    strmap_init(&i2.stamps);
+    assert_int_equal(incr_input_stamp(&i2), s1);
+    strmap_free(&i2.stamps);
+    /* any input changed, or a flag: another */
+    S_put(f->dir, "content/a.md", "a, longer");
+    strmap_init(&i2.stamps);
+    uint64_t s2 = incr_input_stamp(&i2);
+    assert_int_not_equal(s2, s1);
+    strmap_free(&i2.stamps);
+    strmap_init(&i2.stamps);
+    i2.strict = true;
+    assert_int_not_equal(incr_input_stamp(&i2), s2);
+    strmap_free(&i2.stamps);
+}
+
+static void test_stamp_round_trip(void **state)
+{
+    fixture *f = *state;
+    char counts[INCR_COUNTS];
+    buf warnings = BUF_INIT;
+    incr_input_stamp(&f->inc);
+    /* no stamp file: not up to date */
+    assert_false(incr_up_to_date(&f->inc, counts, &warnings));
+    diag_warning(&f->dl, "content/a.md", 1, 2, "something to say");
+    /* the output's stamp as a successful build saves it (no jobs: the extras) */
+    output_note_extra(&f->out, "index.html");
+    buf listed = BUF_INIT, again = BUF_INIT;
+    uint64_t st = incr_outputs(&f->inc, &listed, NULL);
+    assert_string_equal(listed.ptr, "index.html");
+    incr_save_stamp(&f->inc, "1 page, 0 figures", &listed, st);
+    assert_true(incr_up_to_date(&f->inc, counts, &warnings));
+    assert_string_equal(counts, "1 page, 0 figures");
+    assert_non_null(strstr(buf_cstr(&warnings), "content/a.md:1:2: warning: something to say"));
+    /* an output file changed: not up to date */
+    S_put(f->dir, "site/index.html", "home, edited");
+    assert_false(incr_up_to_date(&f->inc, counts, &warnings));
+    /* back to a saved state, then an input changes: not up to date */
+    incr_save_stamp(&f->inc, "1 page", &listed, incr_outputs(&f->inc, &again, NULL));
+    assert_true(incr_up_to_date(&f->inc, counts, &warnings));
+    f->inc.in_stamp ^= 1;
+    assert_false(incr_up_to_date(&f->inc, counts, &warnings));
+    buf_free(&again);
+    buf_free(&listed);
+    buf_free(&warnings);
+}
+
+static void test_no_cache_no_incremental(void **state)
+{
+    fixture *f = *state;
+    incr_read_cache(&f->inc, true); /* there is none */
+    assert_int_equal(f->inc.prev.njobs, 0);
+    assert_false(incr_possible(&f->inc, false));
+    assert_false(f->inc.global_known);
+    /* a garbage cache file reads as none */
+    S_put(f->dir, ".site.cache", "not a cache");
+    incr_read_cache(&f->inc, true);
+    assert_int_equal(f->inc.prev.njobs, 0);
+    assert_false(incr_possible(&f->inc, false));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_input_stamp, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_stamp_round_trip, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_no_cache_no_incremental, S_setup, S_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,414 @@
+/* Unit tests for gen/output.c: the one writer (write-if-changed, byte
+ * accounting, the incremental comparison with the published file), the
+ * output folder's checks and lock, the staging scan and sweep, and both
+ * publishes. Every test works in its own temporary folder, set up with plain
+ * POSIX calls. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "diag.h"
+#include "fsutil.h"
+#include "output.h"
+
+static int S_setup(void **state)
+{
+    char *dir = strdup("/tmp/kvsite-test-output-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    *state = dir;
+    return 0;
+}
+
+static int S_teardown(void **state)
+{
+    fs_remove_tree(*state);
+    free(*state);
+    return 0;
+}
+
+static char *S_path(void **state, const char *rel)
+{
+    return xasprintf("%s/%s", (char *)*state, rel);
+}
+
+static void S_put(void **state, const char *rel, const char *text)
+{
+    char *p = S_path(state, rel);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    free(p);
+}
+
+static void S_mkdir(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    assert_int_equal(mkdir(p, 0777), 0);
+    free(p);
+}
+
+/* The file's bytes, or NULL when it is missing (malloc'ed). */
+static char *S_get(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    buf b = BUF_INIT;
+    int rc = fs_read_file(p, 1 << 20, &b);
+    free(p);
+    if (rc != FS_OK) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_detach(&b);
+}
+
+static bool S_exists(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    struct stat st;
+    bool ok = lstat(p, &st) == 0;
+    free(p);
+    return ok;
+}
+
+static ino_t S_inode(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    free(p);
+    return st.st_ino;
+}
+
+/* ---- the writer ---- */
+
+static void test_write_check_mode(void **state)
+{
+    (void)state;
+    output_dest d = {.dir = NULL};
+    diag_list dl;
+    diag_list_init(&dl);
+    uint64_t bytes = 0;
+    assert_int_equal(output_write(&d, "a/index.html", "hello", 5, NULL, &dl, &bytes, NULL), 0);
+    assert_int_equal(bytes, 5);
+    /* an empty file counts 1: a count of 0 means no file */
+    assert_int_equal(output_write(&d, "b", NULL, 0, NULL, &dl, &bytes, NULL), 0);
+    assert_int_equal(bytes, 6);
+    assert_int_equal(dl.n, 0);
+    diag_list_free(&dl);
+}
+
+static void test_write_full(void **state)
+{
+    char *dir = S_path(state, "stage");
+    output_dest d = {.dir = dir};
+    diag_list dl;
+    diag_list_init(&dl);
+    uint64_t bytes = 0;
+    struct stat st;
+    assert_int_equal(output_write(&d, "a/b/index.html", "<p>x</p>", 8, NULL, &dl, &bytes, &st), 1);
+    assert_int_equal(bytes, 8);
+    assert_int_equal(st.st_size, 8);
+    char *got = S_get(state, "stage/a/b/index.html");
+    assert_string_equal(got, "<p>x</p>");
+    free(got);
+    /* the same bytes again: the file is left alone (same inode), and counted */
+    ino_t ino = S_inode(state, "stage/a/b/index.html");
+    assert_int_equal(output_write(&d, "a/b/index.html", "<p>x</p>", 8, NULL, &dl, &bytes, &st), 1);
+    assert_int_equal(S_inode(state, "stage/a/b/index.html"), ino);
+    assert_int_equal(st.st_ino, ino);
+    assert_int_equal(bytes, 16);
+    /* other bytes replace them */
+    assert_int_equal(output_write(&d, "a/b/index.html", "y", 1, NULL, &dl, &bytes, NULL), 1);
+    got = S_get(state, "stage/a/b/index.html");
+    assert_string_equal(got, "y");
+    free(got);
+    assert_int_equal(dl.n, 0);
+    diag_list_free(&dl);
+    free(dir);
+}
+
+static void test_write_incremental(void **state)
+{
+    S_mkdir(state, "out");
+    S_put(state, "out/same.html", "same");
+    S_put(state, "out/old.html", "old");
+    char *dir = S_path(state, "incr"), *pub = S_path(state, "out");
+    output_dest d = {.dir = dir, .same_dir = pub};
+    diag_list dl;
+    diag_list_init(&dl);
+    uint64_t bytes = 0;
+    /* the published file has the bytes: nothing written, but counted */
+    assert_int_equal(output_write(&d, "same.html", "same", 4, NULL, &dl, &bytes, NULL), 0);
+    assert_false(S_exists(state, "incr/same.html"));
+    assert_int_equal(bytes, 4);
+    /* it differs: written to the incremental folder, the published one kept */
+    assert_int_equal(output_write(&d, "old.html", "new", 3, NULL, &dl, &bytes, NULL), 1);
+    char *got = S_get(state, "incr/old.html");
+    assert_string_equal(got, "new");
+    free(got);
+    got = S_get(state, "out/old.html");
+    assert_string_equal(got, "old");
+    free(got);
+    assert_int_equal(bytes, 7);
+    diag_list_free(&dl);
+    free(dir);
+    free(pub);
+}
+
+static void test_write_failure(void **state)
+{
+    /* a name longer than any file system takes (root may write anywhere) */
+    char name[400];
+    memset(name, 'x', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    char *dir = S_path(state, "stage");
+    output_dest d = {.dir = dir};
+    diag_list dl;
+    diag_list_init(&dl);
+    uint64_t bytes = 3;
+    assert_int_equal(output_write(&d, name, "x", 1, "content/x.md", &dl, &bytes, NULL), -1);
+    assert_int_equal(errno, ENAMETOOLONG);
+    assert_int_equal(bytes, 3); /* a file not written is not counted */
+    assert_int_equal(dl.errors, 1);
+    assert_string_equal(dl.v[0].file, "content/x.md");
+    assert_non_null(strstr(dl.v[0].msg, "cannot write xxx"));
+    diag_list_free(&dl);
+    free(dir);
+}
+
+static void test_rel(void **state)
+{
+    (void)state;
+    char *r = output_rel("/a/b/");
+    assert_string_equal(r, "a/b/index.html");
+    free(r);
+    r = output_rel("/");
+    assert_string_equal(r, "index.html");
+    free(r);
+    r = output_rel("/assets/x.css");
+    assert_string_equal(r, "assets/x.css");
+    free(r);
+}
+
+/* ---- the output folder ---- */
+
+static int S_try_setup(void **state, const char *out, bool check_only, diag_list *dl, output *o)
+{
+    output_init(o);
+    char *root = S_path(state, "proj");
+    char real[4096];
+    assert_non_null(realpath(root, real));
+    int rc = output_setup(o, root, real, out, check_only, dl);
+    free(root);
+    return rc;
+}
+
+static void test_setup_refuses(void **state)
+{
+    S_mkdir(state, "proj");
+    S_mkdir(state, "proj/content");
+    S_put(state, "proj/afile", "x");
+    char *target = S_path(state, "elsewhere");
+    char *link = S_path(state, "proj/linked");
+    assert_int_equal(symlink(target, link), 0);
+    static const struct {
+        const char *out, *why;
+    } bad[] = {
+        {".", "replace the project"},
+        {"content/site", "replace the project"},
+        {"afile", "is not a folder"},
+        {"linked", "symbolic link"},
+        {"missing/site", "parent folder does not exist"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        diag_list dl;
+        diag_list_init(&dl);
+        output o;
+        assert_int_equal(S_try_setup(state, bad[i].out, false, &dl, &o), -1);
+        assert_int_equal(dl.errors, 1);
+        if (!strstr(dl.v[0].msg, bad[i].why))
+            fail_msg("%s: %s", bad[i].out, dl.v[0].msg);
+        assert_null(o.staging);
+        output_unlock(&o);
+        output_free(&o);
+        diag_list_free(&dl);
+    }
+    free(target);
+    free(link);
+}
+
+static void test_setup_lock_and_staging(void **state)
+{
+    S_mkdir(state, "proj");
+    diag_list dl;
+    diag_list_init(&dl);
+    output a, b;
+    assert_int_equal(S_try_setup(state, NULL, false, &dl, &a), 0);
+    assert_non_null(strstr(a.out_abs, "/proj/site"));
+    assert_true(S_exists(state, "proj/.site.prev"));
+    assert_true(S_exists(state, "proj/.site.lock"));
+    char *side = output_side_path(&a, "cache");
+    assert_string_equal(side + strlen(side) - strlen("/proj/.site.cache"), "/proj/.site.cache");
+    free(side);
+    /* a second build of the same output waits for none: it is refused */
+    assert_int_equal(S_try_setup(state, NULL, false, &dl, &b), -1);
+    assert_non_null(strstr(dl.v[0].msg, "another kvsite build"));
+    output_unlock(&b);
+    output_free(&b);
+    output_unlock(&a);
+    output_free(&a);
+    /* check mode takes no lock and makes no staging folder */
+    diag_list_free(&dl);
+    diag_list_init(&dl);
+    assert_int_equal(S_try_setup(state, "other", true, &dl, &a), 0);
+    assert_null(a.staging);
+    assert_false(output_writes(&a));
+    assert_false(S_exists(state, "proj/.other.prev"));
+    output_unlock(&a);
+    output_free(&a);
+    diag_list_free(&dl);
+}
+
+/* A full build: the scan sees what the staging folder held, the sweep keeps
+ * only this build's files, the publish swaps the folders. */
+static void test_scan_sweep_publish(void **state)
+{
+    S_mkdir(state, "proj");
+    S_mkdir(state, "proj/site");
+    S_put(state, "proj/site/old-output.html", "published");
+    diag_list dl;
+    diag_list_init(&dl);
+    output o;
+    assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
+    S_mkdir(state, "proj/.site.prev/stale");
+    S_put(state, "proj/.site.prev/stale/gone.html", "stale");
+    S_mkdir(state, "proj/.site.prev/empty");
+    S_put(state, "proj/.site.prev/kept.html", "old bytes");
+    output_scan_start(&o);
+    output_scan_finish(&o);
+    assert_true(output_writes(&o));
+    output_dest d = output_dest_of(&o);
+    assert_ptr_equal(d.dir, o.staging);
+    assert_null(d.same_dir);
+    uint64_t bytes = 0;
+    assert_int_equal(output_write(&d, "kept.html", "new bytes", 9, NULL, &dl, &bytes, NULL), 1);
+    output_note(&o, "kept.html");
+    assert_int_equal(output_emit(&o, "feed.xml", "<feed/>", 7, &dl), 0);
+    assert_int_equal(o.extra_bytes, 7);
+    assert_string_equal(o.extras.ptr, "feed.xml");
+    output_sweep(&o);
+    assert_false(S_exists(state, "proj/.site.prev/stale"));
+    assert_false(S_exists(state, "proj/.site.prev/empty"));
+    assert_int_equal(output_publish(&o, &dl), 0);
+    char *got = S_get(state, "proj/site/kept.html");
+    assert_string_equal(got, "new bytes");
+    free(got);
+    got = S_get(state, "proj/site/feed.xml");
+    assert_string_equal(got, "<feed/>");
+    free(got);
+    /* the old output is the next build's staging folder */
+    got = S_get(state, "proj/.site.prev/old-output.html");
+    assert_string_equal(got, "published");
+    free(got);
+    assert_int_equal(dl.n, 0);
+    output_done(&o);
+    output_unlock(&o);
+    output_free(&o);
+    diag_list_free(&dl);
+}
+
+/* A link planted in the staging folder empties it before anything is written. */
+static void test_scan_planted_link(void **state)
+{
+    S_mkdir(state, "proj");
+    S_mkdir(state, "victim");
+    S_put(state, "victim/precious", "keep me");
+    diag_list dl;
+    diag_list_init(&dl);
+    output o;
+    assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
+    char *target = S_path(state, "victim"), *link = S_path(state, "proj/.site.prev/assets");
+    assert_int_equal(symlink(target, link), 0);
+    S_put(state, "proj/.site.prev/x.html", "x");
+    output_scan_finish(&o); /* no thread started: scanned here */
+    assert_false(S_exists(state, "proj/.site.prev/assets"));
+    assert_false(S_exists(state, "proj/.site.prev/x.html"));
+    assert_true(S_exists(state, "proj/.site.prev"));
+    char *got = S_get(state, "victim/precious");
+    assert_string_equal(got, "keep me");
+    free(got);
+    output_done(&o);
+    output_unlock(&o);
+    output_free(&o);
+    diag_list_free(&dl);
+    free(target);
+    free(link);
+}
+
+/* An incremental build: only changed files are written, then moved in; the
+ * last build's files this one did not make are removed. */
+static void test_publish_incremental(void **state)
+{
+    S_mkdir(state, "proj");
+    S_mkdir(state, "proj/site");
+    S_put(state, "proj/site/same.html", "same");
+    S_put(state, "proj/site/changed.html", "before");
+    S_put(state, "proj/site/dropped.html", "dropped");
+    diag_list dl;
+    diag_list_init(&dl);
+    output o;
+    assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
+    ino_t same_ino = S_inode(state, "proj/site/same.html");
+    assert_int_equal(output_begin_incremental(&o, &dl), 0);
+    output_dest d = output_dest_of(&o);
+    assert_ptr_equal(d.dir, o.incr_dir);
+    assert_ptr_equal(d.same_dir, o.out_abs);
+    uint64_t bytes = 0;
+    assert_int_equal(output_write(&d, "same.html", "same", 4, NULL, &dl, &bytes, NULL), 0);
+    assert_int_equal(output_write(&d, "changed.html", "after", 5, NULL, &dl, &bytes, NULL), 1);
+    output_note(&o, "same.html");
+    output_note(&o, "changed.html");
+    static const char prev[] = "changed.html\0dropped.html\0same.html";
+    assert_int_equal(output_publish_incremental(&o, prev, sizeof prev, &dl), 0);
+    char *got = S_get(state, "proj/site/changed.html");
+    assert_string_equal(got, "after");
+    free(got);
+    assert_false(S_exists(state, "proj/site/dropped.html"));
+    assert_int_equal(S_inode(state, "proj/site/same.html"), same_ino);
+    output_done(&o);
+    assert_false(S_exists(state, "proj/.site.incr"));
+    output_unlock(&o);
+    output_free(&o);
+    assert_int_equal(dl.n, 0);
+    diag_list_free(&dl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_write_check_mode),
+        cmocka_unit_test_setup_teardown(test_write_full, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_write_incremental, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_write_failure, S_setup, S_teardown),
+        cmocka_unit_test(test_rel),
+        cmocka_unit_test_setup_teardown(test_setup_refuses, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_setup_lock_and_staging, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_scan_sweep_publish, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_scan_planted_link, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_publish_incremental, S_setup, S_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
