@@ -18,7 +18,7 @@
 #ifndef KV_SANDBOX_H
 #define KV_SANDBOX_H
 
-#include <lua.h>
+typedef struct lua_State lua_State; /* lua.h: users of the Lua API include it */
 #include <stdbool.h>
 #include <stddef.h>
 
