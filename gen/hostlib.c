@@ -483,13 +483,28 @@ static int S_unit(lua_State *L)
     return 0;
 }
 
-void hostlib_push_kvsite(lua_State *L)
+void hostlib_open_kvsite(sandbox *sb, lua_State *L)
 {
     lua_newtable(L);
     lua_pushcfunction(L, S_measured);
     lua_setfield(L, -2, "measured");
     lua_pushcfunction(L, S_unit);
     lua_setfield(L, -2, "unit");
+    sandbox_flatten(L);
+    sb->kvsite_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+void hostlib_push_kvsite(sandbox *sb, lua_State *L)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->kvsite_ref); /* {k1, v1, ...}: sandbox_flatten */
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    lua_createtable(L, 0, (int)(n / 2));
+    for (lua_Integer i = 1; i < n; i += 2) {
+        lua_rawgeti(L, -2, i);
+        lua_rawgeti(L, -3, i + 1);
+        lua_rawset(L, -3);
+    }
+    lua_remove(L, -2);
 }
 
 /* ---------- set-up ---------- */

@@ -22,9 +22,12 @@
  * real ones (read from the globals), load, print, require, data. */
 void hostlib_fill_proto(lua_State *L, int proto);
 
-/* Pushes a new kvsite table for a page's environment. The one place that says
- * what kvsite holds: a module adding kvsite.* functions sets them here. */
-void hostlib_push_kvsite(lua_State *L);
+/* Makes the kvsite table's functions, once per Lua state (in sandbox.c's
+ * set-up, in a pcall), and keeps them at sb->kvsite_ref. The one place that
+ * says what kvsite holds: a module adding kvsite.* functions adds them here. */
+void hostlib_open_kvsite(sandbox *sb, lua_State *L);
+/* Pushes a page's own kvsite table holding those functions. */
+void hostlib_push_kvsite(sandbox *sb, lua_State *L);
 
 /* Pushes the metatable of read-only views of the table at index mod, named name
  * in error messages. A view is an empty table with this metatable; each page

@@ -319,7 +319,7 @@ static void S_open(lua_State *L, const char *name, lua_CFunction f)
  * of its entries in lua_next order: every page copies it, and reading a list
  * by index costs less than lua_next, while the page's table gets its entries
  * in the same order as before. */
-static void S_flatten(lua_State *L)
+void sandbox_flatten(lua_State *L)
 {
     int t = lua_gettop(L);
     lua_newtable(L);
@@ -380,12 +380,13 @@ static int S_setup(lua_State *L)
         }
     }
     lua_pushvalue(L, libs);
-    S_flatten(L);
+    sandbox_flatten(L);
     sb->libs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pop(L, 1);
     hostlib_fill_proto(L, proto);
-    S_flatten(L);
+    sandbox_flatten(L);
     sb->proto_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    hostlib_open_kvsite(sb, L);
     lua_newtable(L);
     sb->modules_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     /* the real globals are unreachable from pages; empty them all the same */
@@ -479,7 +480,7 @@ static int S_make_env(lua_State *L)
      * filling it never rehashes */
     lua_createtable(L, 0, 64);
     int env = lua_gettop(L);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref); /* {k1, v1, ...}: S_flatten */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref); /* {k1, v1, ...}: sandbox_flatten */
     lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
     for (lua_Integer i = 1; i < n; i += 2) {
         lua_rawgeti(L, -1, i);
@@ -501,7 +502,7 @@ static int S_make_env(lua_State *L)
     lua_pop(L, 1);
     lua_pushvalue(L, env);
     lua_setfield(L, env, "_G");
-    hostlib_push_kvsite(L);
+    hostlib_push_kvsite(sb, L);
     lua_setfield(L, env, "kvsite");
     /* the same random sequence on every page, whatever worker renders it */
     lua_getglobal(L, "math");

@@ -69,6 +69,7 @@ struct sandbox {
     char *checks_real; /* realpath of root/checks; NULL when there is none */
     int loaded_ref;    /* require: this page's module instances by name */
     int modules_ref;   /* require: the compiled chunks of checks/NAME.lua, per worker */
+    int kvsite_ref;       /* the kvsite table's functions: hostlib_open_kvsite */
     quote_unitset *units; /* kvsite.unit: the page's units */
     bool measured;        /* kvsite.measured: called since sandbox_figure_begin */
     buf provenance;       /* and what it was told */
@@ -76,6 +77,10 @@ struct sandbox {
     buf inputs;           /* require and data: files read, NUL-separated */
     strmap data_cache;    /* data: parsed files by path, per worker (hostlib_free) */
 };
+
+/* Replaces the table on top of the stack by the list {k1, v1, k2, v2, ...}
+ * of its entries (sandbox.c), for tables every page gets a copy of. */
+void sandbox_flatten(lua_State *L);
 
 /* The sandbox of a Lua state: its allocator's user data. */
 static inline sandbox *sandbox_of(lua_State *L)
