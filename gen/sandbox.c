@@ -1,6 +1,5 @@
 #include "sandbox.h"
 
-#include <errno.h>
 #include <lauxlib.h>
 #include <limits.h>
 #include <lualib.h>
@@ -9,13 +8,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "arith.h"
 #include "fsutil.h"
-#include "luadata.h"
-#include "luaorder.h"
-#include "luaquote.h"
+#include "hostlib.h"
+#include "sandbox_internal.h"
 #include "stamp.h"
-#include "strmap.h"
-#include "yv.h"
 
 #define HOOK_STEP 1000          /* instructions between two budget checks */
 #define MSG_MAX 600             /* bytes of an error message kept */
@@ -39,65 +36,10 @@
 #define POOL_OFF 1
 #endif
 #endif
-#define POOL_MAX 4096
-#define POOL_CLASSES 20 /* 16 of 16..256 bytes, 512, 1024, 2048, 4096 */
+#define POOL_MAX 4096 /* POOL_CLASSES: sandbox_internal.h */
 #define POOL_REGION ((size_t)16 << 20)
 
-typedef struct {
-    yv *tree;   /* parsed data file, or NULL for text */
-    char *text; /* text files */
-    size_t len;
-} data_entry;
-
-struct sandbox {
-    lua_State *L;
-    sandbox_opts o;
-    char *root;
-    char *checks_real; /* realpath of root/checks; NULL when there is none */
-
-    size_t used, limit; /* Lua heap accounting */
-    bool mem_hit, in_handler;
-    bool limit_surfaced; /* a budget or memory error reached C (and was reported) */
-    long long budget_left;
-    bool budget_hit;
-    size_t gc_baseline;
-
-    int proto_ref, env_ref, loaded_ref, modules_ref, libs_ref;
-    int exprs_ref;       /* the list of compiled expressions (sandbox_eval) */
-    size_t nexprs;
-    struct expr_slot *expr_slots; /* their index in the list by their text */
-    int used_ref;        /* the ones the page ran, given its environment: taken
-                          * back at its end, or the cache would keep thousands
-                          * of dead pages alive (26 MiB at 10,000 pages) */
-    size_t nused;
-    int used_cap;        /* entries its array part holds */
-    bool arith_off;          /* tests: always compile (S_arith and S_block off) */
-    unsigned long arith_count; /* expressions and blocks run without compiling */
-    struct name_slot *names;   /* S_arith's names as Lua strings, NAME_SLOTS */
-    const char *expr_file; /* the expression being evaluated: its place */
-    int expr_line;
-    const char *page_file;
-    diag_list *dl;
-    quote_unitset *units;
-    luaquote_ctx shared;  /* what kvsite.quote_check and friends read */
-    int kvsite_ref;       /* {name1, fn1, ...}: every page's kvsite table */
-    bool measured;
-    int prints;
-    buf provenance;
-    buf inputs;
-    strmap data_cache;
-
-    char *err_file; /* set by the message handler */
-    int err_line;
-
-    void *pool_free[POOL_CLASSES]; /* free blocks by size class */
-    char *region;                  /* the pool's memory, or NULL: all from malloc */
-    size_t region_used;            /* bytes of it handed out at least once */
-};
-
-/* The chunk name of cached expressions (sandbox_eval): positions Lua gives
- * in it are replaced by the expression's own place. */
-#define EXPR_CHUNK "(expression)"
+/* sandbox_eval's cache of compiled expressions (EXPR_CHUNK: sandbox_internal.h) */
 #define EXPRS_MAX 4096
 #define EXPR_SLOTS 8192 /* twice EXPRS_MAX: probes stay short */
 #define USED_MIN 256    /* the used list's first size; it doubles when full */
@@ -111,26 +53,6 @@ typedef struct expr_slot {
     uint64_t hash;
     lua_Integer index; /* of the compiled function in the list at exprs_ref */
 } expr_slot;
-
-/* Names in figures, kept as Lua strings for S_arith: making the string again
- * (hashing it, finding it among Lua's strings) cost more than the rest of
- * the lookup. One slot per hash, the newest name wins; each slot's string
- * sits in the registry under a ref taken at setup, so replacing it never
- * allocates. */
-#define ARITH_NAME 40 /* longest name: Lua interns names up to this length */
-#define NAME_SLOTS 256
-typedef struct name_slot {
-    unsigned char len; /* 0 for a free slot */
-    char text[ARITH_NAME];
-    int ref;
-} name_slot;
-
-static sandbox *S_sb(lua_State *L)
-{
-    void *ud;
-    lua_getallocf(L, &ud);
-    return ud;
-}
 
 /* ---------- memory and instruction limits ---------- */
 
@@ -228,7 +150,7 @@ static void *S_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 static void S_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    sandbox *sb = S_sb(L);
+    sandbox *sb = sandbox_of(L);
     sb->budget_left -= HOOK_STEP;
     if (sb->budget_left < 0 || sb->budget_hit) {
         sb->budget_hit = true;
@@ -293,7 +215,7 @@ bool sandbox_tostring(lua_State *L, int idx, buf *out)
 
 static int S_msgh(lua_State *L)
 {
-    sandbox *sb = S_sb(L);
+    sandbox *sb = sandbox_of(L);
     sb->in_handler = true;
     buf m = BUF_INIT;
     int t = lua_type(L, 1);
@@ -385,469 +307,6 @@ void sandbox_error_free(sandbox_error *err)
     memset(err, 0, sizeof *err);
 }
 
-/* ---------- host functions ---------- */
-
-static void S_push_env(sandbox *sb) { lua_rawgeti(sb->L, LUA_REGISTRYINDEX, sb->env_ref); }
-
-static int S_current_line(lua_State *L, const char **file)
-{
-    sandbox *sb = S_sb(L);
-    lua_Debug ar;
-    for (int level = 1; lua_getstack(L, level, &ar); level++) {
-        if (lua_getinfo(L, "Sl", &ar) && ar.source[0] == '=' && strcmp(ar.what, "C") != 0) {
-            if (strcmp(ar.source, "=" EXPR_CHUNK) == 0 && sb->expr_file) {
-                if (file)
-                    *file = sb->expr_file;
-                return sb->expr_line;
-            }
-            if (file)
-                *file = ar.source + 1;
-            return ar.currentline;
-        }
-    }
-    return 0;
-}
-
-#define PRINT_LINES_MAX 200 /* per page: print is for debugging, not a log flood */
-
-static int S_print(lua_State *L)
-{
-    sandbox *sb = S_sb(L);
-    if (++sb->prints > PRINT_LINES_MAX) {
-        if (sb->prints == PRINT_LINES_MAX + 1 && sb->dl)
-            diag_add(sb->dl, DIAG_NOTE, sb->page_file, S_current_line(L, NULL), 0,
-                     "print: more than %d lines on this page; the rest is not shown",
-                     PRINT_LINES_MAX);
-        return 0;
-    }
-    int n = lua_gettop(L);
-    buf b = BUF_INIT;
-    for (int i = 1; i <= n; i++) {
-        if (i > 1)
-            buf_putc(&b, '\t');
-        sandbox_tostring(L, i, &b);
-        if (b.len > 4096) {
-            buf_truncate(&b, 4096);
-            buf_puts(&b, "...");
-            break;
-        }
-    }
-    if (sb->dl)
-        diag_add(sb->dl, DIAG_NOTE, sb->page_file, S_current_line(L, NULL), 0, "print: %s",
-                 buf_cstr(&b));
-    buf_free(&b);
-    return 0;
-}
-
-/* The message handler of a page's xpcall, wrapped: once the budget or the
- * memory cap is spent, the error goes through untouched. Lua runs a handler
- * with hooks off when the error was raised by the count hook, so a looping
- * handler would otherwise escape the budget. */
-static int S_xpcall_handler(lua_State *L)
-{
-    sandbox *sb = S_sb(L);
-    if (sb->budget_hit || sb->mem_hit)
-        return 1;
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, 1);
-    return 1;
-}
-
-static int S_xpcall(lua_State *L)
-{
-    luaL_checktype(L, 2, LUA_TFUNCTION);
-    lua_pushvalue(L, lua_upvalueindex(1)); /* the real xpcall */
-    lua_insert(L, 1);
-    lua_pushvalue(L, 3); /* the page's handler */
-    lua_pushcclosure(L, S_xpcall_handler, 1);
-    lua_replace(L, 3);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
-}
-
-static int S_setmetatable(lua_State *L)
-{
-    if (lua_type(L, 2) == LUA_TTABLE) {
-        lua_pushliteral(L, "__gc");
-        if (lua_rawget(L, 2) != LUA_TNIL)
-            return luaL_error(L, "setmetatable: __gc metamethods are not allowed here");
-        lua_pop(L, 1);
-    }
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, 1);
-    return 1;
-}
-
-/* load(chunk [, chunkname [, mode [, env]]]): text only, env defaults to the page's. */
-static int S_load(lua_State *L)
-{
-    sandbox *sb = S_sb(L);
-    size_t len;
-    const char *s = lua_tolstring(L, 1, &len);
-    if (!s || lua_type(L, 1) != LUA_TSTRING)
-        return luaL_error(L, "load: only a string chunk is accepted here");
-    luaL_optstring(L, 2, NULL); /* a chunk name is accepted but not used: see below */
-    const char *mode = luaL_optstring(L, 3, "t");
-    if (strchr(mode, 'b'))
-        return luaL_error(L, "load: binary chunks are not allowed");
-    bool has_env = lua_gettop(L) >= 4;
-    /* "@" keeps loaded chunks apart from page and template chunks ("="), so a
-     * page cannot forge the location of its errors */
-    int status = luaL_loadbufferx(L, s, len, "@(load)", "t");
-    if (status != LUA_OK) {
-        luaL_pushfail(L);
-        lua_insert(L, -2);
-        return 2;
-    }
-    if (has_env)
-        lua_pushvalue(L, 4);
-    else
-        S_push_env(sb);
-    if (!lua_setupvalue(L, -2, 1))
-        lua_pop(L, 1);
-    return 1;
-}
-
-static bool S_safe_relpath(const char *p)
-{
-    size_t n = strlen(p);
-    if (n == 0 || n > 200 || p[0] == '/')
-        return false;
-    const char *seg = p;
-    for (const char *c = p;; c++) {
-        if (*c == '/' || *c == '\0') {
-            if (c == seg || seg[0] == '.')
-                return false; /* empty segment, ".", "..", dotfiles */
-            if (*c == '\0')
-                break;
-            seg = c + 1;
-            continue;
-        }
-        unsigned char u = (unsigned char)*c;
-        if (!((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
-              u == '-' || u == '_' || u == '.'))
-            return false;
-    }
-    return true;
-}
-
-/* Resolves rel under checks/ and refuses anything that leaves it (symlinks too).
- * Returns a malloc'ed path or NULL with a reason in why. */
-static char *S_checks_path(sandbox *sb, const char *rel, const char **why)
-{
-    if (!S_safe_relpath(rel)) {
-        *why = "not a plain relative path under checks/ (no \"..\", no absolute paths, no dotfiles)";
-        return NULL;
-    }
-    if (!sb->checks_real) {
-        *why = "there is no checks/ folder";
-        return NULL;
-    }
-    char *full = fs_join(sb->checks_real, rel);
-    char real[PATH_MAX];
-    if (!realpath(full, real)) {
-        *why = errno == ENOENT ? "no such file under checks/" : "cannot be resolved";
-        free(full);
-        return NULL;
-    }
-    free(full);
-    size_t n = strlen(sb->checks_real);
-    if (strncmp(real, sb->checks_real, n) != 0 || real[n] != '/') {
-        *why = "resolves outside checks/ (through a symbolic link): refused";
-        return NULL;
-    }
-    return xstrdup(real);
-}
-
-static void S_note_input(sandbox *sb, const char *rel)
-{
-    /* a short list: avoid duplicates with a linear scan */
-    const char *p = buf_cstr(&sb->inputs), *end = p + sb->inputs.len;
-    while (p < end) {
-        if (strcmp(p, rel) == 0)
-            return;
-        p += strlen(p) + 1;
-    }
-    buf_puts(&sb->inputs, rel);
-    buf_putc(&sb->inputs, '\0');
-}
-
-static int S_module_newindex(lua_State *L)
-{
-    const char *mod = lua_tostring(L, lua_upvalueindex(1));
-    const char *key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "?";
-    return luaL_error(L, "module \"%s\" is read-only: cannot set %s.%s", mod, mod, key);
-}
-
-static int S_module_len(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)luaL_len(L, lua_upvalueindex(1)));
-    return 1;
-}
-
-static int S_module_pairs(lua_State *L)
-{
-    lua_getglobal(L, "next"); /* the real next: the proxy itself is empty */
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_pushnil(L);
-    return 3;
-}
-
-/* Pushes the metatable of read-only views of the table at mod. A view is an
- * empty table with this metatable; each page gets views of its own, so not
- * even rawset on one reaches another page. */
-static void S_push_view_meta(lua_State *L, int mod, const char *name)
-{
-    mod = lua_absindex(L, mod);
-    lua_createtable(L, 0, 5);
-    lua_pushvalue(L, mod);
-    lua_setfield(L, -2, "__index");
-    lua_pushstring(L, name);
-    lua_pushcclosure(L, S_module_newindex, 1);
-    lua_setfield(L, -2, "__newindex");
-    lua_pushvalue(L, mod);
-    lua_pushcclosure(L, S_module_len, 1);
-    lua_setfield(L, -2, "__len");
-    lua_pushvalue(L, mod);
-    lua_pushcclosure(L, S_module_pairs, 1);
-    lua_setfield(L, -2, "__pairs");
-    lua_pushliteral(L, "locked");
-    lua_setfield(L, -2, "__metatable");
-}
-
-/* Replaces the module table on top of the stack by a read-only view of it. */
-static void S_read_only(lua_State *L, const char *name)
-{
-    int mod = lua_gettop(L);
-    lua_newtable(L);
-    S_push_view_meta(L, mod, name);
-    lua_setmetatable(L, -2);
-    lua_remove(L, mod);
-}
-
-static int S_require(lua_State *L)
-{
-    sandbox *sb = S_sb(L);
-    const char *name = luaL_checkstring(L, 1);
-    size_t n = strlen(name);
-    bool ok = n > 0 && n <= 64 && name[0] >= 'a' && name[0] <= 'z';
-    for (size_t i = 0; ok && i < n; i++)
-        ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
-             name[i] == '_';
-    if (!ok)
-        return luaL_error(L, "require \"%s\": module names are lower-case letters, digits and _ "
-                             "(a file checks/NAME.lua)", name);
-    /* noted before it is read: a page that probes for a missing module
-     * depends on its absence */
-    char *input = xasprintf("checks/%s.lua", name);
-    S_note_input(sb, input);
-    free(input);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->loaded_ref);
-    int loaded = lua_gettop(L);
-    int t = lua_getfield(L, loaded, name);
-    if (t == LUA_TLIGHTUSERDATA)
-        return luaL_error(L, "require \"%s\": circular require", name);
-    if (t != LUA_TNIL)
-        return 1;
-    lua_pop(L, 1);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->modules_ref);
-    int modules = lua_gettop(L);
-    if (lua_getfield(L, modules, name) != LUA_TFUNCTION) {
-        lua_pop(L, 1);
-        char *rel = xasprintf("%s.lua", name);
-        const char *why = NULL;
-        char *path = S_checks_path(sb, rel, &why);
-        free(rel);
-        if (!path)
-            return luaL_error(L, "require \"%s\": checks/%s.lua: %s", name, name, why);
-        buf text = BUF_INIT;
-        int rc = fs_read_file(path, sb->o.data_bytes, &text);
-        free(path);
-        if (rc != FS_OK) {
-            const char *e = fs_strerror(rc, sb->o.data_bytes);
-            buf_free(&text);
-            return luaL_error(L, "require \"%s\": cannot read checks/%s.lua: %s", name, name, e);
-        }
-        char chunk[96];
-        snprintf(chunk, sizeof chunk, "@checks/%s.lua", name);
-        int status = luaL_loadbufferx(L, buf_cstr(&text), text.len, chunk, "t");
-        buf_free(&text);
-        if (status != LUA_OK)
-            return lua_error(L);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, modules, name);
-    }
-    /* a fresh instance for this page: the chunk runs with the page's environment */
-    S_push_env(sb);
-    lua_setupvalue(L, -2, 1);
-    lua_pushlightuserdata(L, sb); /* marks "loading" to catch cycles */
-    lua_setfield(L, loaded, name);
-    lua_pushstring(L, name);
-    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-        lua_pushnil(L); /* a module that failed can be required again */
-        lua_setfield(L, loaded, name);
-        return lua_error(L);
-    }
-    if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        lua_pushboolean(L, 1);
-    }
-    if (lua_istable(L, -1))
-        S_read_only(L, name);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, loaded, name);
-    return 1;
-}
-
-static const char *S_ext(const char *path)
-{
-    const char *dot = strrchr(path, '.');
-    const char *slash = strrchr(path, '/');
-    return dot && (!slash || dot > slash) ? dot + 1 : "";
-}
-
-static int S_data(lua_State *L)
-{
-    sandbox *sb = S_sb(L);
-    const char *rel = luaL_checkstring(L, 1);
-    if (!S_safe_relpath(rel))
-        return luaL_error(L, "data \"%s\": not a plain relative path under checks/ (no \"..\", "
-                             "no absolute paths, no dotfiles)", rel);
-    const char *ext = S_ext(rel);
-    enum { D_YAML, D_JSON, D_CSV, D_TEXT } kind;
-    if (!strcmp(ext, "yaml") || !strcmp(ext, "yml"))
-        kind = D_YAML;
-    else if (!strcmp(ext, "json"))
-        kind = D_JSON;
-    else if (!strcmp(ext, "csv"))
-        kind = D_CSV;
-    else if (!strcmp(ext, "txt") || !strcmp(ext, "log") || !strcmp(ext, "md"))
-        kind = D_TEXT;
-    else
-        return luaL_error(L, "data \"%s\": unknown kind of file (.yaml, .yml, .json, .csv, .txt, "
-                             ".log or .md)", rel);
-    char *input = xasprintf("checks/%s", rel);
-    S_note_input(sb, input); /* before reading: its absence counts too */
-    free(input);
-    data_entry *e = strmap_get(&sb->data_cache, rel);
-    if (!e) {
-        const char *why = NULL;
-        char *path = S_checks_path(sb, rel, &why);
-        if (!path)
-            return luaL_error(L, "data \"%s\": %s", rel, why);
-        buf text = BUF_INIT;
-        int rc = fs_read_file(path, sb->o.data_bytes, &text);
-        free(path);
-        if (rc != FS_OK) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "data \"%s\": cannot read: %s", rel,
-                     fs_strerror(rc, sb->o.data_bytes));
-            buf_free(&text);
-            return luaL_error(L, "%s", msg);
-        }
-        char *shown = xasprintf("checks/%s", rel);
-        diag_list dl;
-        diag_list_init(&dl);
-        yv_limits lim = yv_default_limits;
-        lim.max_bytes = sb->o.data_bytes;
-        lim.max_depth = sb->o.depth;
-        data_entry ent = {0};
-        if (kind == D_TEXT) {
-            ent.len = text.len;
-            ent.text = buf_detach(&text);
-        } else {
-            ent.tree = kind == D_YAML  ? yv_parse_yaml(buf_cstr(&text), text.len, &lim, shown, 0, &dl)
-                       : kind == D_JSON ? yv_parse_json(buf_cstr(&text), text.len, &lim, shown, &dl)
-                                        : yv_parse_csv(buf_cstr(&text), text.len, &lim, shown, &dl);
-        }
-        buf_free(&text);
-        if (kind != D_TEXT && !ent.tree) {
-            char msg[400];
-            const diag *d = dl.n ? &dl.v[0] : NULL;
-            snprintf(msg, sizeof msg, "data \"%s\": %s:%d:%d: %s", rel, shown, d ? d->line : 0,
-                     d ? d->col : 0, d ? d->msg : "cannot parse");
-            diag_list_free(&dl);
-            free(shown);
-            return luaL_error(L, "%s", msg);
-        }
-        diag_list_free(&dl);
-        free(shown);
-        e = xmalloc(sizeof *e);
-        *e = ent;
-        strmap_put(&sb->data_cache, rel, e);
-    }
-    if (e->text) {
-        lua_pushlstring(L, e->text, e->len);
-        return 1;
-    }
-    if (luadata_push(L, e->tree) != 0)
-        return lua_error(L); /* the message luadata pushed */
-    return 1;
-}
-
-static void S_provenance_field(lua_State *L, buf *b, const char *key)
-{
-    if (lua_getfield(L, 1, key) != LUA_TNIL) {
-        if (b->len)
-            buf_puts(b, "; ");
-        buf_printf(b, "%s: ", key);
-        sandbox_tostring(L, -1, b);
-    }
-    lua_pop(L, 1);
-}
-
-/* kvsite.measured(provenance): the figure being evaluated read a measurement. */
-static int S_measured(lua_State *L)
-{
-    sandbox *sb = S_sb(L);
-    buf b = BUF_INIT;
-    if (lua_type(L, 1) == LUA_TTABLE) {
-        static const char *keys[] = {"source", "machine", "engine", "build", "model",
-                                     "command", "date", "file"};
-        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-            S_provenance_field(L, &b, keys[i]);
-    } else if (lua_type(L, 1) == LUA_TSTRING) {
-        sandbox_tostring(L, 1, &b);
-    } else {
-        buf_free(&b);
-        return luaL_error(L, "kvsite.measured: provenance must be a table or a string");
-    }
-    if (b.len > 2000)
-        buf_truncate(&b, 2000);
-    /* several measurements in one figure: keep them all */
-    if (sb->measured && sb->provenance.len && b.len &&
-        !strstr(buf_cstr(&sb->provenance), buf_cstr(&b))) {
-        buf_puts(&sb->provenance, " | ");
-        buf_put(&sb->provenance, b.ptr, b.len);
-    } else if (!sb->measured) {
-        buf_clear(&sb->provenance);
-        buf_put(&sb->provenance, buf_cstr(&b), b.len);
-    }
-    sb->measured = true;
-    buf_free(&b);
-    return 0;
-}
-
-/* kvsite.unit(name, scale, kind): a unit the page's quotes may use. */
-static int S_unit(lua_State *L)
-{
-    sandbox *sb = S_sb(L);
-    const char *name = luaL_checkstring(L, 1);
-    double scale = luaL_checknumber(L, 2);
-    const char *kind = luaL_checkstring(L, 3);
-    buf err = BUF_INIT;
-    if (quote_units_define(sb->units, name, scale, kind, &err) != 0) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "kvsite.unit: %s", buf_cstr(&err));
-        buf_free(&err);
-        return luaL_error(L, "%s", msg);
-    }
-    buf_free(&err);
-    return 0;
-}
-
 /* ---------- set-up ---------- */
 
 static void S_open(lua_State *L, const char *name, lua_CFunction f)
@@ -860,7 +319,7 @@ static void S_open(lua_State *L, const char *name, lua_CFunction f)
  * of its entries in lua_next order: every page copies it, and reading a list
  * by index costs less than lua_next, while the page's table gets its entries
  * in the same order as before. */
-static void S_flatten(lua_State *L)
+void sandbox_flatten(lua_State *L)
 {
     int t = lua_gettop(L);
     lua_newtable(L);
@@ -877,10 +336,7 @@ static void S_flatten(lua_State *L)
 static int S_setup(lua_State *L)
 {
     sandbox *sb = lua_touserdata(L, 1);
-    for (size_t i = 0; i < NAME_SLOTS; i++) {
-        lua_pushboolean(L, 0);
-        sb->names[i].ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    }
+    arith_open(sb->arith, L);
     /* sandbox_eval's lists, sized so that storing into them never
      * allocates: an allocation there could fail at a page's memory cap,
      * outside any pcall */
@@ -916,7 +372,7 @@ static int S_setup(lua_State *L)
     for (size_t i = 0; i < sizeof base_names / sizeof base_names[0]; i++) {
         lua_getglobal(L, base_names[i]);
         if (lua_istable(L, -1)) {
-            S_push_view_meta(L, -1, base_names[i]);
+            hostlib_push_view_meta(L, -1, base_names[i]);
             lua_setfield(L, libs, base_names[i]);
             lua_pop(L, 1);
         } else {
@@ -924,35 +380,13 @@ static int S_setup(lua_State *L)
         }
     }
     lua_pushvalue(L, libs);
-    S_flatten(L);
+    sandbox_flatten(L);
     sb->libs_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pop(L, 1);
-    lua_getglobal(L, "setmetatable");
-    lua_pushcclosure(L, S_setmetatable, 1);
-    lua_setfield(L, proto, "setmetatable");
-    lua_getglobal(L, "xpcall");
-    lua_pushcclosure(L, S_xpcall, 1);
-    lua_setfield(L, proto, "xpcall");
-    lua_pushcfunction(L, S_load);
-    lua_setfield(L, proto, "load");
-    lua_pushcfunction(L, S_print);
-    lua_setfield(L, proto, "print");
-    lua_pushcfunction(L, S_require);
-    lua_setfield(L, proto, "require");
-    lua_pushcfunction(L, S_data);
-    lua_setfield(L, proto, "data");
-    luaorder_push(L); /* the same key order in every build: luaorder.h */
-    lua_setfield(L, proto, "pairs");
-    lua_setfield(L, proto, "next");
-    S_flatten(L);
+    hostlib_fill_proto(L, proto);
+    sandbox_flatten(L);
     sb->proto_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    luaquote_push(L, &sb->shared);
-    lua_pushcfunction(L, S_measured);
-    lua_setfield(L, -2, "measured");
-    lua_pushcfunction(L, S_unit);
-    lua_setfield(L, -2, "unit");
-    S_flatten(L);
-    sb->kvsite_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    hostlib_open_kvsite(sb, L);
     lua_newtable(L);
     sb->modules_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     /* the real globals are unreachable from pages; empty them all the same */
@@ -966,8 +400,6 @@ static int S_setup(lua_State *L)
     lua_pop(L, 1);
     return 0;
 }
-
-static quote_unitset *S_page_units(void *ud) { return ((sandbox *)ud)->units; }
 
 void sandbox_set_tolerance(sandbox *sb, double tolerance) { sb->shared.tolerance = tolerance; }
 
@@ -984,13 +416,8 @@ sandbox *sandbox_new(const sandbox_opts *o)
         sb->checks_real = xstrdup(real);
     free(checks);
     strmap_init(&sb->data_cache);
-    sb->shared.units = S_page_units;
-    sb->shared.ud = sb;
     sb->shared.tolerance = 0.05; /* figures.tolerance's default; see sandbox_set_tolerance */
-    sb->shared.limits = yv_default_limits;
-    sb->shared.limits.max_bytes = o->data_bytes;
-    sb->shared.limits.max_depth = o->depth;
-    sb->names = xcalloc(NAME_SLOTS, sizeof *sb->names);
+    sb->arith = arith_new();
     sb->expr_slots = xcalloc(EXPR_SLOTS, sizeof *sb->expr_slots);
 #ifndef POOL_OFF
     /* address space only: pages are touched as blocks are handed out */
@@ -1023,14 +450,6 @@ static void S_exprs_clear(sandbox *sb)
     memset(sb->expr_slots, 0, EXPR_SLOTS * sizeof *sb->expr_slots);
 }
 
-static void S_data_entry_free(void *v)
-{
-    data_entry *e = v;
-    yv_free(e->tree);
-    free(e->text);
-    free(e);
-}
-
 void sandbox_free(sandbox *sb)
 {
     if (!sb)
@@ -1039,10 +458,10 @@ void sandbox_free(sandbox *sb)
         lua_close(sb->L);
     if (sb->region)
         munmap(sb->region, POOL_REGION);
-    strmap_free_with(&sb->data_cache, S_data_entry_free);
+    hostlib_free(sb);
     S_exprs_clear(sb);
     free(sb->expr_slots);
-    free(sb->names);
+    arith_free(sb->arith);
     quote_units_free(sb->units);
     buf_free(&sb->provenance);
     buf_free(&sb->inputs);
@@ -1055,7 +474,7 @@ void sandbox_free(sandbox *sb)
 lua_State *sandbox_lua(sandbox *sb) { return sb->L; }
 quote_unitset *sandbox_units(sandbox *sb) { return sb->units; }
 const buf *sandbox_page_inputs(sandbox *sb) { return &sb->inputs; }
-void sandbox_push_env(sandbox *sb) { S_push_env(sb); }
+void sandbox_push_env(sandbox *sb) { lua_rawgeti(sb->L, LUA_REGISTRYINDEX, sb->env_ref); }
 
 static int S_make_env(lua_State *L)
 {
@@ -1064,7 +483,7 @@ static int S_make_env(lua_State *L)
      * filling it never rehashes */
     lua_createtable(L, 0, 64);
     int env = lua_gettop(L);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref); /* {k1, v1, ...}: S_flatten */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref); /* {k1, v1, ...}: sandbox_flatten */
     lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
     for (lua_Integer i = 1; i < n; i += 2) {
         lua_rawgeti(L, -1, i);
@@ -1086,16 +505,8 @@ static int S_make_env(lua_State *L)
     lua_pop(L, 1);
     lua_pushvalue(L, env);
     lua_setfield(L, env, "_G");
-    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->kvsite_ref); /* {k1, v1, ...}: S_flatten */
-    n = (lua_Integer)lua_rawlen(L, -1);
-    lua_createtable(L, 0, (int)(n / 2));
-    for (lua_Integer i = 1; i < n; i += 2) {
-        lua_rawgeti(L, -2, i);
-        lua_rawgeti(L, -3, i + 1);
-        lua_rawset(L, -3);
-    }
+    hostlib_push_kvsite(sb, L);
     lua_setfield(L, env, "kvsite");
-    lua_pop(L, 1);
     /* the same random sequence on every page, whatever worker renders it */
     lua_getglobal(L, "math");
     lua_getfield(L, -1, "randomseed");
@@ -1200,6 +611,58 @@ bool sandbox_figure_measured(sandbox *sb, const char **prov)
     return sb->measured;
 }
 
+/* ---------- plain arithmetic without the compiler (arith.c) ---------- */
+
+/* Whether need bytes of the page's heap are left under its memory cap. */
+static bool S_headroom(const sandbox *sb, size_t need)
+{
+    return sb->used <= sb->limit && sb->limit - sb->used >= need;
+}
+
+/* sandbox_eval's "return EXPR" by arith_expr: true with its values on the
+ * stack (*nres of them), false with the stack as it was. */
+static bool S_arith(sandbox *sb, const char *code, size_t len, int *nres)
+{
+    lua_State *L = sb->L;
+    if (sb->arith_off || !S_headroom(sb, ARITH_EXPR_MEM))
+        return false;
+    int base = lua_gettop(L);
+    long long tokens;
+    if (!arith_expr(sb->arith, L, sb->env_ref, code, len, nres, &tokens))
+        return false;
+    /* about what Lua's own instructions would have cost */
+    if (!sandbox_charge(sb, tokens)) {
+        lua_settop(L, base);
+        return false;
+    }
+    sb->arith_count++;
+    return true;
+}
+
+/* sandbox_run's block of assignments by arith_block: 1 when it ran, 0 (the
+ * stack as it was, nothing changed) when Lua must run it, -1 with *err
+ * filled when the stores hit the memory cap. */
+static int S_block(sandbox *sb, const char *code, size_t len, sandbox_error *err)
+{
+    lua_State *L = sb->L;
+    if (sb->arith_off || !S_headroom(sb, ARITH_BLOCK_MEM))
+        return 0;
+    int base = lua_gettop(L), nstores;
+    long long tokens;
+    if (!arith_block(sb->arith, L, sb->env_ref, code, len, &nstores, &tokens))
+        return 0;
+    if (!sandbox_charge(sb, tokens)) {
+        lua_settop(L, base);
+        return 0;
+    }
+    sb->arith_count++;
+    /* the environment changes only now that the whole block evaluated */
+    lua_pushcfunction(L, arith_block_store);
+    lua_insert(L, base + 1);
+    int nres;
+    return sandbox_pcall(sb, 1 + 2 * nstores, &nres, err) == 0 ? 1 : -1;
+}
+
 /* ---------- running code ---------- */
 
 typedef struct {
@@ -1274,8 +737,6 @@ int sandbox_pcall(sandbox *sb, int nargs, int *nres, sandbox_error *err)
     return 0;
 }
 
-static int S_block(sandbox *sb, const char *code, size_t len, sandbox_error *err);
-
 int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int first_line,
                 int *nres, sandbox_error *err)
 {
@@ -1301,473 +762,9 @@ int sandbox_run(sandbox *sb, const char *code, size_t len, const char *file, int
         lua_pop(L, 1);
         return -1;
     }
-    S_push_env(sb);
+    sandbox_push_env(sb);
     lua_setupvalue(L, -2, 1);
     return sandbox_pcall(sb, 0, nres, err);
-}
-
-/* ---------- arithmetic without the compiler ---------- */
-
-/* Most figures are arithmetic over numbers and page globals
- * (`per_token*tokens`): a text seen before cost a call into Lua (~1.8k
- * instructions), one that differs from page to page (`2*80*4*256*1024*4`)
- * a compilation (~13k). S_arith evaluates "return EXPR" itself when EXPR is nothing but numerals,
- * names, binary + - * / // % ^, unary minus, parentheses and a top-level
- * comma list. Lua does every conversion (lua_stringtonumber on the numeral
- * as its lexer cuts it) and every operation (lua_arith), on numbers only, so
- * no metamethod runs and values are Lua's bit for bit. Whatever else the text
- * holds, and wherever Lua would raise an error or coerce a string, S_arith
- * gives up and the compiled path runs: Lua then gives its own result. */
-#define ARITH_LEN 512   /* longest EXPR handled */
-#define ARITH_DEPTH 64  /* operators and parentheses pending at once */
-#define ARITH_VALUES 64 /* values of a comma list; with ARITH_DEPTH, well under
-                         * the 255 registers past which Lua refuses the text */
-#define ARITH_NUM 64    /* longest numeral */
-#define ARITH_MEM 65536 /* heap left under the cap, see S_arith */
-#define ARITH_OPEN 0xff /* a parenthesis on the operator stack */
-#define ARITH_UNM_PRI 12
-
-typedef struct {
-    unsigned char op;  /* LUA_OP*, or ARITH_OPEN */
-    unsigned char pri; /* right priority: what binds tighter goes first */
-} arith_op;
-
-/* Character classes of Lua's lexer (lctype.c, ASCII only: Lua is built
- * without LUA_UCID, so other bytes are no part of a name). */
-enum { C_SPACE = 1, C_DIGIT = 2, C_XDIGIT = 4, C_ALPHA = 8 };
-static const unsigned char S_ctype[256] = {
-    [' '] = C_SPACE, ['\t'] = C_SPACE, ['\n'] = C_SPACE, ['\r'] = C_SPACE, ['\f'] = C_SPACE,
-    ['\v'] = C_SPACE, ['0' ... '9'] = C_DIGIT | C_XDIGIT, ['a' ... 'f'] = C_ALPHA | C_XDIGIT,
-    ['A' ... 'F'] = C_ALPHA | C_XDIGIT, ['g' ... 'z'] = C_ALPHA, ['G' ... 'Z'] = C_ALPHA,
-    ['_'] = C_ALPHA,
-};
-#define S_IS(c, cls) (S_ctype[(unsigned char)(c)] & (cls))
-
-/* The end of the numeral at p (a digit, or '.' and a digit) as Lua's lexer
- * reads it (read_numeral): digits, points and exponents, and one letter more
- * when a letter touches it, so that Lua would call it malformed. */
-static const char *S_numeral_end(const char *p, const char *end)
-{
-    const char *first = *p == '.' ? p + 1 : p;
-    char e1 = 'e', e2 = 'E';
-    p = first + 1;
-    if (*first == '0' && p < end && (*p == 'x' || *p == 'X')) {
-        e1 = 'p';
-        e2 = 'P';
-        p++;
-    }
-    while (p < end) {
-        if (*p == e1 || *p == e2) {
-            p++;
-            if (p < end && (*p == '-' || *p == '+'))
-                p++;
-        } else if (S_IS(*p, C_XDIGIT) || *p == '.') {
-            p++;
-        } else {
-            break;
-        }
-    }
-    if (p < end && S_IS(*p, C_ALPHA))
-        p++;
-    return p;
-}
-
-static bool S_is(const char *s, size_t n, const char *word)
-{
-    return strlen(word) == n && memcmp(s, word, n) == 0;
-}
-
-/* Lua's reserved words, by their first letter: called for every name. */
-static bool S_lua_keyword(const char *s, size_t n)
-{
-    switch (s[0]) {
-    case 'a': return S_is(s, n, "and");
-    case 'b': return S_is(s, n, "break");
-    case 'd': return S_is(s, n, "do");
-    case 'e': return S_is(s, n, "else") || S_is(s, n, "elseif") || S_is(s, n, "end");
-    case 'f': return S_is(s, n, "false") || S_is(s, n, "for") || S_is(s, n, "function");
-    case 'g': return S_is(s, n, "goto");
-    case 'i': return S_is(s, n, "if") || S_is(s, n, "in");
-    case 'l': return S_is(s, n, "local");
-    case 'n': return S_is(s, n, "nil") || S_is(s, n, "not");
-    case 'o': return S_is(s, n, "or");
-    case 'r': return S_is(s, n, "repeat") || S_is(s, n, "return");
-    case 't': return S_is(s, n, "then") || S_is(s, n, "true");
-    case 'u': return S_is(s, n, "until");
-    case 'w': return S_is(s, n, "while");
-    default: return false;
-    }
-}
-
-/* The binary operator at p (*len its length, *left its left priority), or -1. */
-static int S_binop(const char *p, const char *end, size_t *len, int *left)
-{
-    *len = 1;
-    switch (*p) {
-    case '+': *left = 10; return LUA_OPADD;
-    case '-':
-        *left = 10;
-        return p + 1 < end && p[1] == '-' ? -1 : LUA_OPSUB; /* "--" starts a comment */
-    case '*': *left = 11; return LUA_OPMUL;
-    case '%': *left = 11; return LUA_OPMOD;
-    case '^': *left = 14; return LUA_OPPOW;
-    case '/':
-        *left = 11;
-        if (p + 1 < end && p[1] == '/') {
-            *len = 2;
-            return LUA_OPIDIV;
-        }
-        return LUA_OPDIV;
-    default: return -1;
-    }
-}
-
-/* Right priorities (Lua's lparser.c): ^ is right associative. */
-static int S_right_pri(int op)
-{
-    switch (op) {
-    case LUA_OPADD:
-    case LUA_OPSUB: return 10;
-    case LUA_OPPOW: return 13;
-    default: return 11;
-    }
-}
-
-/* Applies op to the value(s) on top; false where Lua would raise an error
- * (integer // or % by zero), nothing done then. */
-static bool S_arith_apply(lua_State *L, int op)
-{
-    if ((op == LUA_OPIDIV || op == LUA_OPMOD) && lua_isinteger(L, -1) && lua_tointeger(L, -1) == 0)
-        return false;
-    lua_arith(L, op);
-    return true;
-}
-
-/* Pushes the name s[0..n) (n <= ARITH_NAME) as a Lua string. */
-static void S_push_name(sandbox *sb, const char *s, size_t n)
-{
-    lua_State *L = sb->L;
-    name_slot *slot = &sb->names[stamp_key(s, n) & (NAME_SLOTS - 1)];
-    if (slot->len == n && memcmp(slot->text, s, n) == 0) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, slot->ref);
-        return;
-    }
-    lua_pushlstring(L, s, n);
-    lua_pushvalue(L, -1);
-    lua_rawseti(L, LUA_REGISTRYINDEX, slot->ref);
-    memcpy(slot->text, s, n);
-    slot->len = (unsigned char)n;
-}
-
-/* A name a block assigned: read from the overlay before the environment. */
-typedef struct {
-    const char *name; /* in the block's text */
-    size_t len;
-    int value; /* stack index of its value */
-} block_set;
-
-/* One evaluation by S_arith_list: where its names are read. */
-typedef struct {
-    sandbox *sb;
-    int base;              /* the stack's top before: the environment goes above */
-    int env;               /* stack index of the environment, 0 until a name needs it */
-    const block_set *sets; /* S_block's assignments so far, oldest first */
-    int nsets;
-    long long tokens; /* read so far, for the instruction budget */
-} arith_ctx;
-
-/* Pushes the number a global name s[0..n) holds: what an assignment earlier
- * in the block gave it, else the environment's. False when it is no name
- * Lua would read as a global, or its value is no number. */
-static bool S_arith_name(arith_ctx *cx, const char *s, size_t n)
-{
-    lua_State *L = cx->sb->L;
-    /* _ENV names the environment itself, not a global */
-    if (n > ARITH_NAME || S_lua_keyword(s, n) || (n == 4 && memcmp(s, "_ENV", 4) == 0))
-        return false;
-    for (int i = cx->nsets; i-- > 0;) {
-        if (cx->sets[i].len == n && memcmp(cx->sets[i].name, s, n) == 0) {
-            lua_pushvalue(L, cx->sets[i].value);
-            return lua_type(L, -1) == LUA_TNUMBER;
-        }
-    }
-    if (!cx->env) {
-        /* below every value: operators work on the top */
-        cx->env = cx->base + 1;
-        S_push_env(cx->sb);
-        lua_insert(L, cx->env);
-        /* with a metatable, __index could answer */
-        if (lua_type(L, cx->env) != LUA_TTABLE || lua_getmetatable(L, cx->env))
-            return false;
-    }
-    S_push_name(cx->sb, s, n);
-    return lua_rawget(L, cx->env) == LUA_TNUMBER;
-}
-
-/* Evaluates the comma list of arithmetic at *pp, pushing its values (*nvals
- * of them; the caller made room for ARITH_VALUES + ARITH_DEPTH + 4). The
- * list ends at the end of the text or, after an operand, at the first token
- * that cannot continue it; *pp is left there, spaces skipped. False (values
- * left on the stack for the caller to drop) when the list is not such
- * arithmetic or Lua would not give a number on it. */
-static bool S_arith_list(arith_ctx *cx, const char **pp, const char *end, int *nvals)
-{
-    lua_State *L = cx->sb->L;
-    const char *p = *pp;
-    arith_op ops[ARITH_DEPTH];
-    int nops = 0;
-    *nvals = 0;
-    bool operand = true; /* an operand comes next, else an operator */
-    for (;;) {
-        while (p < end && S_IS(*p, C_SPACE))
-            p++;
-        cx->tokens++;
-        if (operand) {
-            if (p == end)
-                return false;
-            if (*p == '-' || *p == '(') {
-                if (nops == ARITH_DEPTH || (*p == '-' && p + 1 < end && p[1] == '-'))
-                    return false;
-                ops[nops++] = *p == '-' ? (arith_op){LUA_OPUNM, ARITH_UNM_PRI}
-                                        : (arith_op){ARITH_OPEN, 0};
-                p++;
-            } else if (S_IS(*p, C_DIGIT) || (*p == '.' && p + 1 < end && S_IS(p[1], C_DIGIT))) {
-                const char *e = S_numeral_end(p, end);
-                char num[ARITH_NUM + 1];
-                if ((size_t)(e - p) > ARITH_NUM)
-                    return false;
-                memcpy(num, p, (size_t)(e - p));
-                num[e - p] = '\0';
-                if (lua_stringtonumber(L, num) == 0)
-                    return false;
-                p = e;
-                operand = false;
-            } else if (S_IS(*p, C_ALPHA)) {
-                const char *s = p;
-                while (p < end && S_IS(*p, C_ALPHA | C_DIGIT))
-                    p++;
-                if (!S_arith_name(cx, s, (size_t)(p - s)))
-                    return false;
-                operand = false;
-            } else {
-                return false;
-            }
-            continue;
-        }
-        size_t oplen;
-        int left;
-        int op = p < end ? S_binop(p, end, &oplen, &left) : -1;
-        if (op >= 0) {
-            /* what binds tighter than op on its left is complete */
-            while (nops > 0 && ops[nops - 1].pri >= left) {
-                if (!S_arith_apply(L, ops[--nops].op))
-                    return false;
-            }
-            if (nops == ARITH_DEPTH)
-                return false;
-            ops[nops++] = (arith_op){(unsigned char)op, (unsigned char)S_right_pri(op)};
-            p += oplen;
-            operand = true;
-            continue;
-        }
-        while (nops > 0 && ops[nops - 1].op != ARITH_OPEN) {
-            if (!S_arith_apply(L, ops[--nops].op))
-                return false;
-        }
-        if (p < end && *p == ')') {
-            if (nops == 0)
-                return false;
-            nops--;
-            p++;
-            continue;
-        }
-        if (nops > 0 || *nvals == ARITH_VALUES) /* a parenthesis left open, or too many */
-            return false;
-        ++*nvals;
-        if (p == end || *p != ',')
-            break;
-        p++;
-        operand = true;
-    }
-    *pp = p;
-    return true;
-}
-
-/* Evaluates code ("return EXPR") as described above, leaving its values on
- * the stack (*nres of them). False, with the stack as it was, when EXPR is
- * not such arithmetic or Lua would not give a number on it. Nothing here
- * may raise an error outside a pcall: only pushing a name allocates (a
- * short string when it is new, bounded by the text's length), so it runs
- * only with ARITH_MEM of the cap left. */
-static bool S_arith(sandbox *sb, const char *code, size_t len, int *nres)
-{
-    lua_State *L = sb->L;
-    if (sb->arith_off || len < 8 || len - 7 > ARITH_LEN || memcmp(code, "return ", 7) != 0)
-        return false;
-    if (sb->used > sb->limit || sb->limit - sb->used < ARITH_MEM)
-        return false;
-    const char *p = code + 7, *end = code + len;
-    int base = lua_gettop(L);
-    /* the environment, the values, the pending operands and two more (for -
-     * and S_push_name) */
-    if (!lua_checkstack(L, ARITH_VALUES + ARITH_DEPTH + 4))
-        return false;
-    arith_ctx cx = {sb, base, 0, NULL, 0, 0};
-    int nvals;
-    /* anything after the list is no part of arithmetic */
-    if (!S_arith_list(&cx, &p, end, &nvals) || p != end)
-        goto fail;
-    /* about what Lua's own instructions would have cost */
-    if (!sandbox_charge(sb, cx.tokens))
-        goto fail;
-    if (cx.env)
-        lua_remove(L, cx.env);
-    *nres = nvals;
-    sb->arith_count++;
-    return true;
-fail:
-    lua_settop(L, base);
-    return false;
-}
-
-/* ---------- blocks of assignments without the compiler ---------- */
-
-/* Each page's {lua} block sets the model's numbers (`layers, heads = 80, 8`,
- * `per_token = 2 * layers * heads`), and Lua's parser cost ~45k instructions
- * a block. S_block runs a block itself when it is nothing but statements
- * `NAME {, NAME} = EXPR {, EXPR}`, EXPR what S_arith_list evaluates, between
- * spaces, `;` and `--` line comments, with Lua's semantics: every value
- * before any assignment, extra values dropped, missing ones nil, the last
- * name stored first (lparser.c, restassign), each store a rawset into the
- * page's environment (a plain table: no metatable). Statements are
- * evaluated into an overlay on the stack that later ones read first, and
- * the environment changes only once the whole block succeeded: on anything
- * else (another token, a nil or string global, an integer division by zero,
- * a bound) nothing has changed and Lua compiles and runs the block, giving
- * its own result or error. */
-#define BLOCK_LEN 4096 /* longest block handled */
-#define BLOCK_SETS 128 /* assignments in a block: the overlay */
-#define BLOCK_NAMES 32 /* names on one left side */
-/* heap left under the cap: at most a new string per name read or stored,
- * under 40 + n bytes for a name of n bytes, which takes n + 1 of the text */
-#define BLOCK_MEM (ARITH_MEM + (size_t)BLOCK_LEN * 32)
-
-/* Skips what separates statements: spaces, `;` and line comments. NULL at
- * `--[`, which may open a long comment. */
-static const char *S_block_gap(const char *p, const char *end)
-{
-    for (;;) {
-        while (p < end && (S_IS(*p, C_SPACE) || *p == ';'))
-            p++;
-        if (end - p < 2 || p[0] != '-' || p[1] != '-')
-            return p;
-        if (end - p >= 3 && p[2] == '[')
-            return NULL;
-        /* Lua's lexer ends a comment at either newline character */
-        while (p < end && *p != '\n' && *p != '\r')
-            p++;
-    }
-}
-
-/* In a pcall: the block's stores (environment, name, value, name, value...),
- * since a store may grow the table past the memory cap. */
-static int S_block_commit(lua_State *L)
-{
-    int top = lua_gettop(L);
-    for (int i = 2; i < top; i += 2) {
-        lua_pushvalue(L, i);
-        lua_pushvalue(L, i + 1);
-        lua_rawset(L, 1);
-    }
-    return 0;
-}
-
-/* Runs the block code as described above: 1 when it did, 0 (the stack as
- * it was, nothing changed) when Lua must run it, -1 with *err filled when
- * the stores hit the memory cap. Nothing raises an error outside a pcall:
- * only pushing a name allocates, and it runs only with BLOCK_MEM left. */
-static int S_block(sandbox *sb, const char *code, size_t len, sandbox_error *err)
-{
-    lua_State *L = sb->L;
-    if (sb->arith_off || len > BLOCK_LEN)
-        return 0;
-    if (sb->used > sb->limit || sb->limit - sb->used < BLOCK_MEM)
-        return 0;
-    /* the environment, the overlay's names and values, one list's
-     * evaluation (see S_arith) */
-    if (!lua_checkstack(L, 1 + 2 * BLOCK_SETS + ARITH_VALUES + ARITH_DEPTH + 4))
-        return 0;
-    int base = lua_gettop(L);
-    S_push_env(sb);
-    if (lua_type(L, -1) != LUA_TTABLE || lua_getmetatable(L, -1))
-        goto fail;
-    block_set sets[BLOCK_SETS];
-    arith_ctx cx = {sb, base, base + 1, sets, 0, 0};
-    const char *p = code, *end = code + len;
-    for (;;) {
-        p = S_block_gap(p, end);
-        if (!p)
-            goto fail;
-        if (p == end)
-            break;
-        const char *names[BLOCK_NAMES];
-        size_t lens[BLOCK_NAMES];
-        int nnames = 0;
-        for (;;) {
-            const char *s = p;
-            while (p < end && S_IS(*p, C_ALPHA | C_DIGIT))
-                p++;
-            size_t n = (size_t)(p - s);
-            if (n == 0 || S_IS(*s, C_DIGIT) || n > ARITH_NAME || S_lua_keyword(s, n) ||
-                (n == 4 && memcmp(s, "_ENV", 4) == 0) || nnames == BLOCK_NAMES)
-                goto fail;
-            /* twice on one side: Lua leaves the order of the stores open */
-            for (int i = 0; i < nnames; i++) {
-                if (lens[i] == n && memcmp(names[i], s, n) == 0)
-                    goto fail;
-            }
-            names[nnames] = s;
-            lens[nnames++] = n;
-            cx.tokens++;
-            while (p < end && S_IS(*p, C_SPACE))
-                p++;
-            if (p == end || *p != ',')
-                break;
-            p++;
-            while (p < end && S_IS(*p, C_SPACE))
-                p++;
-        }
-        if (p == end || *p != '=' || (p + 1 < end && p[1] == '='))
-            goto fail;
-        p++;
-        int vals = lua_gettop(L) + 1, nvals;
-        if (!S_arith_list(&cx, &p, end, &nvals) || cx.nsets + nnames > BLOCK_SETS)
-            goto fail;
-        /* the overlay gets the stores in Lua's order: the last name first */
-        for (int i = nnames; i-- > 0;) {
-            S_push_name(sb, names[i], lens[i]);
-            if (i < nvals)
-                lua_pushvalue(L, vals + i);
-            else
-                lua_pushnil(L);
-        }
-        lua_rotate(L, vals, -nvals); /* the values go to the top, then away */
-        lua_pop(L, nvals);
-        for (int k = 0; k < nnames; k++) {
-            int i = nnames - 1 - k;
-            sets[cx.nsets++] = (block_set){names[i], lens[i], vals + 2 * k + 1};
-        }
-    }
-    if (!sandbox_charge(sb, cx.tokens))
-        goto fail;
-    sb->arith_count++;
-    lua_pushcfunction(L, S_block_commit);
-    lua_insert(L, base + 1);
-    int nres;
-    return sandbox_pcall(sb, 1 + 2 * cx.nsets, &nres, err) == 0 ? 1 : -1;
-fail:
-    lua_settop(L, base);
-    return 0;
 }
 
 void sandbox_set_arith(sandbox *sb, bool on) { sb->arith_off = !on; }
@@ -1778,7 +775,7 @@ unsigned long sandbox_arith_count(const sandbox *sb) { return sb->arith_count; }
  * its array part, so storing one never allocates. */
 static int S_used_grow(lua_State *L)
 {
-    sandbox *sb = S_sb(L);
+    sandbox *sb = sandbox_of(L);
     if (sb->used_cap > INT_MAX / 2)
         return luaL_error(L, "too many expressions on one page");
     int cap = 2 * sb->used_cap;
@@ -1875,7 +872,7 @@ int sandbox_eval(sandbox *sb, const char *code, size_t len, const char *file, in
         slot->index = (lua_Integer)sb->nexprs;
     }
     lua_remove(L, -2); /* the cache table */
-    S_push_env(sb);
+    sandbox_push_env(sb);
     lua_setupvalue(L, -2, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->used_ref);
     lua_pushvalue(L, -2);

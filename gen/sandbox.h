@@ -14,11 +14,15 @@
  *
  * Errors: sandbox_run returns -1 and fills a sandbox_error whose line is the
  * line of the innermost frame that belongs to a page or template chunk, so a
- * Lua error on the third line of a block starting at line 40 reports line 42. */
+ * Lua error on the third line of a block starting at line 40 reports line 42.
+ *
+ * The host functions are in hostlib.c, the arithmetic run without compiling
+ * it in arith.c; their shared state in sandbox_internal.h. Only pointers to
+ * lua_State appear here: users of the Lua API include lua.h themselves. */
 #ifndef KV_SANDBOX_H
 #define KV_SANDBOX_H
 
-#include <lua.h>
+typedef struct lua_State lua_State; /* lua.h: users of the Lua API include it */
 #include <stdbool.h>
 #include <stddef.h>
 

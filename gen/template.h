@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <lua.h>
 
 #include "buf.h"
 #include "diag.h"

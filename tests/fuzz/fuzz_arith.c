@@ -1,11 +1,11 @@
 /* fuzz_arith: a differential target for the arithmetic kvsite evaluates
- * without Lua's compiler (sandbox.c: "return EXPR" in sandbox_eval, blocks of
- * assignments in sandbox_run). Each input runs twice, in fresh page
- * environments holding the same globals: once as kvsite runs it, once with
- * that evaluation off, so that Lua compiles and runs everything. The two runs
- * must agree on the return code, the error (message and line), every value
- * left on the stack and every global afterwards: type, integer or float, and
- * the bits of the number.
+ * without Lua's compiler (arith.c, reached through sandbox.c: "return EXPR"
+ * in sandbox_eval, blocks of assignments in sandbox_run). Each input runs
+ * twice, in fresh page environments holding the same globals: once as
+ * kvsite runs it, once with that evaluation off, so that Lua compiles and
+ * runs everything. The two runs must agree on the return code, the error
+ * (message and line), every value left on the stack and every global
+ * afterwards: type, integer or float, and the bits of the number.
  *
  * The first byte picks the kind: 'e' or 'E' an expression (the rest is EXPR),
  * anything else a block (the rest is the block's code). */
