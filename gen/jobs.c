@@ -15,9 +15,10 @@ static const job_kind_info S_KINDS[JOB_KIND_COUNT] = {
     [JOB_SOURCES] = {JOB_SOURCES, "sources", 2, "templates/sources.html", "Sources", "/sources/"},
     [JOB_CHECKS] = {JOB_CHECKS, "checks", 4, "templates/checks.html", "Checks", "/checks/"},
     [JOB_404] = {JOB_404, "404", 2, "templates/404.html", "Page not found", "/404.html"},
-    [JOB_CHECKS_JSON] = {JOB_CHECKS_JSON, "checks.json", 4, "templates/page.html", NULL, "/checks.json"},
-    [JOB_CHECKS_SECTION] = {JOB_CHECKS_SECTION, "checks", 4, "templates/" RENDER_REPORT_SECTION_TEMPLATE, NULL,
-                            NULL},
+    [JOB_CHECKS_JSON] = {JOB_CHECKS_JSON, "checks.json", 4, "templates/page.html", NULL,
+                         "/checks.json"},
+    [JOB_CHECKS_SECTION] = {JOB_CHECKS_SECTION, "checks", 4,
+                            "templates/" RENDER_REPORT_SECTION_TEMPLATE, NULL, NULL},
 };
 
 const job_kind_info *jobs_info(job_kind k)
