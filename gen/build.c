@@ -24,6 +24,7 @@
 #include "feed.h"
 #include "fsutil.h"
 #include "incremental.h"
+#include "links.h"
 #include "output.h"
 #include "pool.h"
 #include "record.h"
@@ -192,90 +193,6 @@ static void S_copy_assets(build_state *s)
         free(from);
     }
     S_copy_template_assets(s);
-}
-/* ---------- link check ---------- */
-
-/* only: NULL, or the jobs whose links to check (by job) */
-static void S_check_links(build_state *s, const bool *only)
-{
-    strmap pages, reported, idsets;
-    strmap_init(&pages);
-    strmap_init(&reported);
-    strmap_init(&idsets);
-    for (size_t j = 0; j < s->njobs; j++) {
-        const page_record *r = &s->records[j];
-        if (r->done && r->url && r->url[0] && r->out_bytes > 0)
-            strmap_put(&pages, r->url, (void *)r);
-    }
-    for (size_t j = 0; j < s->njobs; j++) {
-        const page_record *r = &s->records[j];
-        if (only && !only[j])
-            continue;
-        for (size_t k = 0; k < r->nlinks; k++) {
-            const md_link *l = &r->links[k];
-            const char *hash = strchr(l->target, '#');
-            char *path = hash ? xstrndup(l->target, (size_t)(hash - l->target)) : xstrdup(l->target);
-            const char *frag = hash ? hash + 1 : NULL;
-            /* "/a/b/index.html" and "/a/b" name the page "/a/b/" */
-            size_t n = strlen(path);
-            if (n >= 10 && strcmp(path + n - 10, "index.html") == 0)
-                path[n - 10] = '\0';
-            const page_record *target = strmap_get(&pages, path);
-            if (!target && path[0] && path[strlen(path) - 1] != '/') {
-                char *slashed = xasprintf("%s/", path);
-                target = strmap_get(&pages, slashed);
-                free(slashed);
-            }
-            const char *file = l->file ? l->file : r->src && r->src[0] ? r->src : NULL;
-            if (l->file) {
-                /* a template's broken link is reported once, not once per page */
-                char *key = xasprintf("%s\n%s", l->file, l->target);
-                bool dup = strmap_get(&reported, key) != NULL;
-                strmap_put(&reported, key, (void *)1);
-                free(key);
-                if (dup) {
-                    free(path);
-                    continue;
-                }
-            }
-            /* a page that failed to render has its own error: links to it stand */
-            bool failed_page = !target && strmap_get(&s->idx.by_url, path);
-            if (!target && (failed_page || (r->out_bytes == 0 && !l->file))) {
-                free(path);
-                continue;
-            }
-            if (!target && !strmap_get(&s->files, path)) {
-                diag_error(&s->dl, file, l->line, l->col,
-                           "broken link to %s: no page or file there%s%s", l->target,
-                           l->file ? "; in the output for " : "", l->file ? r->url : "");
-            } else if (target && frag && frag[0]) {
-                /* each target's ids as a set, made on first use */
-                strmap *set = strmap_get(&idsets, target->url);
-                if (!set) {
-                    set = xmalloc(sizeof *set);
-                    strmap_init(set);
-                    for (size_t i = 0; i < target->nids; i++)
-                        strmap_put(set, target->ids[i], (void *)1);
-                    strmap_put(&idsets, target->url, set);
-                }
-                bool found = strmap_get(set, frag) != NULL;
-                if (!found)
-                    diag_error(&s->dl, file, l->line, l->col,
-                               "broken link to %s: %s has no heading or anchor with id \"%s\"",
-                               l->target, target->url, frag);
-            }
-            free(path);
-        }
-    }
-    strmap_free(&pages);
-    strmap_free(&reported);
-    for (size_t i = 0; i < idsets.cap; i++) {
-        if (idsets.keys[i]) {
-            strmap_free(idsets.vals[i]);
-            free(idsets.vals[i]);
-        }
-    }
-    strmap_free(&idsets);
 }
 
 /* ---------- the steps ---------- */
@@ -539,10 +456,10 @@ static void S_links(build_state *s)
         bool *fresh = xcalloc(s->njobs + 1, sizeof *fresh);
         for (size_t j = 0; j < s->njobs; j++)
             fresh[j] = !s->inc.from_cache[j];
-        S_check_links(s, fresh);
+        links_check(s->records, s->njobs, fresh, &s->idx.by_url, &s->files, &s->dl);
         free(fresh);
     } else {
-        S_check_links(s, NULL);
+        links_check(s->records, s->njobs, NULL, &s->idx.by_url, &s->files, &s->dl);
     }
     S_trace(s, "links checked");
 }

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "strmap.h"
+
 
 /* What a byte becomes inside a JSON string: 0 itself, else the letter after
  * the backslash ('u': \u00XX). Only what must be escaped is. */
@@ -74,14 +76,14 @@ static void S_json_str(buf *b, const char *s)
 
 void report_json_head(buf *out) { buf_puts(out, "{\n  \"figures\": ["); }
 
-void report_json_page(buf *page, const char *page_url, const char *src)
+void report_json_page(buf *head, const char *page_url, const char *src)
 {
-    buf_clear(page);
-    BUF_PUT_LIT(page, "\n    {\"page\": ");
-    S_json_str(page, page_url);
-    BUF_PUT_LIT(page, ", \"file\": ");
-    S_json_str(page, src);
-    BUF_PUT_LIT(page, ", \"line\": ");
+    buf_clear(head);
+    BUF_PUT_LIT(head, "\n    {\"page\": ");
+    S_json_str(head, page_url);
+    BUF_PUT_LIT(head, ", \"file\": ");
+    S_json_str(head, src);
+    BUF_PUT_LIT(head, ", \"line\": ");
 }
 
 /* What follows the value, by tier and status (tier * 2 + ok): the names are
@@ -99,11 +101,11 @@ static const struct {
     {S_TS("cited", "pass"), sizeof S_TS("cited", "pass") - 1},
 };
 
-void report_json_figure(buf *b, report_totals *t, const buf *page, const figure *fg)
+void report_json_figure(buf *b, report_totals *t, const buf *head, const figure *fg)
 {
     if (t->total)
         buf_putc(b, ',');
-    buf_put(b, page->ptr, page->len);
+    buf_put(b, head->ptr, head->len);
     buf_put_int(b, fg->line);
     BUF_PUT_LIT(b, ", \"col\": ");
     buf_put_int(b, fg->col);
@@ -150,4 +152,50 @@ void report_json_tail(buf *b, const report_totals *t)
     S_total(b, "cited", t->tiers[FIG_CITED], ", ");
     S_total(b, "passed", t->total - t->failed, ", ");
     S_total(b, "failed", t->failed, "}\n}\n");
+}
+
+/* ---------- report groups ---------- */
+
+size_t *report_sections(const content_index *idx, size_t *n)
+{
+    size_t *v = xmalloc((idx->npages + 1) * sizeof *v);
+    *n = 0;
+    for (size_t i = 0; i < idx->npages; i++) {
+        const page *p = idx->pages[i];
+        if (p->kind == PAGE_SECTION && p->parent && p->parent->kind == PAGE_HOME)
+            v[(*n)++] = i;
+    }
+    return v;
+}
+
+/* The top-level section page a page belongs to, or NULL for the root group. */
+static const page *S_top_section(const page *p)
+{
+    /* parents lead to home: a chain as deep as the content folders */
+    while (p && p->parent && p->parent->kind != PAGE_HOME)
+        p = p->parent;
+    return p && p->kind != PAGE_HOME && p->parent && p->kind == PAGE_SECTION ? p : NULL;
+}
+
+size_t *report_groups(const content_index *idx, const size_t *sections, size_t n)
+{
+    size_t *groups = xmalloc((idx->npages + 1) * sizeof *groups);
+    strmap top_of;
+    strmap_init(&top_of);
+    for (size_t k = 0; k < n; k++)
+        strmap_put(&top_of, idx->pages[sections[k]]->url, (void *)(k + 1));
+    for (size_t j = 0; j < idx->npages; j++) {
+        const page *top = n ? S_top_section(idx->pages[j]) : NULL;
+        size_t k = top ? (size_t)strmap_get(&top_of, top->url) : 0;
+        groups[j] = !n ? REPORT_GROUP_ALL : k ? k - 1 : REPORT_GROUP_ROOT;
+    }
+    strmap_free(&top_of);
+    return groups;
+}
+
+char *report_path(const content_index *idx, const size_t *sections, size_t group)
+{
+    if (group == REPORT_GROUP_ALL || group == REPORT_GROUP_ROOT)
+        return xstrdup("/checks/");
+    return xasprintf("/checks%s", idx->pages[sections[group]]->url);
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "buf.h"
+#include "content.h"
 #include "figure.h"
 
 typedef struct {
@@ -24,5 +25,26 @@ void report_json_page(buf *page, const char *page_url, const char *src);
 /* One figure of the page that report_json_page described in page. */
 void report_json_figure(buf *out, report_totals *t, const buf *page, const figure *f);
 void report_json_tail(buf *out, const report_totals *t);
+
+/* ---------- report groups ----------
+ * With templates/checks-section.html the report is one page per top-level
+ * section (checks/<section>/) plus the index (checks/), which lists home's
+ * and the root pages' figures: a site of 100,000s of figures gets pages a
+ * browser can open, and rendered side by side. A page's group is the position
+ * of its top-level section among the report's sections, or one of: */
+#define REPORT_GROUP_ALL ((size_t)-2)  /* every figure: site.figures, the one report */
+#define REPORT_GROUP_ROOT ((size_t)-1) /* home and the pages at the root */
+
+/* The top-level sections (by index into idx->pages), in page order: the
+ * report's sections when the site has a section template. Returns a
+ * malloc'ed array of *n. */
+size_t *report_sections(const content_index *idx, size_t *n);
+/* The report group of every page (REPORT_GROUP_ROOT, or the position of its
+ * top-level section in sections[0..n); REPORT_GROUP_ALL for every page when
+ * n is 0), in a malloc'ed array by page. */
+size_t *report_groups(const content_index *idx, const size_t *sections, size_t n);
+/* Where the figures of a group are listed: "/checks/" or
+ * "/checks/<section>/" (site path, malloc'ed). */
+char *report_path(const content_index *idx, const size_t *sections, size_t group);
 
 #endif

@@ -555,6 +555,43 @@ templates/page.html: error: broken link to /nowhere/: no page or file there; in 
 EOF
 }
 
+# Links a template writes are read as a browser reads them: href and src in
+# double, single or no quotes are checked; data-href is not a link.
+t_bad_template_link_quoting() {
+    good_built || return
+    sed -i "s|<p class=\"count\">|<p class=\"count\"><a href='/single/'>x</a><a href=/bare/>y</a><a data-href=\"/data/\">z</a><img alt=\"\" src = '/img/x.png'><a href='/articles/kv-cache/?a=1\&amp;b=2'>ok</a>|" "$W/templates/page.html"
+    kv build
+    expect_failed_build <<'EOF'
+templates/page.html: error: broken link to /single/: no page or file there; in the output for /articles/kv-cache/
+templates/page.html: error: broken link to /bare/: no page or file there; in the output for /articles/kv-cache/
+templates/page.html: error: broken link to /img/x.png: no page or file there; in the output for /articles/kv-cache/
+EOF
+}
+
+# page.toc and page.figures are views of the page being rendered: a template
+# that keeps them where the next page can reach them (the metatable `page`
+# shares with every page) must not read freed memory (a use-after-free the
+# sanitizers caught); the metatable is locked, and a view kept anyway fails.
+t_views_kept_past_their_page() {
+    good_built || return
+    { cat <<'EOF'
+<p>kept:{{ tostring(select(2, pcall(function() return #getmetatable(page).kept end))) }}</p>
+<p>keep:{{ tostring((pcall(function() getmetatable(page).kept = page.toc end))) }}</p>
+<p>keepfig:{{ tostring((pcall(function() getmetatable(page).figs = page.figures end))) }}</p>
+<p>meta:{{ tostring(getmetatable(page)) }}</p>
+EOF
+      cat "$W/templates/page.html"; } >"$W/templates/page.html.new"
+    mv "$W/templates/page.html.new" "$W/templates/page.html"
+    kv build
+    expect_rc 0
+    for f in site/articles/kv-cache/index.html site/notes/week-1/index.html; do
+        expect_grep "$f" "<p>keep:false</p>"
+        expect_grep "$f" "<p>keepfig:false</p>"
+        expect_grep "$f" "<p>meta:locked</p>"
+        expect_no_grep "$f" "<p>kept:1"
+    done
+}
+
 t_bad_missing_template() {
     good_built || return
     page content/articles/bad.md <<'EOF'

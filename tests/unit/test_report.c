@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -34,13 +35,13 @@ static void test_document(void **state)
     (void)state;
     buf b = BUF_INIT;
     report_totals t = {0, 0, {0, 0, 0}};
-    buf page = BUF_INIT;
+    buf head = BUF_INIT;
     report_json_head(&b);
     figure a = S_fig("224 MiB", "kv.bytes(m, 4096)", FIG_COMPUTED, true, 234881024.0);
     figure c = S_fig("7.03×", "quest", FIG_CITED, false, 0.0);
-    report_json_page(&page, "/docs/a/", "content/a.md");
-    report_json_figure(&b, &t, &page, &a);
-    report_json_figure(&b, &t, &page, &c);
+    report_json_page(&head, "/docs/a/", "content/a.md");
+    report_json_figure(&b, &t, &head, &a);
+    report_json_figure(&b, &t, &head, &c);
     report_json_tail(&b, &t);
     const char *want =
         "{\n  \"figures\": [\n"
@@ -60,7 +61,7 @@ static void test_document(void **state)
     assert_int_equal(t.failed, 1);
     assert_int_equal(t.tiers[FIG_CITED], 1);
     buf_free(&b);
-    buf_free(&page);
+    buf_free(&head);
 }
 
 static void test_escapes(void **state)
@@ -68,18 +69,18 @@ static void test_escapes(void **state)
     (void)state;
     buf b = BUF_INIT;
     report_totals t = {0, 0, {0, 0, 0}};
-    buf page = BUF_INIT;
+    buf head = BUF_INIT;
     figure f = S_fig("a\"b\\c\nd\te\x01\x1f 键", "x", FIG_MEASURED, true, NAN);
     f.provenance = NULL; /* absent: an empty string */
-    report_json_page(&page, "/", "");
-    report_json_figure(&b, &t, &page, &f);
+    report_json_page(&head, "/", "");
+    report_json_figure(&b, &t, &head, &f);
     assert_non_null(strstr(b.ptr, "\"quote\": \"a\\\"b\\\\c\\nd\\te\\u0001\\u001f 键\""));
     assert_non_null(strstr(b.ptr, "\"value\": null")); /* not a number */
     assert_non_null(strstr(b.ptr, "\"provenance\": \"\""));
     assert_int_equal(b.ptr[0], '\n'); /* the first figure has no comma */
     assert_int_equal(b.len, strlen(b.ptr));
     buf_free(&b);
-    buf_free(&page);
+    buf_free(&head);
 }
 
 /* What the escapes were before they went eight bytes at a time: a byte at a
@@ -111,7 +112,7 @@ static void test_escapes_everywhere(void **state)
     const unsigned char special[] = {1, 0x08, '\t', '\n', 0x0c, '\r', 0x1f, ' ', '!', '"',
                                      '#', '[', '\\', ']', 0x7f, 0x80, 0xe9, 0xff};
     char s[48];
-    buf got = BUF_INIT, want = BUF_INIT, page = BUF_INIT;
+    buf got = BUF_INIT, want = BUF_INIT, head = BUF_INIT;
     for (size_t len = 1; len <= 40; len++) {
         for (size_t at = 0; at < len; at++) {
             for (size_t k = 0; k < sizeof special; k++) {
@@ -123,8 +124,8 @@ static void test_escapes_everywhere(void **state)
                 report_totals t = {0, 0, {0, 0, 0}};
                 figure f = S_fig(s, "e", FIG_COMPUTED, true, 1.0);
                 buf_clear(&got);
-                report_json_page(&page, s, "f.md");
-                report_json_figure(&got, &t, &page, &f);
+                report_json_page(&head, s, "f.md");
+                report_json_figure(&got, &t, &head, &f);
                 buf_clear(&want);
                 buf_puts(&want, "\n    {\"page\": ");
                 S_escape_ref(&want, s);
@@ -140,21 +141,21 @@ static void test_escapes_everywhere(void **state)
     }
     buf_free(&got);
     buf_free(&want);
-    buf_free(&page);
+    buf_free(&head);
 }
 
 /* The tier and status words are fig_tier_name's and the figure's ok. */
 static void test_tier_and_status(void **state)
 {
     (void)state;
-    buf b = BUF_INIT, page = BUF_INIT, want = BUF_INIT;
-    report_json_page(&page, "/", "a.md");
+    buf b = BUF_INIT, head = BUF_INIT, want = BUF_INIT;
+    report_json_page(&head, "/", "a.md");
     for (int tier = FIG_COMPUTED; tier <= FIG_CITED; tier++) {
         for (int ok = 0; ok < 2; ok++) {
             report_totals t = {0, 0, {0, 0, 0}};
             figure f = S_fig("q", "e", (fig_tier)tier, ok, 0.5);
             buf_clear(&b);
-            report_json_figure(&b, &t, &page, &f);
+            report_json_figure(&b, &t, &head, &f);
             buf_clear(&want);
             buf_printf(&want, "\"value\": %s, \"tier\": \"%s\", \"status\": \"%s\", \"detail\": \"d\", ",
                        tier == FIG_CITED ? "null" : "0.5", fig_tier_name((fig_tier)tier),
@@ -166,8 +167,55 @@ static void test_tier_and_status(void **state)
         }
     }
     buf_free(&b);
-    buf_free(&page);
+    buf_free(&head);
     buf_free(&want);
+}
+
+/* Report groups: the top-level sections, each page's group and the
+ * report page that lists it. */
+static void test_groups(void **state)
+{
+    (void)state;
+    page home = {0}, a = {0}, a_sub = {0}, a_page = {0}, root_page = {0};
+    home.kind = PAGE_HOME;
+    home.url = (char *)"/";
+    a.kind = PAGE_SECTION;
+    a.url = (char *)"/a/";
+    a.parent = &home;
+    a_sub.kind = PAGE_SECTION;
+    a_sub.url = (char *)"/a/s/";
+    a_sub.parent = &a;
+    a_page.kind = PAGE_REGULAR;
+    a_page.url = (char *)"/a/s/p/";
+    a_page.parent = &a_sub;
+    root_page.kind = PAGE_REGULAR;
+    root_page.url = (char *)"/r/";
+    root_page.parent = &home;
+    page *pages[] = {&home, &a, &a_sub, &a_page, &root_page};
+    content_index idx;
+    memset(&idx, 0, sizeof idx);
+    idx.pages = pages;
+    idx.npages = 5;
+    size_t n;
+    size_t *sections = report_sections(&idx, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(sections[0], 1);
+    size_t *g = report_groups(&idx, sections, n);
+    const size_t want[] = {REPORT_GROUP_ROOT, 0, 0, 0, REPORT_GROUP_ROOT};
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(g[i], want[i]);
+    free(g);
+    g = report_groups(&idx, sections, 0); /* one report */
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(g[i], REPORT_GROUP_ALL);
+    free(g);
+    char *path = report_path(&idx, sections, 0);
+    assert_string_equal(path, "/checks/a/");
+    free(path);
+    path = report_path(&idx, sections, REPORT_GROUP_ROOT);
+    assert_string_equal(path, "/checks/");
+    free(path);
+    free(sections);
 }
 
 int main(void)
@@ -177,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_escapes),
         cmocka_unit_test(test_escapes_everywhere),
         cmocka_unit_test(test_tier_and_status),
+        cmocka_unit_test(test_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,50 @@
+/* jobs: what a build renders, as numbered jobs, from one table of job kinds.
+ *
+ * Jobs are numbered: 0..npages-1 are the pages of the content index, then the
+ * generated pages in the order of the table in jobs.c (tag index, one per tag,
+ * sources, the checks report, 404, checks.json, the report's section pages).
+ * They run in four phases, each after the previous one is complete, because
+ * later pages list what earlier ones produced: regular pages; sections, tags,
+ * sources and 404; home (which lists sections); the checks report and
+ * checks.json (every figure, home's too).
+ *
+ * The functions keep the render_job_ names that build.c and pool.c call. */
+#ifndef KV_JOBS_H
+#define KV_JOBS_H
+
+#include <stddef.h>
+
+typedef struct render_env render_env;
+
+typedef enum {
+    JOB_PAGE, JOB_TAGS, JOB_TAG, JOB_SOURCES, JOB_CHECKS, JOB_404, JOB_CHECKS_JSON,
+    JOB_CHECKS_SECTION, /* one per report section (render_env.report_sections) */
+    JOB_KIND_COUNT
+} job_kind;
+
+/* One kind of job: a row of the table. Strings are static. */
+typedef struct {
+    job_kind kind;
+    const char *name;     /* page.kind of a generated page: "tags", "checks", ... */
+    int phase;            /* 0 for pages: their phase follows their page kind */
+    const char *template; /* "templates/<file>": the default for pages, the
+                           * file a job's failure is reported at */
+    const char *title;    /* page.title of a generated page; NULL: from its item */
+    const char *url;      /* site path of a generated page; NULL: from its item */
+} job_kind_info;
+
+const job_kind_info *jobs_info(job_kind k);
+
+size_t render_job_count(const render_env *e);
+/* The kind of a job and, for kinds with one job per item (pages, tags,
+ * report sections), the item's index in its list; 0 otherwise. */
+job_kind render_job_kind(const render_env *e, size_t job, size_t *index);
+int render_job_phase(const render_env *e, size_t job);
+/* render_job_phase of every job (and of every record, e->nrecords), in a new
+ * array (the caller frees it); records past the jobs get UCHAR_MAX. */
+unsigned char *render_job_phases(const render_env *e);
+/* File a job's problems are reported at when it fails as a whole (timeout):
+ * a page's source, or its kind's template. Static or owned by e. */
+const char *render_job_file(const render_env *e, size_t job);
+
+#endif

@@ -1,0 +1,359 @@
+#include "links.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "markdown.h"
+
+/* ---------- normalising ---------- */
+
+char *links_target(const char *url, size_t un, const char *base, const char *page_url)
+{
+    size_t bn = strlen(base);
+    buf t = BUF_INIT;
+    if (un > 0 && url[0] == '#') {
+        buf_puts(&t, page_url);
+        buf_put(&t, url, un);
+    } else if (un > 0 && url[0] == '/' && !(un > 1 && url[1] == '/')) {
+        if (bn == 0 || (un >= bn && !memcmp(url, base, bn) && (un == bn || url[bn] == '/'))) {
+            if (un == bn)
+                buf_putc(&t, '/');
+            else
+                buf_put(&t, url + bn, un - bn);
+        }
+    }
+    if (t.len == 0) {
+        buf_free(&t);
+        return NULL;
+    }
+    char *target = buf_detach(&t);
+    if (strchr(target, '%')) {
+        char *dec = md_percent_decode(target, strlen(target));
+        free(target);
+        target = dec;
+    }
+    char *q = strchr(target, '?');
+    if (q) {
+        char *frag = strchr(q, '#');
+        memmove(q, frag ? frag : "", strlen(frag ? frag : "") + 1);
+    }
+    return target;
+}
+
+static void S_put_utf8(buf *b, uint32_t c)
+{
+    if (c == 0 || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        c = 0xFFFD; /* as HTML does */
+    if (c < 0x80) {
+        buf_putc(b, (char)c);
+    } else if (c < 0x800) {
+        buf_putc(b, (char)(0xC0 | (c >> 6)));
+        buf_putc(b, (char)(0x80 | (c & 0x3F)));
+    } else if (c < 0x10000) {
+        buf_putc(b, (char)(0xE0 | (c >> 12)));
+        buf_putc(b, (char)(0x80 | ((c >> 6) & 0x3F)));
+        buf_putc(b, (char)(0x80 | (c & 0x3F)));
+    } else {
+        buf_putc(b, (char)(0xF0 | (c >> 18)));
+        buf_putc(b, (char)(0x80 | ((c >> 12) & 0x3F)));
+        buf_putc(b, (char)(0x80 | ((c >> 6) & 0x3F)));
+        buf_putc(b, (char)(0x80 | (c & 0x3F)));
+    }
+}
+
+void links_decode_attr(const char *v, size_t n, buf *out)
+{
+    static const struct {
+        const char *name;
+        char c;
+    } named[] = {{"amp;", '&'}, {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''}};
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] != '&') {
+            buf_putc(out, v[i]);
+            continue;
+        }
+        const char *s = v + i + 1;
+        size_t left = n - i - 1, used = 0;
+        if (left >= 2 && s[0] == '#') {
+            bool hex = s[1] == 'x' || s[1] == 'X';
+            size_t k = hex ? 2 : 1, digits = 0;
+            uint32_t c = 0;
+            for (; k < left && digits < 8; k++, digits++) { /* bounded: at most 8 digits */
+                char d = s[k];
+                int x = d >= '0' && d <= '9' ? d - '0'
+                        : hex && d >= 'a' && d <= 'f' ? d - 'a' + 10
+                        : hex && d >= 'A' && d <= 'F' ? d - 'A' + 10 : -1;
+                if (x < 0)
+                    break;
+                c = c * (hex ? 16 : 10) + (uint32_t)x;
+            }
+            if (digits && k < left && s[k] == ';') {
+                S_put_utf8(out, c);
+                used = k + 1;
+            }
+        } else {
+            for (size_t e = 0; e < sizeof named / sizeof *named; e++) {
+                size_t len = strlen(named[e].name);
+                if (left >= len && !memcmp(s, named[e].name, len)) {
+                    buf_putc(out, named[e].c);
+                    used = len;
+                    break;
+                }
+            }
+        }
+        if (used)
+            i += used;
+        else
+            buf_putc(out, '&');
+    }
+}
+
+/* ---------- collecting from HTML ---------- */
+
+static bool S_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
+
+static bool S_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool S_name_is(const char *s, size_t n, const char *name)
+{
+    return strlen(name) == n && !strncasecmp(s, name, n);
+}
+
+/* Where the text after position p ends that starts with needle (n bytes),
+ * or end: a linear search (memchr on the first byte). */
+static const char *S_find(const char *p, const char *end, const char *needle, size_t n,
+                          bool nocase)
+{
+    while (p < end && (size_t)(end - p) >= n) {
+        if (nocase ? !strncasecmp(p, needle, n) : !memcmp(p, needle, n))
+            return p;
+        p++;
+    }
+    return end;
+}
+
+typedef struct {
+    const links_scan_opts *o;
+    strmap *seen;
+    strmap ids;
+    size_t ids_cap;
+    page_record *rec;
+    buf u; /* one scratch buffer for every value: a page has hundreds of links */
+} scan_state;
+
+static void S_id(scan_state *st, const char *v, size_t n)
+{
+    /* ids a template writes (map groups, report rows) are link targets too */
+    page_record *rec = st->rec;
+    buf_clear(&st->u);
+    links_decode_attr(v, n, &st->u);
+    if (strmap_get(&st->ids, buf_cstr(&st->u)))
+        return;
+    strmap_put(&st->ids, buf_cstr(&st->u), (void *)1);
+    if (rec->nids == st->ids_cap)
+        rec->ids = xrealloc(rec->ids, (st->ids_cap = st->ids_cap ? st->ids_cap * 2 : 64) *
+                                          sizeof *rec->ids);
+    rec->ids[rec->nids++] = xstrdup(buf_cstr(&st->u));
+}
+
+static void S_link(scan_state *st, const char *v, size_t vn)
+{
+    const links_scan_opts *o = st->o;
+    if (o->skip_prefix) {
+        size_t pn = strlen(o->skip_prefix);
+        if (vn > pn && !memcmp(v, o->skip_prefix, pn)) {
+            size_t num = 0, k = pn;
+            while (k < vn && v[k] >= '0' && v[k] <= '9' && num <= o->skip_max)
+                num = num * 10 + (size_t)(v[k++] - '0');
+            if (k == vn && num >= 1 && num <= o->skip_max)
+                return; /* one of this page's figures */
+        }
+    }
+    buf_clear(&st->u);
+    links_decode_attr(v, vn, &st->u);
+    char *target = links_target(buf_cstr(&st->u), st->u.len, o->base_path, o->page_url);
+    if (!target)
+        return;
+    page_record *rec = st->rec;
+    if (!strmap_get(st->seen, target)) {
+        strmap_put(st->seen, target, (void *)1);
+        rec->links = xrealloc(rec->links, (rec->nlinks + 1) * sizeof *rec->links);
+        rec->links[rec->nlinks++] = (md_link){target, 0, 0, xstrdup(o->file)};
+        target = NULL;
+    }
+    free(target);
+}
+
+/* One tag's attributes from p (just after its name) to its '>'; returns
+ * where the tag ends. */
+static const char *S_attributes(scan_state *st, const char *p, const char *end)
+{
+    while (p < end) {
+        while (p < end && (S_space(*p) || *p == '/'))
+            p++;
+        if (p >= end || *p == '>')
+            return p;
+        const char *name = p;
+        while (p < end && !S_space(*p) && *p != '/' && *p != '>' && (*p != '=' || p == name))
+            p++;
+        size_t nn = (size_t)(p - name);
+        while (p < end && S_space(*p))
+            p++;
+        const char *v = NULL;
+        size_t vn = 0;
+        if (p < end && *p == '=') {
+            p++;
+            while (p < end && S_space(*p))
+                p++;
+            if (p < end && (*p == '"' || *p == '\'')) {
+                const char *q = memchr(p + 1, *p, (size_t)(end - p - 1));
+                if (!q)
+                    return end; /* unterminated: the rest is the value; not a link */
+                v = p + 1;
+                vn = (size_t)(q - v);
+                p = q + 1;
+            } else {
+                v = p;
+                while (p < end && !S_space(*p) && *p != '>')
+                    p++;
+                vn = (size_t)(p - v);
+            }
+        }
+        if (!v)
+            continue;
+        if (S_name_is(name, nn, "href") || S_name_is(name, nn, "src"))
+            S_link(st, v, vn);
+        else if (S_name_is(name, nn, "id"))
+            S_id(st, v, vn);
+    }
+    return end;
+}
+
+/* The tokenizer is a loop over the input: linear, no recursion. */
+void links_scan_html(const char *html, size_t len, const links_scan_opts *o, strmap *seen,
+                     page_record *rec)
+{
+    scan_state st = {o, seen, {0}, rec->nids, rec, BUF_INIT};
+    strmap_init(&st.ids);
+    const char *p = html, *end = html + len;
+    while (p < end && (p = memchr(p, '<', (size_t)(end - p)))) {
+        const char *q = p + 1;
+        if (q < end && *q == '!') {
+            bool comment = end - q >= 3 && q[1] == '-' && q[2] == '-';
+            const char *e = comment ? S_find(q + 3, end, "-->", 3, false)
+                                    : memchr(q, '>', (size_t)(end - q));
+            p = e && e < end ? e + 1 : end;
+            continue;
+        }
+        if (q >= end || !S_alpha(*q)) {
+            p = q; /* an end tag, or text: a stray '<' */
+            continue;
+        }
+        const char *name = q;
+        while (q < end && (S_alpha(*q) || (*q >= '0' && *q <= '9') || *q == '-'))
+            q++;
+        size_t nn = (size_t)(q - name);
+        q = S_attributes(&st, q, end);
+        p = q < end ? q + 1 : end;
+        /* the text of script and style is not markup */
+        if (S_name_is(name, nn, "script") || S_name_is(name, nn, "style")) {
+            const char *close = S_find(p, end, nn == 6 ? "</script" : "</style", nn + 2, true);
+            p = close;
+        }
+    }
+    buf_free(&st.u);
+    strmap_free(&st.ids);
+}
+
+/* ---------- checking ---------- */
+
+static void S_idset_free(void *set)
+{
+    strmap_free(set);
+    free(set);
+}
+
+void links_check(const page_record *records, size_t njobs, const bool *only,
+                 const strmap *page_urls, const strmap *files, diag_list *dl)
+{
+    strmap pages, reported, idsets;
+    strmap_init(&pages);
+    strmap_init(&reported);
+    strmap_init(&idsets);
+    for (size_t j = 0; j < njobs; j++) {
+        const page_record *r = &records[j];
+        if (r->done && r->url && r->url[0] && r->out_bytes > 0)
+            strmap_put(&pages, r->url, (void *)r);
+    }
+    for (size_t j = 0; j < njobs; j++) {
+        const page_record *r = &records[j];
+        if (only && !only[j])
+            continue;
+        for (size_t k = 0; k < r->nlinks; k++) {
+            const md_link *l = &r->links[k];
+            const char *hash = strchr(l->target, '#');
+            char *path = hash ? xstrndup(l->target, (size_t)(hash - l->target)) : xstrdup(l->target);
+            const char *frag = hash ? hash + 1 : NULL;
+            /* "/a/b/index.html" and "/a/b" name the page "/a/b/" */
+            size_t n = strlen(path);
+            if (n >= 10 && strcmp(path + n - 10, "index.html") == 0)
+                path[n - 10] = '\0';
+            const page_record *target = strmap_get(&pages, path);
+            if (!target && path[0] && path[strlen(path) - 1] != '/') {
+                char *slashed = xasprintf("%s/", path);
+                target = strmap_get(&pages, slashed);
+                free(slashed);
+            }
+            const char *file = l->file ? l->file : r->src && r->src[0] ? r->src : NULL;
+            if (l->file) {
+                /* a template's broken link is reported once, not once per page */
+                char *key = xasprintf("%s\n%s", l->file, l->target);
+                bool dup = strmap_get(&reported, key) != NULL;
+                strmap_put(&reported, key, (void *)1);
+                free(key);
+                if (dup) {
+                    free(path);
+                    continue;
+                }
+            }
+            /* a page that failed to render has its own error: links to it stand */
+            bool failed_page = !target && strmap_get(page_urls, path);
+            if (!target && (failed_page || (r->out_bytes == 0 && !l->file))) {
+                free(path);
+                continue;
+            }
+            if (!target && !strmap_get(files, path)) {
+                diag_error(dl, file, l->line, l->col,
+                           "broken link to %s: no page or file there%s%s", l->target,
+                           l->file ? "; in the output for " : "", l->file ? r->url : "");
+            } else if (target && frag && frag[0]) {
+                /* each target's ids as a set, made on first use */
+                strmap *set = strmap_get(&idsets, target->url);
+                if (!set) {
+                    set = xmalloc(sizeof *set);
+                    strmap_init(set);
+                    for (size_t i = 0; i < target->nids; i++)
+                        strmap_put(set, target->ids[i], (void *)1);
+                    strmap_put(&idsets, target->url, set);
+                }
+                bool found = strmap_get(set, frag) != NULL;
+                if (!found)
+                    diag_error(dl, file, l->line, l->col,
+                               "broken link to %s: %s has no heading or anchor with id \"%s\"",
+                               l->target, target->url, frag);
+            }
+            free(path);
+        }
+    }
+    strmap_free(&pages);
+    strmap_free(&reported);
+    strmap_free_with(&idsets, S_idset_free);
+}

@@ -1,0 +1,959 @@
+#include "luaview.h"
+
+#include <lauxlib.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "luadata.h"
+#include "render_state.h"
+#include "report.h"
+
+/* ---------- the mechanism ---------- */
+
+bool lv_expired(const lv_head *h)
+{
+    return h->live && *h->live != h->gen;
+}
+
+void *lv_test(lua_State *L, int idx, const lv_kind *kind)
+{
+    if (lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) < sizeof(lv_head))
+        return NULL;
+    lv_head *h = lua_touserdata(L, idx);
+    return h->kind == kind && !lv_expired(h) ? h : NULL;
+}
+
+void *lv_check(lua_State *L, int idx, const lv_kind *kind)
+{
+    if (lua_type(L, idx) == LUA_TUSERDATA && lua_rawlen(L, idx) >= sizeof(lv_head)) {
+        lv_head *h = lua_touserdata(L, idx);
+        if (h->kind == kind) {
+            if (lv_expired(h))
+                luaL_error(L, "%s: kept from a page that has finished rendering", kind->what);
+            return h;
+        }
+    }
+    luaL_error(L, "%s expected, got %s", kind->what, luaL_typename(L, idx));
+    return NULL;
+}
+
+static int S_index(lua_State *L)
+{
+    const lv_kind *kind = lua_touserdata(L, lua_upvalueindex(1));
+    void *o = lv_check(L, 1, kind);
+    bool found = false;
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        if (kind->field)
+            found = kind->field(L, o, 1, lua_tostring(L, 2));
+    } else if (kind->item && lua_isinteger(L, 2)) {
+        found = kind->item(L, o, lua_tointeger(L, 2));
+    }
+    if (!found)
+        lua_pushnil(L);
+    return 1;
+}
+
+static int S_newindex(lua_State *L)
+{
+    const lv_kind *kind = lua_touserdata(L, lua_upvalueindex(1));
+    lv_check(L, 1, kind);
+    return luaL_error(L, "%s is read-only: cannot set %s", kind->what, luaL_tolstring(L, 2, NULL));
+}
+
+static int S_len(lua_State *L)
+{
+    const lv_kind *kind = lua_touserdata(L, lua_upvalueindex(1));
+    void *o = lv_check(L, 1, kind);
+    lua_pushinteger(L, kind->len ? (lua_Integer)kind->len(o) : 0);
+    return 1;
+}
+
+/* pairs() of a kind with named fields: the fields that are set, in the
+ * kind's order; of a list: its items, from 1 up to the first missing one */
+static int S_next(lua_State *L)
+{
+    const lv_kind *kind = lua_touserdata(L, lua_upvalueindex(1));
+    void *o = lv_check(L, 1, kind);
+    if (!kind->keys) {
+        lua_Integer i = luaL_checkinteger(L, 2) + 1;
+        lua_pushinteger(L, i);
+        return kind->item && kind->item(L, o, i) ? 2 : 0;
+    }
+    size_t i = 0;
+    if (!lua_isnil(L, 2)) {
+        const char *k = lua_tostring(L, 2);
+        while (i < kind->nkeys && (!k || strcmp(kind->keys[i], k)))
+            i++;
+        i++;
+    }
+    for (; i < kind->nkeys; i++) {
+        lua_pushstring(L, kind->keys[i]);
+        if (!kind->field(L, o, 1, kind->keys[i]))
+            lua_pushnil(L);
+        if (!lua_isnil(L, -1))
+            return 2;
+        lua_pop(L, 2);
+    }
+    return 0;
+}
+
+static int S_pairs(lua_State *L)
+{
+    const lv_kind *kind = lua_touserdata(L, lua_upvalueindex(1));
+    lv_check(L, 1, kind);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushcclosure(L, S_next, 1);
+    lua_pushvalue(L, 1);
+    if (kind->keys)
+        lua_pushnil(L);
+    else
+        lua_pushinteger(L, 0);
+    return 3;
+}
+
+void *lv_new(lua_State *L, const lv_kind *kind, size_t size, int nuv, const uint64_t *live)
+{
+    lv_head *h = lua_newuserdatauv(L, size, nuv);
+    h->kind = kind;
+    h->live = live;
+    h->gen = live ? *live : 0;
+    /* one metatable per kind, found by the kind's address */
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, kind) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 6);
+        lua_CFunction fns[] = {S_index, S_newindex, S_len, S_pairs};
+        const char *names[] = {"__index", "__newindex", "__len", "__pairs"};
+        for (int i = 0; i < 4; i++) {
+            lua_pushlightuserdata(L, (void *)kind);
+            lua_pushcclosure(L, fns[i], 1);
+            lua_setfield(L, -2, names[i]);
+        }
+        lua_pushstring(L, kind->meta);
+        lua_setfield(L, -2, "__name");
+        lua_pushliteral(L, "locked");
+        lua_setfield(L, -2, "__metatable");
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, kind);
+    }
+    lua_setmetatable(L, -2);
+    return h;
+}
+
+/* ---------- renderer's views ---------- */
+static const char *S_kind_name(page_kind k)
+{
+    return k == PAGE_HOME ? "home" : k == PAGE_SECTION ? "section" : "page";
+}
+
+static const char S_BRIEF_KEY = 0; /* its address keys a brief's page index */
+static const char *const S_BRIEF_META = "kvsite.brief";
+
+/* __index of a page brief: params on first use. */
+static int S_brief_index(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *k = lua_tostring(L, 2);
+    if (!k || strcmp(k, "params") != 0)
+        return 0;
+    lua_pushlightuserdata(L, (void *)&S_BRIEF_KEY);
+    lua_rawget(L, 1);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (i < 0 || (size_t)i >= r->e.idx->npages)
+        return 0;
+    const page *p = r->e.idx->pages[i];
+    if (p->front) {
+        if (luadata_push(L, p->front) != 0)
+            return lua_error(L);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_newtable(L);
+        }
+    } else {
+        lua_newtable(L);
+    }
+    lua_pushliteral(L, "params");
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 1);
+    return 1;
+}
+
+/* A page's tags: {name, url} each. */
+static void S_push_tags_of(renderer *r, const page *p)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, (int)p->ntags, 0);
+    for (size_t k = 0; k < p->ntags; k++) {
+        lua_createtable(L, 0, 2);
+        render_setstr(L, "name", p->tags[k]);
+        /* a tag's URL, made once per worker */
+        const char *tu = strmap_get(&r->tag_urls, p->tags[k]);
+        if (!tu) {
+            char *slug = content_slugify(p->tags[k]);
+            char *made = xasprintf("%s/tags/%s/", r->e.cfg->base_path, slug);
+            free(slug);
+            strmap_put(&r->tag_urls, p->tags[k], made);
+            tu = made;
+        }
+        render_setstr(L, "url", tu);
+        lua_rawseti(L, -2, (lua_Integer)k + 1);
+    }
+}
+
+/* Pushes a page's front matter as a table ({} for none). */
+static void S_push_params(lua_State *L, const page *p)
+{
+    if (p->front) {
+        if (luadata_push(L, p->front) != 0)
+            lua_error(L);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_newtable(L);
+        }
+    } else {
+        lua_newtable(L);
+    }
+}
+
+/* A page in a list (page.pages, site.pages, a tag's pages): a read-only
+ * object whose fields are made when read. Listings of thousands of pages
+ * read a few fields of each; building a table of 15 for each cost more than
+ * the rest of the listing. Reading its summary or figure count is what makes
+ * a listing depend on that page's record (incremental builds). */
+typedef struct {
+    lv_head h;
+    renderer *r;
+    size_t i; /* index into idx->pages */
+} brief_obj;
+
+static const char *const S_BRIEF_KEYS[] = {"title", "date",   "updated", "section", "src",
+                                           "kind",  "url",    "permalink", "path",  "weight",
+                                           "draft", "summary", "nfigures", "tags",  "params"};
+
+static void S_pushstr_or_nil(lua_State *L, const char *v)
+{
+    if (v)
+        lua_pushstring(L, v);
+    else
+        lua_pushnil(L);
+}
+
+/* Pushes field k of the brief at index 1 (nil for one it lacks); false for
+ * a key briefs do not have. */
+static bool S_brief_field(lua_State *L, void *obj, int at, const char *k)
+{
+    const brief_obj *o = obj;
+    renderer *r = o->r;
+    const page *p = r->e.idx->pages[o->i];
+    buf *t = &r->scratch;
+    if (!strcmp(k, "title")) S_pushstr_or_nil(L, p->title);
+    else if (!strcmp(k, "date")) S_pushstr_or_nil(L, p->date);
+    else if (!strcmp(k, "updated")) S_pushstr_or_nil(L, p->updated);
+    else if (!strcmp(k, "section")) S_pushstr_or_nil(L, p->section);
+    else if (!strcmp(k, "src")) S_pushstr_or_nil(L, p->src);
+    else if (!strcmp(k, "kind")) lua_pushstring(L, S_kind_name(p->kind));
+    else if (!strcmp(k, "path")) S_pushstr_or_nil(L, p->url);
+    else if (!strcmp(k, "weight")) lua_pushinteger(L, p->weight);
+    else if (!strcmp(k, "draft")) lua_pushboolean(L, p->draft);
+    else if (!strcmp(k, "url") || !strcmp(k, "permalink")) {
+        buf_clear(t);
+        if (k[0] == 'u') {
+            buf_puts(t, r->e.cfg->base_path);
+            buf_puts(t, p->url);
+        } else {
+            buf_puts(t, r->e.cfg->base_url);
+            buf_puts(t, p->url + 1);
+        }
+        lua_pushlstring(L, t->ptr, t->len);
+    } else if (!strcmp(k, "summary")) {
+        const page_record *rec = p->summary ? NULL : render_record(r, o->i);
+        S_pushstr_or_nil(L, p->summary ? p->summary : rec && rec->summary[0] ? rec->summary : NULL);
+    } else if (!strcmp(k, "nfigures")) {
+        const page_record *rec = render_record(r, o->i);
+        if (rec)
+            lua_pushinteger(L, (lua_Integer)rec->nfigs);
+        else
+            lua_pushnil(L);
+    } else if (!strcmp(k, "tags") || !strcmp(k, "params")) {
+        /* made once per object: p.tags == p.tags, as with a table */
+        int slot = k[0] == 't' ? 1 : 2;
+        if (lua_getiuservalue(L, at, slot) == LUA_TNIL) {
+            lua_pop(L, 1);
+            if (slot == 1)
+                S_push_tags_of(r, p);
+            else
+                S_push_params(L, p);
+            lua_pushvalue(L, -1);
+            lua_setiuservalue(L, at, slot);
+        }
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static const lv_kind S_BRIEF_KIND = {"kvsite.pagebrief", "a page in a list", S_BRIEF_KEYS,
+                                     sizeof S_BRIEF_KEYS / sizeof *S_BRIEF_KEYS, S_brief_field,
+                                     NULL, NULL};
+
+static void S_push_brief_obj(renderer *r, size_t i)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    brief_obj *o = lv_new(L, &S_BRIEF_KIND, sizeof *o, 2, &r->job_gen);
+    o->r = r;
+    o->i = i;
+}
+
+/* A page as listings see it. */
+void lv_push_page_brief(renderer *r, size_t i)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const page *p = r->e.idx->pages[i];
+    lua_createtable(L, 0, 16);
+    render_setstr(L, "title", p->title);
+    render_setstr(L, "date", p->date);
+    render_setstr(L, "updated", p->updated);
+    render_setstr(L, "section", p->section);
+    render_setstr(L, "src", p->src);
+    render_setstr(L, "kind", S_kind_name(p->kind));
+    /* listings push thousands of briefs: strings are put together in one
+     * scratch buffer, not allocated one by one */
+    buf *t = &r->scratch;
+    buf_clear(t);
+    buf_puts(t, r->e.cfg->base_path);
+    buf_puts(t, p->url);
+    lua_pushlstring(L, t->ptr, t->len);
+    lua_setfield(L, -2, "url");
+    buf_clear(t);
+    buf_puts(t, r->e.cfg->base_url);
+    buf_puts(t, p->url + 1);
+    lua_pushlstring(L, t->ptr, t->len);
+    lua_setfield(L, -2, "permalink");
+    render_setstr(L, "path", p->url);
+    lua_pushinteger(L, p->weight);
+    lua_setfield(L, -2, "weight");
+    lua_pushboolean(L, p->draft);
+    lua_setfield(L, -2, "draft");
+    const page_record *rec = render_record(r, i);
+    const char *summary = p->summary ? p->summary : rec && rec->summary[0] ? rec->summary : NULL;
+    render_setstr(L, "summary", summary);
+    if (rec) {
+        lua_pushinteger(L, (lua_Integer)rec->nfigs);
+        lua_setfield(L, -2, "nfigures");
+    }
+    S_push_tags_of(r, p);
+    lua_setfield(L, -2, "tags");
+    /* params (the whole front matter) is made when a template reads it:
+     * listings of thousands of pages rarely do */
+    lua_pushlightuserdata(L, (void *)&S_BRIEF_KEY);
+    lua_pushinteger(L, (lua_Integer)i);
+    lua_rawset(L, -3);
+    if (luaL_newmetatable(L, S_BRIEF_META)) {
+        lua_pushlightuserdata(L, r);
+        lua_pushcclosure(L, S_brief_index, 1);
+        lua_setfield(L, -2, "__index");
+        /* shared by every page: locked, or a page could keep what it
+         * likes in it for the next one */
+        lua_pushliteral(L, "locked");
+        lua_setfield(L, -2, "__metatable");
+    }
+    lua_setmetatable(L, -2);
+}
+
+/* Lists of pages and figures are views: their items are built when a
+ * template reads them and dropped after, so a site of 100,000 pages or
+ * figures lists in constant Lua memory. They expire with their job. */
+typedef struct {
+    lv_head h;
+    renderer *r;
+    size_t n;
+    size_t items[]; /* page indices */
+} page_view;
+
+typedef struct {
+    lv_head h;
+    renderer *r;
+    size_t n;       /* figures */
+    size_t nspans;
+    size_t last;    /* the span read last: a report reads in order */
+    size_t spans[]; /* pairs: record job, cumulative figure count after it */
+} figure_view;
+
+static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url);
+
+static size_t S_page_view_len(const void *o) { return ((const page_view *)o)->n; }
+static size_t S_figure_view_len(const void *o) { return ((const figure_view *)o)->n; }
+
+static bool S_page_view_item(lua_State *L, void *o, lua_Integer i)
+{
+    page_view *v = o;
+    if (i < 1 || (size_t)i > v->n)
+        return false;
+    (void)L;
+    S_push_brief_obj(v->r, v->items[i - 1]);
+    return true;
+}
+
+static const lv_kind S_PAGE_VIEW = {"kvsite.pages", "a list of pages", NULL, 0, NULL,
+                                    S_page_view_item, S_page_view_len};
+
+/* Figure i (from 1) of view v, with its page's source path and full URL
+ * (NULL for none); false with errno set when the page's figures cannot be
+ * read. The figure lives until another page's figures are read. */
+static bool S_view_figure(figure_view *v, lua_Integer i, const figure **fig, const char **src,
+                          const char **url)
+{
+    size_t k = (size_t)i - 1, lo = v->last;
+    if (!(lo < v->nspans && k < v->spans[2 * lo + 1] && (lo == 0 || k >= v->spans[2 * lo - 1]))) {
+        size_t hi = v->nspans;
+        lo = 0;
+        while (lo < hi) { /* the first span whose cumulative count exceeds k */
+            size_t mid = (lo + hi) / 2;
+            if (v->spans[2 * mid + 1] <= k)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        v->last = lo;
+    }
+    size_t before = lo ? v->spans[2 * lo - 1] : 0;
+    size_t job = v->spans[2 * lo];
+    renderer *r = v->r;
+    const page_record *rec = render_record(r, job);
+    *src = rec->src;
+    if (!r->fig_url || r->fig_url_job != job) {
+        /* a report reads a page's figures one after the other */
+        free(r->fig_url);
+        r->fig_url = render_full_url(r, rec->url);
+        r->fig_url_job = job;
+    }
+    *url = r->fig_url;
+    const figure *figs = r->figs_job == job ? r->figs_now : NULL;
+    if (!figs) {
+        figs = record_figures(rec, r->e.figs, &r->figs_buf);
+        if (!figs)
+            return false;
+        r->figs_now = figs;
+        r->figs_job = job;
+    }
+    *fig = &figs[k - before];
+    return true;
+}
+
+static bool S_figure_view_item(lua_State *L, void *o, lua_Integer i)
+{
+    figure_view *v = o;
+    if (i < 1 || (size_t)i > v->n)
+        return false;
+    const figure *f;
+    const char *src, *url;
+    if (!S_view_figure(v, i, &f, &src, &url))
+        luaL_error(L, "cannot read the figures of %s: %s", src, strerror(errno));
+    S_push_figure(L, f, src, url);
+    return true;
+}
+
+static const lv_kind S_FIGURE_VIEW = {"kvsite.figures", "a list of figures", NULL, 0, NULL,
+                                      S_figure_view_item, S_figure_view_len};
+
+void lv_push_page_list(renderer *r, const size_t *v, size_t n)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    page_view *pv = lv_new(L, &S_PAGE_VIEW, sizeof *pv + n * sizeof(size_t), 0, &r->job_gen);
+    pv->r = r;
+    pv->n = n;
+    if (n)
+        memcpy(pv->items, v, n * sizeof *v);
+}
+
+/* A figure as templates see it: a read-only object whose fields are made
+ * when read. A report reads a few fields of each of 100,000s of figures:
+ * building a 14-field table for each cost more than the rest of the page.
+ * The object holds a copy of the figure and its strings: figures of other
+ * pages are decoded into a buffer that the next page's reuse. */
+typedef struct {
+    lv_head h;            /* never expires: the object owns its copy */
+    figure f;             /* its strings point into the object */
+    const char *src;      /* the same */
+    const char *page_url; /* the same, NULL for none */
+} figure_obj;
+
+static const char *const S_FIGURE_KEYS[] = {"quote",  "expr",       "mode",   "tier",
+                                            "status", "ok",         "value",  "detail",
+                                            "provenance", "anchor", "src",    "page_url",
+                                            "line",   "col"};
+
+/* The fields of a figure, in the order of S_FIGURE_KEYS. */
+enum {
+    FK_QUOTE, FK_EXPR, FK_MODE, FK_TIER, FK_STATUS, FK_OK, FK_VALUE, FK_DETAIL, FK_PROVENANCE,
+    FK_ANCHOR, FK_SRC, FK_PAGE_URL, FK_LINE, FK_COL, FK_COUNT
+};
+_Static_assert(sizeof S_FIGURE_KEYS / sizeof *S_FIGURE_KEYS == FK_COUNT, "a key per field");
+
+/* The FK_ number of field name k, or -1 for a key figures do not have. */
+static int S_figure_key(const char *k)
+{
+    int key;
+    switch (k[0]) { /* the first letter, then the one name it may be */
+    case 'q': key = FK_QUOTE; break;
+    case 'e': key = FK_EXPR; break;
+    case 'm': key = FK_MODE; break;
+    case 't': key = FK_TIER; break;
+    case 's': key = k[1] == 't' ? FK_STATUS : FK_SRC; break;
+    case 'o': key = FK_OK; break;
+    case 'v': key = FK_VALUE; break;
+    case 'd': key = FK_DETAIL; break;
+    case 'p': key = k[1] == 'r' ? FK_PROVENANCE : FK_PAGE_URL; break;
+    case 'a': key = FK_ANCHOR; break;
+    case 'l': key = FK_LINE; break;
+    case 'c': key = FK_COL; break;
+    default: return -1;
+    }
+    return strcmp(k, S_FIGURE_KEYS[key]) == 0 ? key : -1;
+}
+
+/* Field key of figure f of page src (at page_url). */
+static void S_figure_value(const figure *f, const char *src, const char *page_url, int key,
+                           tpl_value *v)
+{
+    const char *str = NULL;
+    memset(v, 0, sizeof *v);
+    switch (key) {
+    case FK_QUOTE: str = f->quote; break;
+    case FK_EXPR: str = f->expr; break;
+    case FK_MODE: str = f->mode; break;
+    case FK_TIER: str = fig_tier_name(f->tier); break;
+    case FK_STATUS: str = f->ok ? "pass" : "fail"; break;
+    case FK_SRC: str = src; break;
+    case FK_DETAIL: str = f->detail; break;
+    case FK_PROVENANCE: str = f->provenance; break;
+    case FK_PAGE_URL: str = page_url; break;
+    case FK_ANCHOR: str = f->anchor; break;
+    case FK_OK:
+        v->type = LUA_TBOOLEAN;
+        v->i = f->ok;
+        return;
+    case FK_VALUE:
+        v->type = LUA_TNUMBER;
+        v->d = f->value;
+        return;
+    default: /* FK_LINE, FK_COL */
+        v->type = LUA_TNUMBER;
+        v->integer = true;
+        v->i = key == FK_LINE ? f->line : f->col;
+        return;
+    }
+    v->type = str ? LUA_TSTRING : LUA_TNIL;
+    v->s = str;
+}
+
+/* Field k of figure f of page src (at page_url); false for a key figures
+ * do not have. */
+static bool S_figure_get(const figure *f, const char *src, const char *page_url, const char *k,
+                         tpl_value *v)
+{
+    int key = S_figure_key(k);
+    if (key < 0)
+        return false;
+    S_figure_value(f, src, page_url, key, v);
+    return true;
+}
+
+/* Pushes field k of o; returns false for a key figures do not have. */
+static bool S_figure_field(lua_State *L, void *obj, int at, const char *k)
+{
+    const figure_obj *o = obj;
+    (void)at;
+    tpl_value v;
+    if (!S_figure_get(&o->f, o->src, o->page_url, k, &v))
+        return false;
+    switch (v.type) {
+    case LUA_TSTRING: lua_pushstring(L, v.s); break;
+    case LUA_TBOOLEAN: lua_pushboolean(L, (int)v.i); break;
+    case LUA_TNUMBER:
+        if (v.integer)
+            lua_pushinteger(L, (lua_Integer)v.i);
+        else
+            lua_pushnumber(L, v.d);
+        break;
+    default: lua_pushnil(L);
+    }
+    return true;
+}
+
+static const lv_kind S_FIGURE_KIND = {"kvsite.figure", "a figure", S_FIGURE_KEYS,
+                                      sizeof S_FIGURE_KEYS / sizeof *S_FIGURE_KEYS,
+                                      S_figure_field, NULL, NULL};
+
+/* tpl_field_reader: a figure's fields for `{{ f.quote }}`, without Lua. */
+bool lv_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v)
+{
+    (void)ctx;
+    const figure_obj *o = lv_test(L, obj, &S_FIGURE_KIND);
+    return o && S_figure_get(&o->f, o->src, o->page_url, k, v);
+}
+
+/* tpl_list_reader: a report's rows read straight from the figures, without
+ * a figure object per row. */
+static void *S_open_list(void *ctx, lua_State *L, int list)
+{
+    (void)ctx;
+    return lv_test(L, list, &S_FIGURE_VIEW); /* expired: Lua raises the error */
+}
+
+static int S_list_key(void *ctx, void *list, const char *k)
+{
+    (void)ctx;
+    (void)list;
+    return S_figure_key(k);
+}
+
+static bool S_list_item(void *ctx, void *list, lua_Integer i, const int *keys, size_t n,
+                        tpl_value *v)
+{
+    (void)ctx;
+    figure_view *fv = list;
+    const figure *f;
+    const char *src, *url;
+    if (i < 1 || (size_t)i > fv->n || !S_view_figure(fv, i, &f, &src, &url))
+        return false;
+    for (size_t j = 0; j < n; j++)
+        S_figure_value(f, src, url, keys[j], &v[j]);
+    return true;
+}
+
+const tpl_list_reader lv_list_reader = {S_open_list, S_list_key, S_list_item};
+
+static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url)
+{
+    enum { NSTR = 8 };
+    const char *from[NSTR] = {f->quote, f->expr, f->mode, f->detail, f->provenance, f->anchor,
+                              src, page_url};
+    size_t len[NSTR], total = 0;
+    for (int i = 0; i < NSTR; i++)
+        total += len[i] = from[i] ? strlen(from[i]) + 1 : 0;
+    figure_obj *o = lv_new(L, &S_FIGURE_KIND, sizeof *o + total, 0, NULL);
+    char *to[NSTR], *p = (char *)(o + 1);
+    for (int i = 0; i < NSTR; i++) {
+        to[i] = from[i] ? memcpy(p, from[i], len[i]) : NULL;
+        p += len[i];
+    }
+    o->f = *f;
+    o->f.quote = to[0];
+    o->f.expr = to[1];
+    o->f.mode = to[2];
+    o->f.detail = to[3];
+    o->f.provenance = to[4];
+    o->f.anchor = to[5];
+    o->src = to[6];
+    o->page_url = to[7];
+}
+
+/* page.toc: a view too (a page may have thousands of headings), of the
+ * page's result: it expires when the page's job ends. */
+typedef struct {
+    lv_head h;
+    const md_heading *toc;
+    size_t n;
+} toc_view;
+
+static size_t S_toc_len(const void *o) { return ((const toc_view *)o)->n; }
+
+static bool S_toc_item(lua_State *L, void *o, lua_Integer i)
+{
+    const toc_view *v = o;
+    if (i < 1 || (size_t)i > v->n)
+        return false;
+    const md_heading *h = &v->toc[i - 1];
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, h->level);
+    lua_setfield(L, -2, "level");
+    render_setstr(L, "id", h->id);
+    render_setstr(L, "text", h->text);
+    return true;
+}
+
+static const lv_kind S_TOC_VIEW = {"kvsite.toc", "page.toc", NULL, 0, NULL, S_toc_item,
+                                   S_toc_len};
+
+void lv_push_toc(renderer *r, const md_heading *toc, size_t n)
+{
+    toc_view *v = lv_new(sandbox_lua(r->sb), &S_TOC_VIEW, sizeof *v, 0, &r->job_gen);
+    v->toc = toc;
+    v->n = n;
+}
+
+/* page.figures: a view of the page's own figures, like page.toc. */
+typedef struct {
+    lv_head h;
+    const fig_ctx *figs;
+    const char *src;
+} page_figures_view;
+
+static size_t S_page_figures_len(const void *o)
+{
+    return ((const page_figures_view *)o)->figs->nfigs;
+}
+
+static bool S_page_figures_item(lua_State *L, void *o, lua_Integer i)
+{
+    const page_figures_view *v = o;
+    if (i < 1 || (size_t)i > v->figs->nfigs)
+        return false;
+    S_push_figure(L, &v->figs->figs[i - 1], v->src, NULL);
+    return true;
+}
+
+static const lv_kind S_PAGE_FIGURES_VIEW = {"kvsite.page_figures", "page.figures", NULL, 0,
+                                            NULL, S_page_figures_item, S_page_figures_len};
+
+void lv_push_page_figures(renderer *r, const fig_ctx *figs, const char *src)
+{
+    page_figures_view *v =
+        lv_new(sandbox_lua(r->sb), &S_PAGE_FIGURES_VIEW, sizeof *v, 0, &r->job_gen);
+    v->figs = figs;
+    v->src = src;
+}
+
+/* ---------- site and report ---------- */
+
+/* Figures of a group (REPORT_REPORT_GROUP_ALL: every one) among the records so far,
+ * with totals per tier: {list = view, total, computed, measured, cited,
+ * failed}. Only the group's records are read. */
+static void S_push_figures(renderer *r, size_t group)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, 0, 8);
+    size_t nspans = 0, total = 0;
+    lua_Integer tiers[3] = {0, 0, 0}, failed = 0;
+    /* generated pages have no figures */
+    size_t njobs = group == REPORT_GROUP_ALL ? r->e.nrecords : r->e.idx->npages;
+    const size_t *groups = group == REPORT_GROUP_ALL ? NULL : render_groups(r);
+    for (size_t j = 0; j < njobs; j++) {
+        if (groups && groups[j] != group)
+            continue;
+        const page_record *rec = render_record(r, j);
+        if (rec && rec->nfigs)
+            nspans++;
+    }
+    figure_view *fv =
+        lv_new(L, &S_FIGURE_VIEW, sizeof *fv + 2 * nspans * sizeof(size_t), 0, &r->job_gen);
+    fv->r = r;
+    fv->nspans = nspans;
+    fv->last = 0;
+    nspans = 0;
+    for (size_t j = 0; j < njobs; j++) {
+        if (groups && groups[j] != group)
+            continue;
+        const page_record *rec = render_record(r, j);
+        if (!rec || !rec->nfigs)
+            continue;
+        uint32_t counts[4];
+        record_fig_counts(rec, counts);
+        for (int t = 0; t < 3; t++)
+            tiers[t] += counts[t];
+        failed += counts[3];
+        total += rec->nfigs;
+        fv->spans[2 * nspans] = j;
+        fv->spans[2 * nspans + 1] = total;
+        nspans++;
+    }
+    fv->n = total;
+    lua_setfield(L, -2, "list");
+    lua_pushinteger(L, (lua_Integer)total);
+    lua_setfield(L, -2, "total");
+    lua_pushinteger(L, tiers[FIG_COMPUTED]);
+    lua_setfield(L, -2, "computed");
+    lua_pushinteger(L, tiers[FIG_MEASURED]);
+    lua_setfield(L, -2, "measured");
+    lua_pushinteger(L, tiers[FIG_CITED]);
+    lua_setfield(L, -2, "cited");
+    lua_pushinteger(L, failed);
+    lua_setfield(L, -2, "failed");
+}
+
+static void S_push_site_figures(renderer *r) { S_push_figures(r, REPORT_GROUP_ALL); }
+
+/* `report` of a report page: its figures, its section (a page brief; none
+ * for the index) and, on the index, one entry per report section page. */
+void lv_push_report(renderer *r, size_t group)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, 0, 3);
+    S_push_figures(r, group);
+    lua_setfield(L, -2, "figures");
+    if (group != REPORT_GROUP_ALL && group != REPORT_GROUP_ROOT) {
+        lv_push_page_brief(r, r->e.report_sections[group]);
+        lua_setfield(L, -2, "section");
+    }
+    size_t ns = group == REPORT_GROUP_ROOT ? r->e.nreport_sections : 0;
+    lua_createtable(L, (int)ns, 0);
+    if (ns) {
+        /* totals per section, from every record */
+        size_t *count = xcalloc(5 * ns + 1, sizeof *count);
+        const size_t *groups = render_groups(r);
+        for (size_t j = 0; j < r->e.idx->npages; j++) {
+            size_t g = groups[j];
+            const page_record *rec = g == REPORT_GROUP_ROOT ? NULL : render_record(r, j);
+            if (!rec || !rec->nfigs)
+                continue;
+            uint32_t c[4];
+            record_fig_counts(rec, c);
+            count[5 * g] += rec->nfigs;
+            for (int k = 0; k < 4; k++)
+                count[5 * g + 1 + k] += c[k];
+        }
+        static const char *const keys[] = {"total", "computed", "measured", "cited", "failed"};
+        for (size_t g = 0; g < ns; g++) {
+            const page *p = r->e.idx->pages[r->e.report_sections[g]];
+            lua_createtable(L, 0, 8);
+            render_setstr(L, "title", p->title);
+            char *u = render_full_url(r, p->url);
+            render_setstr(L, "page_url", u);
+            free(u);
+            char *path = report_path(r->e.idx, r->e.report_sections, g);
+            u = render_full_url(r, path);
+            render_setstr(L, "url", u);
+            free(u);
+            free(path);
+            for (size_t k = 0; k < 5; k++) {
+                lua_pushinteger(L, (lua_Integer)count[5 * g + k]);
+                lua_setfield(L, -2, keys[k]);
+            }
+            lua_rawseti(L, -2, (lua_Integer)g + 1);
+        }
+        free(count);
+    }
+    lua_setfield(L, -2, "sections");
+}
+
+static void S_push_sections(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_newtable(L);
+    lua_Integer n = 0;
+    const content_index *idx = r->e.idx;
+    for (size_t i = 0; i < idx->npages; i++) {
+        const page *p = idx->pages[i];
+        if (p->kind != PAGE_SECTION)
+            continue;
+        lv_push_page_brief(r, i);
+        size_t nc;
+        size_t *kids = content_children(idx, p, &nc);
+        lv_push_page_list(r, kids, nc);
+        free(kids);
+        lua_setfield(L, -2, "pages");
+        lua_rawseti(L, -2, ++n);
+    }
+}
+
+static void S_push_tags(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const content_index *idx = r->e.idx;
+    lua_createtable(L, (int)idx->ntags, 0);
+    for (size_t t = 0; t < idx->ntags; t++) {
+        lua_createtable(L, 0, 4);
+        render_setstr(L, "name", idx->tags[t].name);
+        render_setstr(L, "slug", idx->tags[t].slug);
+        char *u = render_full_url(r, idx->tags[t].url);
+        render_setstr(L, "url", u);
+        free(u);
+        lua_pushinteger(L, (lua_Integer)idx->tags[t].npages);
+        lua_setfield(L, -2, "count");
+        lv_push_page_list(r, idx->tags[t].pages, idx->tags[t].npages);
+        lua_setfield(L, -2, "pages");
+        lua_rawseti(L, -2, (lua_Integer)t + 1);
+    }
+}
+
+static void S_push_sources(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_newtable(L);
+    const yv *doc = r->e.src->doc;
+    if (!doc || doc->type != YV_MAP)
+        return;
+    /* sorted by key for a stable page */
+    size_t n = doc->n;
+    size_t *order = xmalloc((n + 1) * sizeof *order);
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(doc->keys[order[j - 1]], doc->keys[order[j]]) > 0; j--) {
+            size_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        const yv *e = doc->items[order[i]];
+        if (luadata_push(L, e) != 0)
+            lua_error(L);
+        if (!lua_istable(L, -1)) {
+            lua_pop(L, 1);
+            continue;
+        }
+        render_setstr(L, "key", doc->keys[order[i]]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    free(order);
+}
+
+/* __index of `site`: the big lists are built on first use only. */
+static int S_site_index(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *k = lua_tostring(L, 2);
+    if (!k)
+        return 0;
+    if (strcmp(k, "pages") == 0) {
+        size_t n;
+        size_t *v = content_by_date(r->e.idx, &n);
+        lv_push_page_list(r, v, n);
+        free(v);
+    } else if (strcmp(k, "sections") == 0) {
+        S_push_sections(r);
+    } else if (strcmp(k, "tags") == 0) {
+        S_push_tags(r);
+    } else if (strcmp(k, "figures") == 0) {
+        S_push_site_figures(r);
+    } else if (strcmp(k, "sources") == 0) {
+        S_push_sources(r);
+    } else {
+        return 0;
+    }
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 1);
+    return 1;
+}
+
+void lv_push_site(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const config *c = r->e.cfg;
+    lua_createtable(L, 0, 12);
+    render_setstr(L, "title", c->title);
+    render_setstr(L, "base_url", c->base_url);
+    render_setstr(L, "base_path", c->base_path);
+    render_setstr(L, "language", c->language);
+    render_setstr(L, "description", c->description);
+    render_setstr(L, "author", c->author);
+    render_setstr(L, "version", KVSITE_VERSION);
+    if (c->params) {
+        if (luadata_push(L, c->params) != 0)
+            lua_error(L);
+    } else {
+        lua_newtable(L);
+    }
+    lua_setfield(L, -2, "params");
+    lua_createtable(L, 0, 1);
+    lua_pushlightuserdata(L, r);
+    lua_pushcclosure(L, S_site_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
+}
+
+/* ---------- helpers for templates ---------- */

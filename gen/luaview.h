@@ -1,0 +1,90 @@
+/* luaview: host objects handed to Lua as read-only views, by one mechanism.
+ *
+ * A view is a full userdata that starts with an lv_head; its kind (an lv_kind,
+ * static) says how to read it: named fields (in the order pairs() gives them),
+ * numbered items from 1 and a length. Every view of a kind shares one locked
+ * metatable (__index, __newindex that refuses, __len, __pairs), cached in the
+ * registry by the kind's address. Templates read fields that are made when
+ * read, so a listing of 100,000 pages or figures costs constant Lua memory.
+ *
+ * Lifetime: a view may point at host memory that ends before the Lua state
+ * does (a page's table of contents, a render's records). Such a view is
+ * made with an owner generation, `live`, a counter its owner bumps when that
+ * memory ends: a view read after that raises a Lua error ("page.toc: kept
+ * from a page that has finished rendering") instead of reading freed memory.
+ * A view that owns its data (a copy) passes live = NULL and never expires.
+ * The counter must outlive the Lua state.
+ *
+ * The mechanism has no tie to the renderer: the sandbox's module views could
+ * be kinds of it too. The renderer's views (page briefs, lists of pages and
+ * figures, page.toc, page.figures, site, report) are below it, under
+ * "renderer's views"; they take the renderer (render_state.h). */
+#ifndef KV_LUAVIEW_H
+#define KV_LUAVIEW_H
+
+#include <lua.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lv_kind {
+    const char *meta; /* metatable __name ("kvsite.toc") */
+    const char *what; /* for errors: "page.toc", "a figure" */
+    /* named fields in pairs() order (NULL: pairs() gives the items) */
+    const char *const *keys;
+    size_t nkeys;
+    /* pushes field k of obj (nil for one unset); false, pushing nothing, for
+     * a key the kind does not have. NULL: no named fields. */
+    bool (*field)(lua_State *L, void *obj, int at, const char *k);
+    /* pushes item i (1..len) of obj; false, pushing nothing, when there is
+     * none. NULL: no items. May raise a Lua error. */
+    bool (*item)(lua_State *L, void *obj, lua_Integer i);
+    size_t (*len)(const void *obj); /* NULL: 0 */
+} lv_kind;
+
+/* The first member of every view. */
+typedef struct {
+    const lv_kind *kind;
+    const uint64_t *live; /* the owner's generation counter, or NULL */
+    uint64_t gen;         /* *live when the view was made */
+} lv_head;
+
+/* Pushes a new view of `size` bytes (lv_head included, at its start) with nuv
+ * user values and the kind's metatable; returns it for the caller to fill. */
+void *lv_new(lua_State *L, const lv_kind *kind, size_t size, int nuv, const uint64_t *live);
+/* The view of kind at index idx, or NULL when it is not one or its owner's
+ * memory has ended. Raises nothing (for C fast paths). */
+void *lv_test(lua_State *L, int idx, const lv_kind *kind);
+/* The view of kind at index idx; raises a Lua error when it is another value
+ * or has expired. */
+void *lv_check(lua_State *L, int idx, const lv_kind *kind);
+/* Whether a view's owner has ended it. */
+bool lv_expired(const lv_head *h);
+
+/* ---------- renderer's views ---------- */
+
+typedef struct renderer renderer;
+
+#include "figure.h"
+#include "markdown.h"
+#include "template.h"
+
+/* A page as listings see it: a table with a locked metatable (params made
+ * when read). i indexes idx->pages. */
+void lv_push_page_brief(renderer *r, size_t i);
+/* A list of pages v[0..n) (copied). */
+void lv_push_page_list(renderer *r, const size_t *v, size_t n);
+/* page.toc and page.figures of the page being rendered: they expire when
+ * the page's job ends. */
+void lv_push_toc(renderer *r, const md_heading *toc, size_t n);
+void lv_push_page_figures(renderer *r, const fig_ctx *figs, const char *src);
+/* `site` for the current job. */
+void lv_push_site(renderer *r);
+/* `report` of a report page for a group (report.h's REPORT_GROUP_ or a report
+ * section's position). */
+void lv_push_report(renderer *r, size_t group);
+/* The fast paths templates take for figures (template.h). */
+bool lv_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v);
+extern const tpl_list_reader lv_list_reader;
+
+#endif

@@ -1,0 +1,58 @@
+/* render_state: the renderer's state, shared by the files that make up the
+ * renderer (render.c, luaview.c's renderer views, helpers.c) and by no other
+ * module. The renderer owns everything here; see render.h. */
+#ifndef KV_RENDER_STATE_H
+#define KV_RENDER_STATE_H
+
+#include <stdint.h>
+
+#include "markdown.h"
+#include "record.h"
+#include "render.h"
+#include "sandbox.h"
+#include "strmap.h"
+#include "template.h"
+
+struct renderer {
+    render_env e;
+    sandbox *sb;
+    templates *tpl;
+    md_ctx *md;
+    /* bumped when a job ends: the Lua views made for it expire (luaview.h) */
+    uint64_t job_gen;
+    /* the page being rendered, for markdown_inline */
+    const page *cur_page;
+    const char *cur_file;
+    page_record *cur_rec;
+    fig_ctx *cur_figs;
+    /* the job being rendered sees the records of earlier phases only, and
+     * every record it reads is noted: an incremental build re-renders it
+     * when one of them changes */
+    int cur_phase;
+    unsigned char *read_mark; /* by job */
+    const unsigned char *phase; /* by job: render_job_phase, asked for every record read */
+    unsigned char *own_phase;   /* phase when the env has none */
+    uint32_t *reads;
+    size_t nreads, capreads;
+    buf scratch;        /* lv_push_page_brief's */
+    strmap tag_urls;    /* tag name -> its URL (owned) */
+    char *fig_url;      /* full URL of the page whose figures a view last gave */
+    size_t fig_url_job;
+    size_t *groups;     /* report group by page (report_groups), NULL until needed */
+    record_figs_buf figs_buf; /* the figures of the record a view last read */
+    const figure *figs_now;
+    size_t figs_job;
+    char *report_url;   /* full URL of the report page listing the current page */
+};
+
+/* The record of an earlier phase's job, noted as read; NULL when the current
+ * job may not see it. */
+const page_record *render_record(renderer *r, size_t job);
+/* base_path + site_path, malloc'ed. */
+char *render_full_url(const renderer *r, const char *site_path);
+/* The report group of every page (report_groups), made once per renderer. */
+const size_t *render_groups(renderer *r);
+/* Sets field k of the table on top of the stack to v (nothing for NULL). */
+void render_setstr(lua_State *L, const char *k, const char *v);
+
+#endif

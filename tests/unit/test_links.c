@@ -1,0 +1,167 @@
+/* Unit tests for gen/links.c: targets, character references and the
+ * tag-aware scan of a page's HTML. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "links.h"
+
+static void S_target(const char *url, const char *base, const char *want)
+{
+    char *t = links_target(url, strlen(url), base, "/p/");
+    if (!want)
+        assert_null(t);
+    else
+        assert_string_equal(t, want);
+    free(t);
+}
+
+static void test_target(void **state)
+{
+    (void)state;
+    S_target("/a/b/", "", "/a/b/");
+    S_target("#x", "", "/p/#x");
+    S_target("/docs/a/?q=1#f", "/docs", "/a/#f");
+    S_target("/docs", "/docs", "/");
+    S_target("/other/a/", "/docs", NULL);
+    S_target("/docsa/", "/docs", NULL);
+    S_target("//cdn.example/x", "", NULL);
+    S_target("https://example.com/", "", NULL);
+    S_target("/%E5%BC%80/", "", "/\xe5\xbc\x80/");
+    S_target("", "", NULL);
+}
+
+static void S_decode(const char *in, const char *want)
+{
+    buf b = BUF_INIT;
+    links_decode_attr(in, strlen(in), &b);
+    assert_string_equal(buf_cstr(&b), want);
+    buf_free(&b);
+}
+
+static void test_decode(void **state)
+{
+    (void)state;
+    S_decode("a&amp;b&lt;&gt;&quot;&apos;", "a&b<>\"'");
+    S_decode("&#39;&#x41;&#X42;", "'AB");
+    S_decode("&#233;", "\xc3\xa9");
+    S_decode("&nosuch; & &#; &#x;", "&nosuch; & &#; &#x;");
+    S_decode("&#0;", "\xef\xbf\xbd");
+    S_decode("&#99999999999;", "&#99999999999;"); /* more than 8 digits: left as is */
+}
+
+static char **S_scan(const char *html, size_t *n, page_record *rec)
+{
+    strmap seen;
+    strmap_init(&seen);
+    strmap_put(&seen, "/known/", (void *)1);
+    links_scan_opts o = {"", "/p/", "templates/t.html", "/checks/#p-", 3};
+    memset(rec, 0, sizeof *rec);
+    links_scan_html(html, strlen(html), &o, &seen, rec);
+    strmap_free(&seen);
+    char **v = calloc(rec->nlinks + 1, sizeof *v);
+    for (size_t i = 0; i < rec->nlinks; i++) {
+        v[i] = rec->links[i].target;
+        assert_string_equal(rec->links[i].file, "templates/t.html");
+    }
+    *n = rec->nlinks;
+    return v;
+}
+
+static void S_free_rec(page_record *rec, char **v)
+{
+    for (size_t i = 0; i < rec->nlinks; i++) {
+        free(rec->links[i].target);
+        free(rec->links[i].file);
+    }
+    free(rec->links);
+    for (size_t i = 0; i < rec->nids; i++)
+        free(rec->ids[i]);
+    free(rec->ids);
+    free(v);
+}
+
+static void test_scan(void **state)
+{
+    (void)state;
+    page_record rec;
+    size_t n;
+    char **v = S_scan("<a href=\"/d/\">x</a><a href='/s/'>x</a><A HREF=/u/>x</A>"
+                      "<a data-href=\"/data/\" xsrc='/x/'>no</a>"
+                      "<img alt='a > b' src = \"/i.png\">"
+                      "<a href=\"/q/?a=1&amp;b=2#f\">q</a>"
+                      "<a href=\"/known/\">seen</a><a href=\"/d/\">twice</a>"
+                      "<a href=\"/checks/#p-2\">row</a><a href=\"/checks/#p-9\">not a row</a>"
+                      "<!-- <a href=\"/comment/\"> -->"
+                      "<script>var s = '<a href=\"/script/\">';</script>"
+                      "<p>href=\"/text/\"</p>"
+                      "<a href=\"#top\">t</a><a href=\"https://example.com/\">e</a>"
+                      "<h2 id=\"h&amp;1\">h</h2><div id=x id='y'></div><a href='/open",
+                      &n, &rec);
+    const char *want[] = {"/d/", "/s/", "/u/", "/i.png", "/q/#f", "/checks/#p-9", "/p/#top"};
+    assert_int_equal(n, sizeof want / sizeof *want);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(v[i], want[i]);
+    const char *ids[] = {"h&1", "x", "y"};
+    assert_int_equal(rec.nids, 3);
+    for (size_t i = 0; i < rec.nids; i++)
+        assert_string_equal(rec.ids[i], ids[i]);
+    S_free_rec(&rec, v);
+}
+
+/* The checks: a missing page, a missing id, a template's link once. */
+static void test_check(void **state)
+{
+    (void)state;
+    page_record r[2];
+    memset(r, 0, sizeof r);
+    char *ids[] = {(char *)"top"};
+    md_link l0[] = {{(char *)"/b/#top", 1, 2, NULL}, {(char *)"/b/#nope", 3, 4, NULL},
+                    {(char *)"/nowhere/", 5, 6, NULL}, {(char *)"/f.css", 7, 8, NULL},
+                    {(char *)"/b/index.html", 9, 1, NULL}, {(char *)"/b", 9, 2, NULL}};
+    md_link l1[] = {{(char *)"/gone/", 0, 0, (char *)"templates/t.html"}};
+    r[0] = (page_record){.done = 1, .url = (char *)"/a/", .src = (char *)"content/a.md",
+                         .out_bytes = 1, .links = l0, .nlinks = 6};
+    r[1] = (page_record){.done = 1, .url = (char *)"/b/", .src = (char *)"content/b.md",
+                         .out_bytes = 1, .links = l1, .nlinks = 1, .ids = ids, .nids = 1};
+    strmap urls, files;
+    strmap_init(&urls);
+    strmap_init(&files);
+    strmap_put(&files, "/f.css", (void *)1);
+    diag_list dl;
+    diag_list_init(&dl);
+    links_check(r, 2, NULL, &urls, &files, &dl);
+    assert_int_equal(dl.n, 3);
+    assert_string_equal(dl.v[0].file, "content/a.md");
+    assert_int_equal(dl.v[0].line, 3);
+    assert_non_null(strstr(dl.v[0].msg, "has no heading or anchor with id \"nope\""));
+    assert_int_equal(dl.v[1].line, 5);
+    assert_non_null(strstr(dl.v[1].msg, "broken link to /nowhere/: no page or file there"));
+    assert_string_equal(dl.v[2].file, "templates/t.html");
+    assert_non_null(strstr(dl.v[2].msg, "; in the output for /b/"));
+    diag_list_free(&dl);
+    /* only: page a's links are not checked */
+    bool only[2] = {false, true};
+    diag_list_init(&dl);
+    links_check(r, 2, only, &urls, &files, &dl);
+    assert_int_equal(dl.n, 1);
+    diag_list_free(&dl);
+    strmap_free(&urls);
+    strmap_free(&files);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_target),
+        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_check),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
