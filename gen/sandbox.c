@@ -1,6 +1,7 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <lauxlib.h>
 #include <limits.h>
 #include <lualib.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "fsutil.h"
 #include "luadata.h"
@@ -51,7 +53,7 @@ struct sandbox {
     lua_State *L;
     sandbox_opts o;
     char *root;
-    char *checks_real; /* realpath of root/checks; NULL when there is none */
+    int checks_fd;     /* root/checks, opened without following links; -1: none */
 
     size_t used, limit; /* Lua heap accounting */
     bool mem_hit, in_handler;
@@ -529,32 +531,25 @@ static bool S_safe_relpath(const char *p)
     return true;
 }
 
-/* Resolves rel under checks/ and refuses anything that leaves it (symlinks too).
- * Returns a malloc'ed path or NULL with a reason in why. */
-static char *S_checks_path(sandbox *sb, const char *rel, const char **why)
+/* Opens rel under checks/ without following any symbolic link and without
+ * "..", so nothing outside checks/ is reached (fs_open_beneath). Returns an fd
+ * the caller reads with fs_read_fd and closes, or -1 with a reason in why. */
+static int S_checks_open(sandbox *sb, const char *rel, const char **why)
 {
     if (!S_safe_relpath(rel)) {
         *why = "not a plain relative path under checks/ (no \"..\", no absolute paths, no dotfiles)";
-        return NULL;
+        return -1;
     }
-    if (!sb->checks_real) {
+    if (sb->checks_fd < 0) {
         *why = "there is no checks/ folder";
-        return NULL;
+        return -1;
     }
-    char *full = fs_join(sb->checks_real, rel);
-    char real[PATH_MAX];
-    if (!realpath(full, real)) {
-        *why = errno == ENOENT ? "no such file under checks/" : "cannot be resolved";
-        free(full);
-        return NULL;
-    }
-    free(full);
-    size_t n = strlen(sb->checks_real);
-    if (strncmp(real, sb->checks_real, n) != 0 || real[n] != '/') {
-        *why = "resolves outside checks/ (through a symbolic link): refused";
-        return NULL;
-    }
-    return xstrdup(real);
+    int fd = fs_open_beneath(sb->checks_fd, rel, O_RDONLY);
+    if (fd < 0)
+        *why = errno == ENOENT                    ? "no such file under checks/"
+               : errno == ELOOP || errno == EXDEV ? "a symbolic link (nothing under checks/ is read through one): refused"
+                                                  : "cannot be resolved";
+    return fd;
 }
 
 static void S_note_input(sandbox *sb, const char *rel)
@@ -654,13 +649,13 @@ static int S_require(lua_State *L)
         lua_pop(L, 1);
         char *rel = xasprintf("%s.lua", name);
         const char *why = NULL;
-        char *path = S_checks_path(sb, rel, &why);
+        int fd = S_checks_open(sb, rel, &why);
         free(rel);
-        if (!path)
+        if (fd < 0)
             return luaL_error(L, "require \"%s\": checks/%s.lua: %s", name, name, why);
         buf text = BUF_INIT;
-        int rc = fs_read_file(path, sb->o.data_bytes, &text);
-        free(path);
+        int rc = fs_read_fd(fd, sb->o.data_bytes, &text);
+        close(fd);
         if (rc != FS_OK) {
             const char *e = fs_strerror(rc, sb->o.data_bytes);
             buf_free(&text);
@@ -730,12 +725,12 @@ static int S_data(lua_State *L)
     data_entry *e = strmap_get(&sb->data_cache, rel);
     if (!e) {
         const char *why = NULL;
-        char *path = S_checks_path(sb, rel, &why);
-        if (!path)
+        int fd = S_checks_open(sb, rel, &why);
+        if (fd < 0)
             return luaL_error(L, "data \"%s\": %s", rel, why);
         buf text = BUF_INIT;
-        int rc = fs_read_file(path, sb->o.data_bytes, &text);
-        free(path);
+        int rc = fs_read_fd(fd, sb->o.data_bytes, &text);
+        close(fd);
         if (rc != FS_OK) {
             char msg[200];
             snprintf(msg, sizeof msg, "data \"%s\": cannot read: %s", rel,
@@ -960,11 +955,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
     sb->root = xstrdup(o->root);
     sb->limit = (size_t)-1;
     sb->env_ref = sb->loaded_ref = sb->exprs_ref = sb->used_ref = LUA_NOREF;
-    char *checks = fs_join(o->root, CHECKS_DIR);
-    char real[PATH_MAX];
-    if (realpath(checks, real) && fs_is_dir(real))
-        sb->checks_real = xstrdup(real);
-    free(checks);
+    sb->checks_fd = fs_open_in(o->root, CHECKS_DIR, O_RDONLY | O_DIRECTORY);
     strmap_init(&sb->data_cache);
     sb->names = xcalloc(NAME_SLOTS, sizeof *sb->names);
     sb->expr_slots = xcalloc(EXPR_SLOTS, sizeof *sb->expr_slots);
@@ -1023,7 +1014,8 @@ void sandbox_free(sandbox *sb)
     buf_free(&sb->provenance);
     buf_free(&sb->inputs);
     free(sb->err_file);
-    free(sb->checks_real);
+    if (sb->checks_fd >= 0)
+        close(sb->checks_fd);
     free(sb->root);
     free(sb);
 }
