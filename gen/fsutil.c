@@ -152,7 +152,9 @@ int fs_open_beneath(int dir, const char *rel, int flags)
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
     long fd = syscall(SYS_openat2, dir, rel, &how, sizeof how);
-    if (fd >= 0 || errno != ENOSYS)
+    /* ENOTDIR: a link where O_DIRECTORY wants a folder says so, not ELOOP;
+     * the walk tells the two apart */
+    if (fd >= 0 || (errno != ENOSYS && errno != ENOTDIR))
         return (int)fd;
 #endif
     return fs_open_beneath_walk(dir, rel, flags);
