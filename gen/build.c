@@ -109,13 +109,15 @@ static void S_note_extra(build_state *s, const char *rel)
     free(site);
 }
 
-static int S_copy_one(build_state *s, const char *from, const char *to_rel, const char *shown)
+/* Copies the file shown (its path in the project) to to_rel in the output,
+ * read without following links (fs_read_in). */
+static int S_copy_one(build_state *s, const char *to_rel, const char *shown)
 {
     S_note_extra(s, to_rel);
     if (!output_writes(&s->out))
         return 0;
     buf b = BUF_INIT;
-    int rc = fs_read_file(from, s->cfg.limits.output_bytes, &b);
+    int rc = fs_read_in(s->o->root, shown, s->cfg.limits.output_bytes, &b);
     if (rc != FS_OK) {
         diag_error(&s->dl, shown, 0, 0, "cannot copy to %s: %s", to_rel,
                    fs_strerror(rc, s->cfg.limits.output_bytes));
@@ -128,32 +130,32 @@ static int S_copy_one(build_state *s, const char *from, const char *to_rel, cons
     return rc < 0 ? -1 : 0;
 }
 
-/* templates/assets -> assets/, without following symbolic links out. */
+/* templates/assets -> assets/, its folders opened and its files read without
+ * following symbolic links (none is copied). */
 static void S_copy_template_assets(build_state *s)
 {
-    char *top = fs_join(s->o->root, "templates/assets");
-    if (!fs_is_dir(top)) {
-        free(top);
-        return;
-    }
     size_t cap = 16, n = 0;
     char **stack = xmalloc(cap * sizeof *stack);
     stack[n++] = xstrdup("");
     size_t count = 0;
     while (n > 0) {
         char *rel = stack[--n];
-        char *dirpath = rel[0] ? fs_join(top, rel) : xstrdup(top);
-        DIR *d = opendir(dirpath);
+        char *in = rel[0] ? xasprintf("templates/assets/%s", rel) : xstrdup("templates/assets");
+        int dfd = fs_open_in(s->o->root, in, O_RDONLY | O_DIRECTORY);
+        DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+        free(in);
+        if (!d && dfd >= 0)
+            close(dfd);
         if (d) {
             struct dirent *e;
             while ((e = readdir(d))) {
                 if (e->d_name[0] == '.')
                     continue;
                 char *child = rel[0] ? xasprintf("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
-                char *path = fs_join(top, child);
                 char *shown = xasprintf("templates/assets/%s", child);
                 struct stat st;
-                if (lstat(path, &st) != 0 || S_ISLNK(st.st_mode)) {
+                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+                    S_ISLNK(st.st_mode)) {
                     diag_error(&s->dl, shown, 0, 0, "symbolic links are not copied: refused");
                 } else if (S_ISDIR(st.st_mode)) {
                     if (strchr(child, '/') && (size_t)s->cfg.limits.depth < 2 * n + 2) {
@@ -168,29 +170,24 @@ static void S_copy_template_assets(build_state *s)
                     }
                 } else if (S_ISREG(st.st_mode) && ++count <= s->cfg.limits.files) {
                     char *to = xasprintf("assets/%s", child);
-                    S_copy_one(s, path, to, shown);
+                    S_copy_one(s, to, shown);
                     free(to);
                 }
                 free(child);
-                free(path);
                 free(shown);
             }
             closedir(d);
         }
-        free(dirpath);
         free(rel);
     }
     free(stack);
-    free(top);
 }
 
 static void S_copy_assets(build_state *s)
 {
     for (size_t i = 0; i < s->idx.nassets; i++) {
         const asset *a = &s->idx.assets[i];
-        char *from = fs_join(s->o->root, a->src);
-        S_copy_one(s, from, a->out, a->src);
-        free(from);
+        S_copy_one(s, a->out, a->src);
     }
     S_copy_template_assets(s);
 }

@@ -1,9 +1,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "fsutil.h"
@@ -246,14 +249,40 @@ static int S_base_url(config *c, const char *file, int line, int col, diag_list 
     return 0;
 }
 
+/* The folders and files a project's reads start from must not be symbolic
+ * links: through one, a pull request would make any folder of the machine
+ * the project's content, templates or checks. (Links further down are
+ * refused where each file is opened, by fs_open_beneath.) */
+static int S_check_layout(const char *root, diag_list *dl)
+{
+    static const char *const tops[] = {"site.yaml", "content", "templates", "templates/assets",
+                                       "checks", "checks/sources.yaml"};
+    int dir = fs_root_open(root);
+    if (dir < 0)
+        return 0; /* said by whoever opens it next */
+    size_t before = dl->errors;
+    for (size_t i = 0; i < sizeof tops / sizeof *tops; i++) {
+        struct stat st;
+        if (fstatat(dir, tops[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+            diag_error(dl, tops[i], 0, 0,
+                       "a symbolic link: refused (content/, templates/, templates/assets/, "
+                       "checks/, checks/sources.yaml and site.yaml must be the project's own "
+                       "folders and files)");
+    }
+    close(dir);
+    return dl->errors == before ? 0 : -1;
+}
+
 int config_load(config *c, const char *root, diag_list *dl)
 {
-    char *path = fs_join(root, CONFIG_FILE);
+    if (S_check_layout(root, dl) != 0)
+        return -1;
     buf text = BUF_INIT;
-    int rc = fs_read_file(path, CONFIG_MAX_BYTES, &text);
-    free(path);
-    if (rc == FS_ENOENT)
+    int rc = fs_read_in(root, CONFIG_FILE, CONFIG_MAX_BYTES, &text);
+    if (rc == FS_ENOENT) {
+        buf_free(&text);
         return 0;
+    }
     if (rc != 0) {
         diag_error(dl, CONFIG_FILE, 0, 0, "cannot read: %s", fs_strerror(rc, CONFIG_MAX_BYTES));
         buf_free(&text);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -330,8 +331,7 @@ typedef struct {
  * those blocks in the thread and later lock the main arena to reuse them. */
 typedef struct {
     char *rel;        /* handed to the page */
-    char *src;        /* likewise */
-    char *path;       /* the file to open */
+    char *src;        /* likewise; the file is rel beneath content/ */
     page *page;       /* the parsed page; NULL when the file could not be read */
     bool keep;        /* parsed without errors and not a skipped draft */
     diag_list before; /* the walk's diagnostics since the previous file */
@@ -343,13 +343,9 @@ typedef struct {
     const config *cfg;
     const content_opts *opts;
     diag_list *dl; /* the walk's diagnostics not yet given to a file */
-    const char *root;
-    char *content_real; /* realpath of content/ */
+    int dir; /* content/, opened beneath the root without following links */
     size_t files;
     size_t page_cap, asset_cap;
-    dev_t *seen_dev;
-    ino_t *seen_ino;
-    size_t nseen, seen_cap;
     md_file *md;
     size_t nmd, md_cap;
 } walker;
@@ -358,6 +354,7 @@ typedef struct {
 typedef struct {
     const config *cfg;
     const content_opts *opts;
+    int dir; /* content/ */
     md_file *md;
     size_t nmd;
     atomic_size_t next; /* the first slot no thread has taken */
@@ -409,22 +406,6 @@ static void S_page_free(page *p)
     free(p);
 }
 
-static bool S_seen_dir(walker *w, const struct stat *st)
-{
-    for (size_t i = 0; i < w->nseen; i++)
-        if (w->seen_dev[i] == st->st_dev && w->seen_ino[i] == st->st_ino)
-            return true;
-    if (w->nseen == w->seen_cap) {
-        w->seen_cap = w->seen_cap ? w->seen_cap * 2 : 32;
-        w->seen_dev = xrealloc(w->seen_dev, w->seen_cap * sizeof *w->seen_dev);
-        w->seen_ino = xrealloc(w->seen_ino, w->seen_cap * sizeof *w->seen_ino);
-    }
-    w->seen_dev[w->nseen] = st->st_dev;
-    w->seen_ino[w->nseen] = st->st_ino;
-    w->nseen++;
-    return false;
-}
-
 /* Reads and parses one file. Runs on any parse thread: it touches only its
  * slot, the read-only config and thread-safe libc calls. */
 static void S_parse_file(const parse_job *j, md_file *f)
@@ -447,7 +428,7 @@ static void S_parse_file(const parse_job *j, md_file *f)
         return;
     }
     buf text = BUF_INIT;
-    int rc = fs_read_file(f->path, j->cfg->limits.page_bytes, &text);
+    int rc = fs_read_beneath(j->dir, rel, j->cfg->limits.page_bytes, &text);
     if (rc != FS_OK) {
         if (rc == FS_ETOOBIG) {
             diag_error(&f->dl, p->src, 0, 0,
@@ -505,7 +486,7 @@ static size_t S_thread_count(const walker *w)
  * that cannot be started leaves its share to the others. */
 static size_t S_parse_all(walker *w)
 {
-    parse_job j = {.cfg = w->cfg, .opts = w->opts, .md = w->md, .nmd = w->nmd};
+    parse_job j = {.cfg = w->cfg, .opts = w->opts, .dir = w->dir, .md = w->md, .nmd = w->nmd};
     atomic_init(&j.next, 0);
     size_t nthreads = S_thread_count(w), started = 0;
     pthread_t tids[MAX_THREADS];
@@ -524,14 +505,14 @@ static size_t S_parse_all(walker *w)
     return started + 1;
 }
 
-static void S_add_markdown(walker *w, char *rel, char *src, char *path)
+static void S_add_markdown(walker *w, char *rel, char *src)
 {
     if (w->nmd == w->md_cap) {
         w->md_cap = w->md_cap ? w->md_cap * 2 : 64;
         w->md = xrealloc(w->md, w->md_cap * sizeof *w->md);
     }
     md_file *f = &w->md[w->nmd++];
-    *f = (md_file){.rel = rel, .src = src, .path = path};
+    *f = (md_file){.rel = rel, .src = src};
     diag_list_init(&f->before);
     diag_list_init(&f->dl);
     diag_move(&f->before, w->dl); /* keeps the walk's messages in walk order */
@@ -549,48 +530,35 @@ static void S_add_asset(walker *w, const char *rel)
     idx->nassets++;
 }
 
-/* Classifies one directory entry; pushes folders onto the stack. */
+/* Classifies one entry of the folder open at dfd; pushes folders onto the
+ * stack. Symbolic links are refused, whether they stay in content/ or not:
+ * every file is opened beneath content/ without following any (pages and
+ * assets alike, fs_read_beneath and fs_read_in), so no link can lead a read
+ * out of the project, and with no links there are no cycles either. */
 static void S_visit(walker *w, dir_item **stack, size_t *nstack, size_t *capstack,
-                    const dir_item *dir, const dir_entry *ent)
+                    const dir_item *dir, int dfd, const dir_entry *ent)
 {
     const char *name = ent->name;
     char *rel = fs_join(dir->rel, name);
     char *shown = fs_join(CONTENT_DIR, rel);
-    char *path = fs_join(w->root, shown);
     struct stat st;
     if (ent->type == DT_REG) {
         /* readdir knows a plain file: its size is checked where it is read */
         st = (struct stat){.st_mode = S_IFREG};
-    } else if (lstat(path, &st) != 0) {
+    } else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         diag_error(w->dl, shown, 0, 0, "cannot stat: %s", strerror(errno));
         goto out;
     }
     if (S_ISLNK(st.st_mode)) {
-        char real[PATH_MAX];
-        if (!realpath(path, real)) {
-            diag_error(w->dl, shown, 0, 0, "symbolic link cannot be followed: %s%s", strerror(errno),
-                       errno == ELOOP ? " (a symlink loop)" : "");
-            goto out;
-        }
-        size_t n = strlen(w->content_real);
-        if (strncmp(real, w->content_real, n) != 0 || (real[n] != '/' && real[n] != '\0')) {
-            diag_error(w->dl, shown, 0, 0,
-                       "symbolic link leaves content/ (points to %s): refused", real);
-            goto out;
-        }
-        if (stat(path, &st) != 0) {
-            diag_error(w->dl, shown, 0, 0, "cannot stat: %s", strerror(errno));
-            goto out;
-        }
+        diag_error(w->dl, shown, 0, 0,
+                   "a symbolic link: refused (files under content/ are read without "
+                   "following any; copy the file or folder instead)");
+        goto out;
     }
     if (S_ISDIR(st.st_mode)) {
         if (dir->depth + 1 > w->cfg->limits.depth) {
             diag_error(w->dl, shown, 0, 0, "folders nested deeper than %d levels (limits.depth)",
                        w->cfg->limits.depth);
-            goto out;
-        }
-        if (S_seen_dir(w, &st)) {
-            diag_error(w->dl, shown, 0, 0, "folder reached twice (a symlink cycle): refused");
             goto out;
         }
         if (*nstack == *capstack) {
@@ -613,14 +581,13 @@ static void S_visit(walker *w, dir_item **stack, size_t *nstack, size_t *capstac
     }
     size_t n = strlen(name);
     if (n > 3 && strcmp(name + n - 3, ".md") == 0) {
-        S_add_markdown(w, rel, shown, path); /* the slot owns the three now */
+        S_add_markdown(w, rel, shown); /* the slot owns the two now */
         return;
     }
     S_add_asset(w, rel);
 out:
     free(rel);
     free(shown);
-    free(path);
 }
 
 static int S_cmp_entry(const void *a, const void *b)
@@ -636,8 +603,11 @@ static int S_walk(walker *w)
     while (n > 0) {
         dir_item dir = stack[--n];
         char *shown = dir.rel[0] ? fs_join(CONTENT_DIR, dir.rel) : xstrdup(CONTENT_DIR);
-        char *path = fs_join(w->root, shown);
-        DIR *d = opendir(path);
+        int dfd = dir.rel[0] ? fs_open_beneath(w->dir, dir.rel, O_RDONLY | O_DIRECTORY)
+                             : dup(w->dir);
+        DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+        if (!d && dfd >= 0)
+            close(dfd);
         if (!d) {
             diag_error(w->dl, shown, 0, 0, "cannot open folder: %s", strerror(errno));
         } else {
@@ -655,14 +625,14 @@ static int S_walk(walker *w)
                 if (nn > w->cfg->limits.files + 1)
                     break;
             }
-            closedir(d);
             qsort(ents, nn, sizeof *ents, S_cmp_entry);
             /* visit in reverse so the stack pops folders in name order */
             size_t first_dir = n;
             for (size_t i = 0; i < nn; i++) {
-                S_visit(w, &stack, &n, &cap, &dir, &ents[i]);
+                S_visit(w, &stack, &n, &cap, &dir, dirfd(d), &ents[i]);
                 free(ents[i].name);
             }
+            closedir(d);
             for (size_t a = first_dir, b = n; a + 1 < b; a++, b--) {
                 dir_item t = stack[a];
                 stack[a] = stack[b - 1];
@@ -671,7 +641,6 @@ static int S_walk(walker *w)
             free(ents);
         }
         free(shown);
-        free(path);
         free(dir.rel);
     }
     free(stack);
@@ -865,20 +834,17 @@ int content_load(content_index *idx, const char *root, const config *cfg,
     double t0 = trace ? S_now() : 0;
     diag_list walk_dl;
     diag_list_init(&walk_dl);
-    walker w = {.idx = idx, .cfg = cfg, .opts = opts, .dl = &walk_dl, .root = root};
-    char *cdir = fs_join(root, CONTENT_DIR);
-    char real[PATH_MAX];
-    if (!realpath(cdir, real) || !fs_is_dir(real)) {
-        diag_error(dl, CONTENT_DIR, 0, 0, "no content folder (%s): nothing to build",
-                   strerror(errno ? errno : ENOTDIR));
-        free(cdir);
+    walker w = {.idx = idx, .cfg = cfg, .opts = opts, .dl = &walk_dl};
+    w.dir = fs_open_in(root, CONTENT_DIR, O_RDONLY | O_DIRECTORY);
+    if (w.dir < 0) {
+        if (errno == ELOOP)
+            diag_error(dl, CONTENT_DIR, 0, 0, "a symbolic link: refused (content/ must be the "
+                                              "project's own folder)");
+        else
+            diag_error(dl, CONTENT_DIR, 0, 0, "no content folder (%s): nothing to build",
+                       strerror(errno));
         return -1;
     }
-    free(cdir);
-    w.content_real = xstrdup(real);
-    struct stat root_st;
-    if (stat(real, &root_st) == 0)
-        S_seen_dir(&w, &root_st); /* a symlink back to content/ is a cycle */
     S_walk(&w);
     double t_walk = trace ? S_now() : 0;
     size_t nthreads = S_parse_all(&w);
@@ -892,7 +858,6 @@ int content_load(content_index *idx, const char *root, const config *cfg,
             S_add_page(&w, f->page);
         else
             S_page_free(f->page);
-        free(f->path);
     }
     diag_move(dl, &walk_dl);
     free(w.md);
@@ -950,9 +915,7 @@ int content_load(content_index *idx, const char *root, const config *cfg,
                 "kvsite: trace: content: walk %.3f s, parse %.3f s (%zu files, %zu threads), "
                 "index %.3f s\n",
                 t_walk - t0, t_parse - t_walk, w.nmd, nthreads, S_now() - t_parse);
-    free(w.content_real);
-    free(w.seen_dev);
-    free(w.seen_ino);
+    close(w.dir);
     return dl->errors == errors ? 0 : -1;
 }
 

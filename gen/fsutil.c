@@ -2,6 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <ftw.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -25,27 +28,15 @@ char *fs_join(const char *a, const char *b)
     return p;
 }
 
-int fs_read_file(const char *path, size_t max, buf *out)
+/* Appends the bytes of fd to out, up to max; st is fd's fstat. */
+static int S_read_open(int fd, const struct stat *st, size_t max, buf *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? FS_ENOENT : FS_EOTHER;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return FS_EOTHER;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
+    if (S_ISDIR(st->st_mode)) {
         errno = EISDIR;
         return FS_EOTHER;
     }
-    if (S_ISREG(st.st_mode) && (size_t)st.st_size > max) {
-        close(fd);
+    if (S_ISREG(st->st_mode) && (size_t)st->st_size > max)
         return FS_ETOOBIG;
-    }
     size_t total = 0;
     for (;;) {
         buf_grow(out, 65536);
@@ -53,9 +44,6 @@ int fs_read_file(const char *path, size_t max, buf *out)
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            int e = errno;
-            close(fd);
-            errno = e;
             return FS_EOTHER;
         }
         if (r == 0)
@@ -63,15 +51,154 @@ int fs_read_file(const char *path, size_t max, buf *out)
         out->len += (size_t)r;
         out->ptr[out->len] = '\0';
         total += (size_t)r;
-        if (total > max) {
-            close(fd);
+        if (total > max)
             return FS_ETOOBIG;
-        }
     }
-    close(fd);
     buf_grow(out, 0);
     out->ptr[out->len] = '\0'; /* also for an empty file */
     return FS_OK;
+}
+
+int fs_read_file(const char *path, size_t max, buf *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? FS_ENOENT : FS_EOTHER;
+    struct stat st;
+    int rc = fstat(fd, &st) != 0 ? FS_EOTHER : S_read_open(fd, &st, max, out);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+int fs_read_fd(int fd, size_t max, buf *out)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return FS_EOTHER;
+    if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+        return FS_EHARDLINK;
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return FS_ENOTREG;
+    return S_read_open(fd, &st, max, out);
+}
+
+/* True when rel is a relative path of plain components: not empty, no
+ * leading '/', no empty, "." or ".." component. */
+static bool S_plain_rel(const char *rel)
+{
+    if (!rel[0] || rel[0] == '/')
+        return false;
+    for (const char *seg = rel;;) {
+        const char *end = strchr(seg, '/');
+        size_t n = end ? (size_t)(end - seg) : strlen(seg);
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return false;
+        if (!end)
+            return true;
+        seg = end + 1;
+    }
+}
+
+int fs_open_beneath_walk(int dir, const char *rel, int flags)
+{
+    if (!S_plain_rel(rel)) {
+        errno = EXDEV;
+        return -1;
+    }
+    int fd = dir;
+    const char *seg = rel;
+    char name[NAME_MAX + 1];
+    for (;;) {
+        const char *end = strchr(seg, '/');
+        size_t n = end ? (size_t)(end - seg) : strlen(seg);
+        if (n > NAME_MAX) {
+            errno = ENAMETOOLONG;
+            break;
+        }
+        memcpy(name, seg, n);
+        name[n] = '\0';
+        int f = end ? O_RDONLY | O_DIRECTORY : flags;
+        int next = openat(fd, name, f | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        int e = errno;
+        struct stat st;
+        /* O_NOFOLLOW | O_DIRECTORY on a link may say ENOTDIR: it is a link */
+        if (next < 0 && e != ELOOP && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISLNK(st.st_mode))
+            e = ELOOP;
+        if (fd != dir)
+            close(fd);
+        errno = e;
+        if (next < 0 || !end)
+            return next;
+        fd = next;
+        seg = end + 1;
+    }
+    if (fd != dir)
+        close(fd);
+    return -1;
+}
+
+int fs_open_beneath(int dir, const char *rel, int flags)
+{
+    if (!S_plain_rel(rel)) {
+        errno = EXDEV;
+        return -1;
+    }
+#ifdef SYS_openat2
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK),
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    long fd = syscall(SYS_openat2, dir, rel, &how, sizeof how);
+    /* ENOTDIR: a link where O_DIRECTORY wants a folder says so, not ELOOP;
+     * the walk tells the two apart */
+    if (fd >= 0 || (errno != ENOSYS && errno != ENOTDIR))
+        return (int)fd;
+#endif
+    return fs_open_beneath_walk(dir, rel, flags);
+}
+
+int fs_root_open(const char *path)
+{
+    return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int fs_open_in(const char *root, const char *rel, int flags)
+{
+    int dir = fs_root_open(root);
+    if (dir < 0)
+        return -1;
+    int fd = fs_open_beneath(dir, rel, flags);
+    int e = errno;
+    close(dir);
+    errno = e;
+    return fd;
+}
+
+int fs_read_beneath(int dir, const char *rel, size_t max, buf *out)
+{
+    int fd = fs_open_beneath(dir, rel, O_RDONLY);
+    if (fd < 0)
+        return errno == ENOENT ? FS_ENOENT : errno == ELOOP || errno == EXDEV ? FS_ELINK : FS_EOTHER;
+    int rc = fs_read_fd(fd, max, out);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+int fs_read_in(const char *root, const char *rel, size_t max, buf *out)
+{
+    int dir = fs_root_open(root);
+    if (dir < 0)
+        return errno == ENOENT ? FS_ENOENT : FS_EOTHER;
+    int rc = fs_read_beneath(dir, rel, max, out);
+    int e = errno;
+    close(dir);
+    errno = e;
+    return rc;
 }
 
 const char *fs_strerror(int status, size_t max)
@@ -83,6 +210,9 @@ const char *fs_strerror(int status, size_t max)
     case FS_ETOOBIG:
         snprintf(msg, sizeof msg, "file too large (limit %zu bytes)", max);
         return msg;
+    case FS_ELINK: return "a symbolic link (a project's files are read without following any): refused";
+    case FS_EHARDLINK: return "a hard link (a file with more than one name): refused";
+    case FS_ENOTREG: return "not a regular file: refused";
     default: return strerror(errno);
     }
 }

@@ -9,15 +9,60 @@
 
 #include "buf.h"
 
-enum { FS_OK = 0, FS_ENOENT = -1, FS_ETOOBIG = -2, FS_EOTHER = -3 };
+enum {
+    FS_OK = 0,
+    FS_ENOENT = -1,
+    FS_ETOOBIG = -2,
+    FS_EOTHER = -3,
+    FS_ELINK = -4,     /* a symbolic link on the way, or a path that leaves its folder */
+    FS_EHARDLINK = -5, /* a regular file with more than one name */
+    FS_ENOTREG = -6    /* not a regular file (a folder, a FIFO, a device) */
+};
 
 /* Returns "a/b" (malloc'ed; caller frees). */
 char *fs_join(const char *a, const char *b);
 /* Appends the file's bytes to out. Returns FS_OK, FS_ENOENT, FS_ETOOBIG (more than
  * max bytes) or FS_EOTHER with errno set. */
 int fs_read_file(const char *path, size_t max, buf *out);
-/* Human text for a status of fs_read_file (errno-based for FS_EOTHER). */
+/* Human text for a status of fs_read_file and the fs_*_beneath readers
+ * (errno-based for FS_EOTHER). */
 const char *fs_strerror(int status, size_t max);
+
+/* ---- files of a project ----
+ * Everything a pull request can change (content/, templates/, checks/,
+ * site.yaml) is opened beneath a folder handle, never by a path name that the
+ * kernel resolves freely: no symbolic link is followed, anywhere on the way,
+ * and no ".." or absolute path is taken; a file is read from the descriptor
+ * that was checked (fstat), so swapping it for a link after the check reads
+ * nothing else. The project root itself is the one name resolved normally:
+ * it comes from the command line, not from the pull request. */
+
+/* Opens the folder at path (the project root) for the *_beneath calls; an fd
+ * the caller closes, or -1 with errno. */
+int fs_root_open(const char *path);
+/* Opens rel ("a/b/c") beneath the open folder dir with flags (O_RDONLY,
+ * O_RDONLY | O_DIRECTORY), adding O_CLOEXEC, O_NOFOLLOW and O_NONBLOCK (a FIFO
+ * does not block the open). Uses openat2 with RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS, or fs_open_beneath_walk where the kernel has no openat2
+ * (ENOSYS). Returns an fd the caller closes, or -1 with errno: ELOOP for a
+ * symbolic link anywhere in rel, EXDEV for an absolute path or an empty, "."
+ * or ".." component, else what openat says (ENOENT, ENOTDIR, ...). */
+int fs_open_beneath(int dir, const char *rel, int flags);
+/* The same, one O_NOFOLLOW openat per component: the fallback, exported so
+ * that the tests run it on kernels that have openat2. */
+int fs_open_beneath_walk(int dir, const char *rel, int flags);
+/* fs_open_beneath from the folder at root (opened for this call only). */
+int fs_open_in(const char *root, const char *rel, int flags);
+/* Appends the bytes of the regular file open at fd (not closed) to out, as
+ * fs_read_file does, after an fstat of that fd: FS_ENOTREG for anything but a
+ * regular file, FS_EHARDLINK for one with more than one name (a hard link can
+ * put any file of the machine that the user can read into a checkout). */
+int fs_read_fd(int fd, size_t max, buf *out);
+/* fs_open_beneath then fs_read_fd: FS_OK, FS_ENOENT, FS_ELINK (ELOOP, EXDEV),
+ * FS_ETOOBIG, FS_EHARDLINK, FS_ENOTREG or FS_EOTHER with errno set. */
+int fs_read_beneath(int dir, const char *rel, size_t max, buf *out);
+/* fs_read_beneath from the folder at root. */
+int fs_read_in(const char *root, const char *rel, size_t max, buf *out);
 /* mkdir -p; returns 0 or -1 with errno set. */
 int fs_mkdir_p(const char *path);
 /* Creates or truncates path and writes len bytes; 0 or -1 with errno. */

@@ -1,9 +1,11 @@
 #include "hostlib.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fsutil.h"
 #include "luadata.h"
@@ -167,32 +169,25 @@ static bool S_safe_relpath(const char *p)
     return true;
 }
 
-/* Resolves rel under checks/ and refuses anything that leaves it (symlinks too).
- * Returns a malloc'ed path or NULL with a reason in why. */
-static char *S_checks_path(sandbox *sb, const char *rel, const char **why)
+/* Opens rel under checks/ without following any symbolic link and without
+ * "..", so nothing outside checks/ is reached (fs_open_beneath). Returns an fd
+ * the caller reads with fs_read_fd and closes, or -1 with a reason in why. */
+static int S_checks_open(sandbox *sb, const char *rel, const char **why)
 {
     if (!S_safe_relpath(rel)) {
         *why = "not a plain relative path under checks/ (no \"..\", no absolute paths, no dotfiles)";
-        return NULL;
+        return -1;
     }
-    if (!sb->checks_real) {
+    if (sb->checks_fd < 0) {
         *why = "there is no checks/ folder";
-        return NULL;
+        return -1;
     }
-    char *full = fs_join(sb->checks_real, rel);
-    char real[PATH_MAX];
-    if (!realpath(full, real)) {
-        *why = errno == ENOENT ? "no such file under checks/" : "cannot be resolved";
-        free(full);
-        return NULL;
-    }
-    free(full);
-    size_t n = strlen(sb->checks_real);
-    if (strncmp(real, sb->checks_real, n) != 0 || real[n] != '/') {
-        *why = "resolves outside checks/ (through a symbolic link): refused";
-        return NULL;
-    }
-    return xstrdup(real);
+    int fd = fs_open_beneath(sb->checks_fd, rel, O_RDONLY);
+    if (fd < 0)
+        *why = errno == ENOENT                    ? "no such file under checks/"
+               : errno == ELOOP || errno == EXDEV ? "a symbolic link (nothing under checks/ is read through one): refused"
+                                                  : "cannot be resolved";
+    return fd;
 }
 
 static void S_note_input(sandbox *sb, const char *rel)
@@ -293,13 +288,13 @@ static int S_require(lua_State *L)
         lua_pop(L, 1);
         char *rel = xasprintf("%s.lua", name);
         const char *why = NULL;
-        char *path = S_checks_path(sb, rel, &why);
+        int fd = S_checks_open(sb, rel, &why);
         free(rel);
-        if (!path)
+        if (fd < 0)
             return luaL_error(L, "require \"%s\": checks/%s.lua: %s", name, name, why);
         buf text = BUF_INIT;
-        int rc = fs_read_file(path, sb->o.data_bytes, &text);
-        free(path);
+        int rc = fs_read_fd(fd, sb->o.data_bytes, &text);
+        close(fd);
         if (rc != FS_OK) {
             const char *e = fs_strerror(rc, sb->o.data_bytes);
             buf_free(&text);
@@ -369,12 +364,12 @@ static int S_data(lua_State *L)
     data_entry *e = strmap_get(&sb->data_cache, rel);
     if (!e) {
         const char *why = NULL;
-        char *path = S_checks_path(sb, rel, &why);
-        if (!path)
+        int fd = S_checks_open(sb, rel, &why);
+        if (fd < 0)
             return luaL_error(L, "data \"%s\": %s", rel, why);
         buf text = BUF_INIT;
-        int rc = fs_read_file(path, sb->o.data_bytes, &text);
-        free(path);
+        int rc = fs_read_fd(fd, sb->o.data_bytes, &text);
+        close(fd);
         if (rc != FS_OK) {
             char msg[200];
             snprintf(msg, sizeof msg, "data \"%s\": cannot read: %s", rel,

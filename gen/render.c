@@ -323,10 +323,8 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     r->cur_rec = rec;
     r->cur_figs = &res.figs;
     if (p->src) {
-        char *path = fs_join(r->e.root, p->src);
         buf text = BUF_INIT;
-        int rc = fs_read_file(path, r->e.cfg->limits.page_bytes, &text);
-        free(path);
+        int rc = fs_read_in(r->e.root, p->src, r->e.cfg->limits.page_bytes, &text);
         if (rc != FS_OK) {
             diag_error(&rec->diags, file, 0, 0, "cannot read: %s",
                        fs_strerror(rc, r->e.cfg->limits.page_bytes));

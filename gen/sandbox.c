@@ -1,5 +1,6 @@
 #include "sandbox.h"
 
+#include <fcntl.h>
 #include <lauxlib.h>
 #include <limits.h>
 #include <lualib.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "arith.h"
 #include "fsutil.h"
@@ -410,11 +412,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
     sb->root = xstrdup(o->root);
     sb->limit = (size_t)-1;
     sb->env_ref = sb->loaded_ref = sb->exprs_ref = sb->used_ref = LUA_NOREF;
-    char *checks = fs_join(o->root, CHECKS_DIR);
-    char real[PATH_MAX];
-    if (realpath(checks, real) && fs_is_dir(real))
-        sb->checks_real = xstrdup(real);
-    free(checks);
+    sb->checks_fd = fs_open_in(o->root, CHECKS_DIR, O_RDONLY | O_DIRECTORY);
     strmap_init(&sb->data_cache);
     sb->shared.tolerance = 0.05; /* figures.tolerance's default; see sandbox_set_tolerance */
     sb->arith = arith_new();
@@ -466,7 +464,8 @@ void sandbox_free(sandbox *sb)
     buf_free(&sb->provenance);
     buf_free(&sb->inputs);
     free(sb->err_file);
-    free(sb->checks_real);
+    if (sb->checks_fd >= 0)
+        close(sb->checks_fd);
     free(sb->root);
     free(sb);
 }

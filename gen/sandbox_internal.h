@@ -67,7 +67,7 @@ struct sandbox {
     size_t region_used;            /* bytes of it handed out at least once */
 
     /* ---- hostlib.c: what the host functions keep ---- */
-    char *checks_real; /* realpath of root/checks; NULL when there is none */
+    int checks_fd;     /* root/checks, opened without following links; -1: none */
     int loaded_ref;    /* require: this page's module instances by name */
     int modules_ref;   /* require: the compiled chunks of checks/NAME.lua, per worker */
     int kvsite_ref;       /* the kvsite table's functions: hostlib_open_kvsite */

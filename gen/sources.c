@@ -10,10 +10,8 @@ int sources_load(sources *s, const char *root, size_t max_bytes, diag_list *dl)
 {
     memset(s, 0, sizeof *s);
     strmap_init(&s->by_key);
-    char *path = fs_join(root, SOURCES_FILE);
     buf text = BUF_INIT;
-    int rc = fs_read_file(path, max_bytes, &text);
-    free(path);
+    int rc = fs_read_in(root, SOURCES_FILE, max_bytes, &text);
     if (rc == FS_ENOENT) {
         buf_free(&text);
         return 0;

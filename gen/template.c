@@ -1,10 +1,14 @@
 #include "template.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <lauxlib.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fsutil.h"
 #include "strmap.h"
@@ -27,7 +31,7 @@ struct templates {
     void *list_ctx;
     buf row;   /* scratch of _oloop */
     strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
-                       run for every page, realpath only once per name */
+                       run for every page, opened only once per name */
 };
 
 /* ---------- translation ---------- */
@@ -681,29 +685,25 @@ static bool S_safe_name(const char *name)
     return true;
 }
 
-/* The path of templates/<name> when it is a regular file inside templates/
- * (symbolic links that lead elsewhere are refused); NULL otherwise. */
-static char *S_resolve(const templates *t, const char *name, const char **why)
+/* Opens templates/<name>, a file (not a folder), without following any
+ * symbolic link (fs_open_in): an fd the caller closes, or -1 with why. */
+static int S_open(const templates *t, const char *name, const char **why)
 {
     *why = "no such file";
     if (!S_safe_name(name))
-        return NULL;
+        return -1;
     char *rel = fs_join(TEMPLATES_DIR, name);
-    char *path = fs_join(t->root, rel);
-    char *top = fs_join(t->root, TEMPLATES_DIR);
-    char real[PATH_MAX], real_top[PATH_MAX];
-    bool ok = realpath(path, real) && realpath(top, real_top) && !fs_is_dir(real);
-    if (ok && (strncmp(real, real_top, strlen(real_top)) != 0 || real[strlen(real_top)] != '/')) {
-        *why = "a symbolic link out of templates/: refused";
-        ok = false;
-    }
+    int fd = fs_open_in(t->root, rel, O_RDONLY);
     free(rel);
-    free(top);
-    if (!ok) {
-        free(path);
-        return NULL;
+    struct stat st;
+    if (fd < 0 && (errno == ELOOP || errno == EXDEV))
+        *why = "a symbolic link (templates are read without following any): refused";
+    if (fd >= 0 && (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode))) {
+        close(fd);
+        fd = -1;
+        errno = EISDIR; /* a folder is no template */
     }
-    return path;
+    return fd;
 }
 
 bool tpl_exists(const templates *t, const char *name)
@@ -712,11 +712,14 @@ bool tpl_exists(const templates *t, const char *name)
     if (known)
         return known == 1;
     const char *why;
-    char *path = S_resolve(t, name, &why);
-    free(path);
+    int fd = S_open(t, name, &why);
+    /* a link is there: it is refused, with its name, when it is read */
+    bool there = fd >= 0 || errno == ELOOP;
+    if (fd >= 0)
+        close(fd);
     /* the cache is an implementation detail of a const lookup */
-    strmap_put((strmap *)&t->found, name, (void *)(uintptr_t)(path ? 1 : 2));
-    return path != NULL;
+    strmap_put((strmap *)&t->found, name, (void *)(uintptr_t)(there ? 1 : 2));
+    return there;
 }
 
 /* Pushes the compiled function of name, compiling it on first use. On error
@@ -736,14 +739,15 @@ static int S_compiled(lua_State *L, templates *t, const char *name)
     }
     char *rel = fs_join(TEMPLATES_DIR, name);
     const char *why;
-    char *path = S_resolve(t, name, &why);
+    int fd = S_open(t, name, &why);
     buf text = BUF_INIT;
-    int rc = path ? fs_read_file(path, t->max_bytes, &text) : FS_ENOENT;
-    free(path);
+    int rc = fd >= 0 ? fs_read_fd(fd, t->max_bytes, &text) : FS_ENOENT;
+    if (fd >= 0)
+        close(fd);
     if (rc != FS_OK) {
         lua_pop(L, 1);
         lua_pushfstring(L, "template %s: %s", rel,
-                        path ? fs_strerror(rc, t->max_bytes) : why);
+                        fd >= 0 ? fs_strerror(rc, t->max_bytes) : why);
         free(rel);
         buf_free(&text);
         return -1;

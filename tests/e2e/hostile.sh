@@ -205,6 +205,18 @@ echo 'secret: outside the project' >"$tmp/base/canary/secret.yaml"
 echo 'return { secret = "outside the project" }' >"$tmp/base/canary/evil.lua"
 echo '<p>secret outside the project</p>' >"$tmp/base/canary/secret.html"
 echo 'keep me' >"$tmp/base/canary/dir/keep.txt"
+# A copy of the project outside it, each file a pull request could point a
+# link at carrying LEAKED7f3a: the leak cases below build through links into
+# it and must publish or print none of it (no_leak).
+mkdir -p "$tmp/base/canary/mirror"
+cp -a "$base_fixture/." "$tmp/base/canary/mirror/"
+mkdir -p "$tmp/base/canary/mirror/templates/assets"
+echo 'LEAKED7f3a text outside the project' >"$tmp/base/canary/mirror/checks/secret.txt"
+echo 'LEAKED7f3a asset outside the project' >"$tmp/base/canary/mirror/content/secret.txt"
+echo '/* LEAKED7f3a */' >"$tmp/base/canary/mirror/templates/assets/secret.css"
+printf 'leak7f3a:\n  title: LEAKED7f3a source outside the project\n  year: 2024\n' \
+    >>"$tmp/base/canary/mirror/checks/sources.yaml"
+printf 'LEAKED7f3a_key: 1\n' >"$tmp/base/canary/secrets.yaml"
 if ! (cd "$tmp/base" && "$kvsite" build -C proj) >"$tmp/base.out" 2>&1; then
     echo "FAIL base: the hostile-base fixture does not build:"
     sed 's/^/    | /' "$tmp/base.out" | head -20
@@ -960,6 +972,101 @@ t_fs_many_files() {
     for i in $(seq 1 100); do : >"$P/content/many/f$i.txt"; done
     build
     expect_fail 1 '(limits\.files|too many)'
+}
+
+# ---------- links and hard links out of the project ----------
+# Each case points a link (or a second name) at a file outside the project
+# that the old code read and published or printed; the build must stop with a
+# located error and put none of the file's bytes in the output or the log.
+
+# no_leak: LEAKED7f3a is nowhere in the output folders or the log.
+no_leak() {
+    local hit
+    hit=$(grep -rls LEAKED7f3a "$P/site" "$P"/.site.* "$LOG" 2>/dev/null | head -3 | tr '\n' ' ')
+    [ -z "$hit" ] || why "the secret outside the project leaked into: $hit"
+}
+
+# top_link NAME TARGET: the project's NAME replaced by a link to TARGET.
+top_link() {
+    rm -rf "${P:?}/$1"
+    ln -s "$2" "$P/$1"
+}
+
+t_leak_checks_is_a_symlink() {
+    top_link checks ../canary/mirror/checks
+    page notes/leak.md 'The text: `{lua} data("secret.txt")`.'
+    build
+    expect_fail 2 '^checks: error: a symbolic link: refused'
+    no_leak
+}
+
+t_leak_content_is_a_symlink() {
+    top_link content ../canary/mirror/content
+    build
+    expect_fail 2 '^content: error: a symbolic link: refused'
+    no_leak
+}
+
+t_leak_templates_is_a_symlink() {
+    top_link templates ../canary/mirror/templates
+    build
+    expect_fail 2 '^templates: error: a symbolic link: refused'
+    no_leak
+}
+
+t_leak_template_assets_is_a_symlink() {
+    top_link templates/assets ../../canary/mirror/templates/assets
+    build
+    expect_fail 2 '^templates/assets: error: a symbolic link: refused'
+    no_leak
+}
+
+t_leak_sources_is_a_symlink() {
+    top_link checks/sources.yaml ../../canary/mirror/checks/sources.yaml
+    build
+    expect_fail 2 '^checks/sources\.yaml: error: a symbolic link: refused'
+    no_leak
+}
+
+t_leak_site_yaml_is_a_symlink() {
+    top_link site.yaml ../canary/secrets.yaml
+    build
+    expect_fail 2 '^site\.yaml: error: a symbolic link: refused'
+    no_leak
+}
+
+t_leak_link_inside_checks() {
+    ln -s ../../canary/mirror/checks "$P/checks/out"
+    ln -s ../../canary/mirror/checks/secret.txt "$P/checks/secret.txt"
+    page notes/leak.md 'The text: `{lua} data("out/secret.txt")`.'
+    page notes/leak2.md 'The text: `{lua} data("secret.txt")`.'
+    build
+    expect_fail 1 '^content/notes/leak\.md:4(:[0-9]+)?: error: .*data "out/secret\.txt": a symbolic link.*refused' \
+        '^content/notes/leak2\.md:4(:[0-9]+)?: error: .*data "secret\.txt": a symbolic link.*refused'
+    no_leak
+}
+
+t_leak_hard_link_data() {
+    ln "$W/canary/mirror/checks/secret.txt" "$P/checks/secret.txt"
+    page notes/leak.md 'The text: `{lua} data("secret.txt")`.'
+    build
+    expect_fail 1 '^content/notes/leak\.md:4(:[0-9]+)?: error: .*data "secret\.txt": cannot read: a hard link.*refused'
+    no_leak
+}
+
+t_leak_hard_link_content() {
+    ln "$W/canary/mirror/content/secret.txt" "$P/content/notes/secret.txt"
+    build
+    expect_fail 1 '^content/notes/secret\.txt: error: .*hard link.*refused'
+    no_leak
+}
+
+t_leak_hard_link_template_asset() {
+    mkdir -p "$P/templates/assets"
+    ln "$W/canary/mirror/templates/assets/secret.css" "$P/templates/assets/secret.css"
+    build
+    expect_fail 1 '^templates/assets/secret\.css: error: .*hard link.*refused'
+    no_leak
 }
 
 # ---------- run ----------

@@ -662,7 +662,7 @@ t_bad_symlink_out_of_content() {
     ln -s ../../site.yaml "$W/content/articles/evil.md"
     kv build
     expect_failed_build <<'EOF'
-content/articles/evil.md: error: symbolic link leaves content/ (points to @W@/site.yaml): refused
+content/articles/evil.md: error: a symbolic link: refused (files under content/ are read without following any; copy the file or folder instead)
 EOF
 }
 

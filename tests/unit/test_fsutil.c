@@ -1,6 +1,8 @@
 /* Unit tests for gen/fsutil.c: joins, bounded reads, mkdir -p, writes and
  * copies that refuse symlinks, rm -rf that never follows a symlink, and the
- * moves and removals of incremental builds, which stay inside their folder.
+ * moves and removals of incremental builds, which stay inside their folder,
+ * and the opens and reads of a project's files beneath a folder handle (no
+ * links, no "..", no hard links, read from the fd that was checked).
  * Every test works in its own temporary folder, set up with plain POSIX calls
  * so that the functions under test never prepare their own fixtures. */
 #include <dirent.h>
@@ -1017,6 +1019,200 @@ static void test_window(void **state)
     free(p);
 }
 
+/* ---- files of a project: opened beneath a folder, no links ----------------- */
+
+typedef int (*opener)(int dir, const char *rel, int flags);
+/* openat2 (where the kernel has it) and the O_NOFOLLOW walk behind it */
+static const opener openers[] = {fs_open_beneath, fs_open_beneath_walk};
+
+/* A project in root/proj (a.txt, sub/b.txt, sub/deep/c.txt) and a secret
+ * next to it, outside; returns proj opened. */
+static int S_project(void **state)
+{
+    S_mkdir_rel(state, "proj");
+    S_mkdir_rel(state, "proj/sub");
+    S_mkdir_rel(state, "proj/sub/deep");
+    S_put_rel(state, "proj/a.txt", "A");
+    S_put_rel(state, "proj/sub/b.txt", "B");
+    S_put_rel(state, "proj/sub/deep/c.txt", "C");
+    S_put_rel(state, "secret.txt", "SECRET");
+    char *p = S_path(state, "proj");
+    int dir = fs_root_open(p);
+    assert_true(dir >= 0);
+    free(p);
+    return dir;
+}
+
+static void S_symlink_rel(void **state, const char *target, const char *rel)
+{
+    char *p = S_path(state, rel);
+    assert_int_equal(symlink(target, p), 0);
+    free(p);
+}
+
+/* What opener says for rel: 0 when it opens it (and the fd reads want),
+ * else its errno. */
+static int S_open_says(opener op, int dir, const char *rel, int flags, const char *want)
+{
+    errno = 0;
+    int fd = op(dir, rel, flags);
+    if (fd < 0)
+        return errno ? errno : -1;
+    if (want) {
+        buf b = BUF_INIT;
+        assert_int_equal(fs_read_fd(fd, 100, &b), FS_OK);
+        assert_string_equal(buf_cstr(&b), want);
+        buf_free(&b);
+    }
+    close(fd);
+    return 0;
+}
+
+static void test_beneath_plain_files(void **state)
+{
+    int dir = S_project(state);
+    for (size_t i = 0; i < N(openers); i++) {
+        assert_int_equal(S_open_says(openers[i], dir, "a.txt", O_RDONLY, "A"), 0);
+        assert_int_equal(S_open_says(openers[i], dir, "sub/deep/c.txt", O_RDONLY, "C"), 0);
+        assert_int_equal(S_open_says(openers[i], dir, "sub/deep", O_RDONLY | O_DIRECTORY, NULL), 0);
+        assert_int_equal(S_open_says(openers[i], dir, "sub/none.txt", O_RDONLY, NULL), ENOENT);
+        assert_int_equal(S_open_says(openers[i], dir, "a.txt/x", O_RDONLY, NULL), ENOTDIR);
+        assert_int_equal(S_open_says(openers[i], dir, "a.txt", O_RDONLY | O_DIRECTORY, NULL),
+                         ENOTDIR);
+    }
+    buf b = BUF_INIT;
+    assert_int_equal(fs_read_beneath(dir, "sub/b.txt", 100, &b), FS_OK);
+    assert_string_equal(buf_cstr(&b), "B");
+    assert_int_equal(fs_read_beneath(dir, "sub/b.txt", 0, &b), FS_ETOOBIG);
+    assert_int_equal(fs_read_beneath(dir, "nothing", 100, &b), FS_ENOENT);
+    assert_int_equal(fs_read_beneath(dir, "sub", 100, &b), FS_EOTHER);
+    assert_int_equal(errno, EISDIR);
+    buf_clear(&b);
+    char *root = S_path(state, "proj");
+    assert_int_equal(fs_read_in(root, "sub/deep/c.txt", 100, &b), FS_OK);
+    assert_string_equal(buf_cstr(&b), "C");
+    free(root);
+    buf_free(&b);
+    close(dir);
+}
+
+static void test_beneath_refuses_links(void **state)
+{
+    int dir = S_project(state);
+    /* out of the project, and inside it: both refused, last component or not */
+    S_symlink_rel(state, "../secret.txt", "proj/out.txt");
+    S_symlink_rel(state, "a.txt", "proj/in.txt");
+    S_symlink_rel(state, "..", "proj/up");
+    S_symlink_rel(state, "sub", "proj/alias");
+    S_symlink_rel(state, "/etc", "proj/sub/etc");
+    S_symlink_rel(state, "loop", "proj/loop");
+    const char *links[] = {"out.txt", "in.txt", "up/secret.txt", "alias/b.txt",
+                           "sub/etc/hostname", "loop", "up", "alias"};
+    for (size_t i = 0; i < N(openers); i++)
+        for (size_t k = 0; k < N(links); k++) {
+            int flags = k >= 6 ? O_RDONLY | O_DIRECTORY : O_RDONLY;
+            if (S_open_says(openers[i], dir, links[k], flags, NULL) != ELOOP)
+                fail_msg("opener %zu: %s was not refused as a link", i, links[k]);
+        }
+    buf b = BUF_INIT;
+    assert_int_equal(fs_read_beneath(dir, "out.txt", 100, &b), FS_ELINK);
+    assert_int_equal(fs_read_beneath(dir, "up/secret.txt", 100, &b), FS_ELINK);
+    assert_int_equal(b.len, 0);
+    buf_free(&b);
+    close(dir);
+}
+
+static void test_beneath_refuses_dotdot_and_absolute(void **state)
+{
+    int dir = S_project(state);
+    const char *bad[] = {"../secret.txt", "sub/../a.txt", "sub/../../secret.txt", "/etc/hostname",
+                         "", ".", "./a.txt", "sub//b.txt", "sub/", "sub/.."};
+    for (size_t i = 0; i < N(openers); i++)
+        for (size_t k = 0; k < N(bad); k++)
+            if (S_open_says(openers[i], dir, bad[k], O_RDONLY, NULL) != EXDEV)
+                fail_msg("opener %zu: \"%s\" was not refused", i, bad[k]);
+    buf b = BUF_INIT;
+    assert_int_equal(fs_read_beneath(dir, "../secret.txt", 100, &b), FS_ELINK);
+    assert_int_equal(fs_read_beneath(dir, "/etc/hostname", 100, &b), FS_ELINK);
+    assert_int_equal(b.len, 0);
+    buf_free(&b);
+    close(dir);
+}
+
+static void test_beneath_refuses_hard_links(void **state)
+{
+    int dir = S_project(state);
+    char *secret = S_path(state, "secret.txt");
+    char *twin = S_path(state, "proj/sub/twin.txt");
+    assert_int_equal(link(secret, twin), 0);
+    buf b = BUF_INIT;
+    assert_int_equal(fs_read_beneath(dir, "sub/twin.txt", 100, &b), FS_EHARDLINK);
+    assert_int_equal(b.len, 0);
+    assert_non_null(strstr(fs_strerror(FS_EHARDLINK, 0), "hard link"));
+    /* one name left: an ordinary file again */
+    assert_int_equal(unlink(secret), 0);
+    assert_int_equal(fs_read_beneath(dir, "sub/twin.txt", 100, &b), FS_OK);
+    assert_string_equal(buf_cstr(&b), "SECRET");
+    buf_free(&b);
+    free(secret);
+    free(twin);
+    close(dir);
+}
+
+static void test_beneath_refuses_fifo_without_blocking(void **state)
+{
+    int dir = S_project(state);
+    char *fifo = S_path(state, "proj/pipe.txt");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    buf b = BUF_INIT;
+    /* no writer: a blocking open would hang here */
+    assert_int_equal(fs_read_beneath(dir, "pipe.txt", 100, &b), FS_ENOTREG);
+    buf_free(&b);
+    free(fifo);
+    close(dir);
+}
+
+static void test_beneath_swap_for_a_link(void **state)
+{
+    /* the file is checked and read through one fd: swapping it for a link
+     * after the open reads the file that was opened, and the next open of
+     * the name is refused */
+    int dir = S_project(state);
+    char *a = S_path(state, "proj/a.txt");
+    char *tmp = S_path(state, "proj/a.tmp");
+    for (size_t i = 0; i < N(openers); i++) {
+        S_put(a, "A", 1);
+        int fd = openers[i](dir, "a.txt", O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(symlink("../secret.txt", tmp), 0);
+        assert_int_equal(rename(tmp, a), 0); /* a.txt is now a link out */
+        buf b = BUF_INIT;
+        assert_int_equal(fs_read_fd(fd, 100, &b), FS_OK);
+        assert_string_equal(buf_cstr(&b), "A");
+        close(fd);
+        errno = 0;
+        assert_int_equal(openers[i](dir, "a.txt", O_RDONLY), -1);
+        assert_int_equal(errno, ELOOP);
+        buf_clear(&b);
+        assert_int_equal(fs_read_beneath(dir, "a.txt", 100, &b), FS_ELINK);
+        assert_int_equal(b.len, 0);
+        buf_free(&b);
+        assert_int_equal(unlink(a), 0);
+    }
+    /* a folder on the way swapped for a link: refused too */
+    char *sub = S_path(state, "proj/sub");
+    char *moved = S_path(state, "moved");
+    assert_int_equal(rename(sub, moved), 0);
+    assert_int_equal(symlink("../moved", sub), 0);
+    for (size_t i = 0; i < N(openers); i++)
+        assert_int_equal(S_open_says(openers[i], dir, "sub/b.txt", O_RDONLY, NULL), ELOOP);
+    free(sub);
+    free(moved);
+    free(a);
+    free(tmp);
+    close(dir);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -1053,6 +1249,12 @@ int main(void)
         T(test_stream_replaces_what_is_in_the_way),
         T(test_stream_errors),
         T(test_window),
+        T(test_beneath_plain_files),
+        T(test_beneath_refuses_links),
+        T(test_beneath_refuses_dotdot_and_absolute),
+        T(test_beneath_refuses_hard_links),
+        T(test_beneath_refuses_fifo_without_blocking),
+        T(test_beneath_swap_for_a_link),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

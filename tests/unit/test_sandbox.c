@@ -89,6 +89,12 @@ static void S_project(fx *f)
     p = fs_join(f->root, "checks/alias.yaml");
     assert_int_equal(symlink("measurements/x.yaml", p), 0);
     free(p);
+    /* a hard link to a file outside: a second name of it inside checks/ */
+    char *x = fs_join(f->other, "x.yaml");
+    p = fs_join(f->root, "checks/twin.yaml");
+    assert_int_equal(link(x, p), 0);
+    free(p);
+    free(x);
     free(evil);
     free(out);
 }
@@ -472,8 +478,8 @@ static void test_require_refusals(void **state)
     S_expect_error(f, "return require 'os'",
                    "require \"os\": checks/os.lua: no such file under checks/");
     S_expect_error(f, "return require 'evil'",
-                   "require \"evil\": checks/evil.lua: resolves outside checks/ (through a "
-                   "symbolic link): refused");
+                   "require \"evil\": checks/evil.lua: a symbolic link (nothing under checks/ "
+                   "is read through one): refused");
     S_expect_error(f, "return require 'syn'", "checks/syn.lua:2: unexpected symbol near <eof>");
     S_expect_error(f, "return require 'ca'", "checks/cb.lua:1: require \"ca\": circular require");
 }
@@ -532,7 +538,10 @@ static void test_data_kinds(void **state)
     S_expect(f, "local d = data 'x.csv' return #d .. ':' .. d[2].bytes .. ':' .. d[1].tokens",
              "2:469762048:4096");
     S_expect(f, "return data 'log.txt'", "line1\nline2\n");
-    S_expect(f, "return data('alias.yaml').model", "qwen"); /* a link inside checks/ */
+    /* a link that stays inside checks/ is refused too: none is followed */
+    S_expect_error(f, "return data('alias.yaml').model",
+                   "data \"alias.yaml\": a symbolic link (nothing under checks/ is read "
+                   "through one): refused");
     /* each call gives fresh tables: a page cannot spoil the cache */
     S_expect(f, "local a = data 'x.json' a.a = nil return type(data('x.json').a)", "table");
     S_new_page(f);
@@ -563,11 +572,14 @@ static void test_data_refusals(void **state)
                    "or .md)");
     S_expect_error(f, "return data 'nope.yaml'", "data \"nope.yaml\": no such file under checks/");
     S_expect_error(f, "return data 'out.yaml'",
-                   "data \"out.yaml\": resolves outside checks/ (through a symbolic link): "
-                   "refused");
+                   "data \"out.yaml\": a symbolic link (nothing under checks/ is read through "
+                   "one): refused");
+    S_expect_error(f, "return data 'twin.yaml'",
+                   "data \"twin.yaml\": cannot read: a hard link (a file with more than one "
+                   "name): refused");
     S_expect_error(f, "return data 'ext/x.yaml'",
-                   "data \"ext/x.yaml\": resolves outside checks/ (through a symbolic link): "
-                   "refused");
+                   "data \"ext/x.yaml\": a symbolic link (nothing under checks/ is read through "
+                   "one): refused");
 
     sandbox_error err;
     S_fail_at(f, "return data 'bad.json'", 1, &err);
