@@ -218,10 +218,26 @@ static int S_module_len(lua_State *L)
     return 1;
 }
 
+/* The iterator pairs(view) returns: the ordered next over the real table,
+ * which stays an upvalue: no value a page can reach is the table itself, so
+ * nothing (pairs, next, rawget, rawset) can write a library or a module. */
+static int S_view_next(lua_State *L)
+{
+    lua_settop(L, 2);
+    lua_pushvalue(L, lua_upvalueindex(2)); /* the ordered next */
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushvalue(L, 2);
+    lua_call(L, 2, 2);
+    return lua_isnil(L, -2) ? 1 : 2;
+}
+
 static int S_module_pairs(lua_State *L)
 {
-    lua_getglobal(L, "next"); /* the real next: the proxy itself is empty */
+    sandbox *sb = sandbox_of(L);
     lua_pushvalue(L, lua_upvalueindex(1));
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->onext_ref);
+    lua_pushcclosure(L, S_view_next, 2);
+    lua_pushvalue(L, 1); /* the view, not the table */
     lua_pushnil(L);
     return 3;
 }
@@ -532,6 +548,8 @@ void hostlib_fill_proto(lua_State *L, int proto)
     lua_setfield(L, proto, "data");
     luaorder_push(L); /* the same key order in every build: luaorder.h */
     lua_setfield(L, proto, "pairs");
+    lua_pushvalue(L, -1);
+    sandbox_of(L)->onext_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_setfield(L, proto, "next");
 }
 

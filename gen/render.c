@@ -66,7 +66,7 @@ size_t *render_report_sections(const content_index *idx, size_t *n)
 static void S_set_helpers(renderer *r)
 {
     lua_State *L = sandbox_lua(r->sb);
-    sandbox_push_env(r->sb);
+    sandbox_push_template_env(r->sb);
     helpers_open(L, r);
     lv_push_site(r);
     lua_setfield(L, -2, "site");
@@ -284,7 +284,7 @@ static int S_page_env(lua_State *L)
     const page_env_args *a = lua_touserdata(L, 1);
     renderer *r = a->r;
     S_set_helpers(r);
-    sandbox_push_env(r->sb);
+    sandbox_push_template_env(r->sb);
     lv_push_page_brief(r, a->job);
     lua_pushlstring(L, buf_cstr(&a->res->html), a->res->html.len);
     lua_setfield(L, -2, "content");
@@ -389,7 +389,7 @@ static int S_generated_env(lua_State *L)
     renderer *r = a->r;
     job_kind kind = a->kind;
     S_set_helpers(r);
-    sandbox_push_env(r->sb);
+    sandbox_push_template_env(r->sb);
     lua_createtable(L, 0, 8);
     render_setstr(L, "title", a->title);
     bool report = kind == JOB_CHECKS || kind == JOB_CHECKS_SECTION;

@@ -411,7 +411,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
     sb->o = *o;
     sb->root = xstrdup(o->root);
     sb->limit = (size_t)-1;
-    sb->env_ref = sb->loaded_ref = sb->exprs_ref = sb->used_ref = LUA_NOREF;
+    sb->env_ref = sb->loaded_ref = sb->exprs_ref = sb->used_ref = sb->tenv_ref = LUA_NOREF;
     sb->checks_fd = fs_open_in(o->root, CHECKS_DIR, O_RDONLY | O_DIRECTORY);
     strmap_init(&sb->data_cache);
     sb->shared.tolerance = 0.05; /* figures.tolerance's default; see sandbox_set_tolerance */
@@ -475,13 +475,11 @@ quote_unitset *sandbox_units(sandbox *sb) { return sb->units; }
 const buf *sandbox_page_inputs(sandbox *sb) { return &sb->inputs; }
 void sandbox_push_env(sandbox *sb) { lua_rawgeti(sb->L, LUA_REGISTRYINDEX, sb->env_ref); }
 
-static int S_make_env(lua_State *L)
+/* Fills the table at env with what every environment starts from: the
+ * base functions, fresh read-only views of the libraries (no page can change
+ * what another sees, and nothing is copied per page), _G and kvsite. */
+static void S_fill_env(lua_State *L, sandbox *sb, int env)
 {
-    sandbox *sb = lua_touserdata(L, 1);
-    /* sized for the globals, the libraries and what the renderer adds, so
-     * filling it never rehashes */
-    lua_createtable(L, 0, 64);
-    int env = lua_gettop(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->proto_ref); /* {k1, v1, ...}: sandbox_flatten */
     lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
     for (lua_Integer i = 1; i < n; i += 2) {
@@ -490,8 +488,6 @@ static int S_make_env(lua_State *L)
         lua_rawset(L, env);
     }
     lua_pop(L, 1);
-    /* fresh read-only views of the libraries: no page can change what
-     * another sees, and nothing is copied per page */
     lua_rawgeti(L, LUA_REGISTRYINDEX, sb->libs_ref);
     n = (lua_Integer)lua_rawlen(L, -1);
     for (lua_Integer i = 1; i < n; i += 2) {
@@ -506,6 +502,15 @@ static int S_make_env(lua_State *L)
     lua_setfield(L, env, "_G");
     hostlib_push_kvsite(sb, L);
     lua_setfield(L, env, "kvsite");
+}
+
+static int S_make_env(lua_State *L)
+{
+    sandbox *sb = lua_touserdata(L, 1);
+    /* sized for the globals, the libraries and what the renderer adds, so
+     * filling it never rehashes */
+    lua_createtable(L, 0, 64);
+    S_fill_env(L, sb, lua_gettop(L));
     /* the same random sequence on every page, whatever worker renders it */
     lua_getglobal(L, "math");
     lua_getfield(L, -1, "randomseed");
@@ -516,6 +521,36 @@ static int S_make_env(lua_State *L)
     lua_newtable(L);
     sb->loaded_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     return 0;
+}
+
+/* The templates' environment of this page: its own builtins, falling back
+ * to the page's environment for the rest (see sandbox.h). */
+static int S_make_template_env(lua_State *L)
+{
+    sandbox *sb = lua_touserdata(L, 1);
+    lua_createtable(L, 0, 64);
+    int env = lua_gettop(L);
+    S_fill_env(L, sb, env);
+    lua_createtable(L, 0, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->env_ref);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, env);
+    sb->tenv_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return 0;
+}
+
+void sandbox_push_template_env(sandbox *sb)
+{
+    lua_State *L = sb->L;
+    if (sb->tenv_ref == LUA_NOREF) {
+        lua_pushcfunction(L, S_make_template_env);
+        lua_pushlightuserdata(L, sb);
+        if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+            fprintf(stderr, "kvsite: cannot create a Lua environment (out of memory)\n");
+            exit(70);
+        }
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->tenv_ref);
 }
 
 void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl)
@@ -568,7 +603,8 @@ void sandbox_page_end(sandbox *sb)
     }
     luaL_unref(L, LUA_REGISTRYINDEX, sb->env_ref);
     luaL_unref(L, LUA_REGISTRYINDEX, sb->loaded_ref);
-    sb->env_ref = sb->loaded_ref = LUA_NOREF;
+    luaL_unref(L, LUA_REGISTRYINDEX, sb->tenv_ref);
+    sb->env_ref = sb->loaded_ref = sb->tenv_ref = LUA_NOREF;
     sb->limit = (size_t)-1;
     sb->page_file = NULL;
     sb->dl = NULL;

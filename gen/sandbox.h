@@ -58,6 +58,12 @@ void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl);
 void sandbox_page_end(sandbox *sb);
 /* Pushes the current page's environment table. */
 void sandbox_push_env(sandbox *sb);
+/* Pushes the environment its templates run in (made on first use in a page,
+ * under the caller's pcall): fresh builtins, library views and kvsite of its
+ * own, so nothing a page defined (a global `table`, `tostring`, `ipairs`,
+ * `page`) can stand in for what templates call, and anything else read
+ * from the page's environment. What templates define stays in it. */
+void sandbox_push_template_env(sandbox *sb);
 /* The default relative tolerance of approximate quotes that kvsite.quote_check
  * applies (figures.tolerance; 0.05 until set). */
 void sandbox_set_tolerance(sandbox *sb, double tolerance);

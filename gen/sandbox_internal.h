@@ -43,6 +43,7 @@ struct sandbox {
     size_t gc_baseline;
 
     int proto_ref, env_ref, libs_ref;
+    int tenv_ref;        /* this page's templates' environment, once asked for */
     int exprs_ref;       /* the list of compiled expressions (sandbox_eval) */
     size_t nexprs;
     struct expr_slot *expr_slots; /* their index in the list by their text */
@@ -71,6 +72,7 @@ struct sandbox {
     int loaded_ref;    /* require: this page's module instances by name */
     int modules_ref;   /* require: the compiled chunks of checks/NAME.lua, per worker */
     int kvsite_ref;       /* the kvsite table's functions: hostlib_open_kvsite */
+    int onext_ref;        /* the ordered next (luaorder.h), for views' pairs */
     luaquote_ctx shared;  /* what kvsite.quote_check and friends read (luaquote.h) */
     quote_unitset *units; /* kvsite.unit: the page's units */
     bool measured;        /* kvsite.measured: called since sandbox_figure_begin */

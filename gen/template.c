@@ -791,7 +791,7 @@ static void S_push_writer(lua_State *L, templates *t, buf *out, lua_CFunction fn
 /* Calls the compiled template on top of the stack, writing into out. */
 static void S_call(lua_State *L, templates *t, buf *out)
 {
-    sandbox_push_env(t->sb);
+    sandbox_push_template_env(t->sb);
     lua_setupvalue(L, -2, 1);
     S_push_writer(L, t, out, S_out);
     lua_pushcfunction(L, S_esc);
@@ -865,8 +865,8 @@ int tpl_render(templates *t, const char *name, buf *out, diag_list *dl)
 {
     lua_State *L = sandbox_lua(t->sb);
     char *rel = fs_join(TEMPLATES_DIR, name);
-    /* include is a global of the page environment while a template runs */
-    sandbox_push_env(t->sb);
+    /* include is a global of the templates' environment while a template runs */
+    sandbox_push_template_env(t->sb);
     lua_pushlightuserdata(L, t);
     lua_pushcclosure(L, S_include, 1);
     lua_setfield(L, -2, "include");

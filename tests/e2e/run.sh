@@ -1757,6 +1757,76 @@ EOF
     expect_file site/tags/t65/index.html
 }
 
+# No page can change what another page or a template sees (issue 22.1): the library and
+# module tables are reachable by no path (pairs, next, rawget, rawset, metatables), and
+# templates call builtins that no page global can stand in for.
+t_attack_forge_across_pages() {
+    fresh good
+    page content/notes/a-attack.md <<'EOF'
+---
+title: Attack
+---
+
+```{lua}
+local tries = {}
+local function try(name, f) tries[#tries + 1] = name .. "=" .. tostring((pcall(f))) end
+local _, M = pairs(math)
+try("pairs-state", function() M.floor = function() return 42 end end)
+local it = pairs(math)
+try("pairs-iter", function() local k, v = it(M, nil); assert(type(M) == "table"); rawset(M, "floor", function() return 42 end) end)
+try("next", function() local k = next(math); assert(k == nil) end)
+try("rawget", function() assert(rawget(math, "floor") == nil) end)
+try("rawset", function() rawset(math, "floor", function() return 42 end) end)
+try("metatable", function() local mt = getmetatable(math); mt.__index.floor = function() return 42 end end)
+try("string", function() local _, S = pairs(string); S.rep = function() return "x" end end)
+try("strmeta", function() getmetatable("").__index.rep = function() return "x" end end)
+try("module", function() local fx = require "fx"; local _, F = pairs(fx); F.run_bytes = function() return 1 end end)
+report = table.concat(tries, " ")
+```
+
+Tries: `{lua} report`.
+EOF
+    page content/notes/b-victim.md <<'EOF'
+---
+title: Victim
+---
+
+Floor: `3 {= math.floor(3.7)}`; rep: `{lua} string.rep("ab", 2)`; run: `{lua} require("fx").run_bytes()`.
+EOF
+    kv build -j 1
+    expect_rc 0
+    expect_grep site/notes/b-victim/index.html "rep: abab"
+    expect_no_grep site/notes/b-victim/index.html "run: 1<"
+    # the figure 42 {= math.floor(3.7)} must fail on a later page of the same worker
+    printf '\nForged: `42 {= math.floor(3.7)}`.\n' >>"$W/content/notes/b-victim.md"
+    kv build -j 1
+    expect_rc 1
+    grep -q "b-victim.md:.*quoted 42, but math.floor(3.7) = 3" "$W.err" ||
+        fail "the forged figure was not caught: $(grep -c error "$W.err") errors"
+}
+
+t_attack_template_builtins() {
+    fresh good
+    page content/notes/shadow.md <<'EOF'
+---
+title: Shadow
+tags: [memory]
+---
+
+```{lua}
+ipairs = function() return function(_, i) if not i then return 1, {url = "javascript:evil()", name = "evil"} end end, nil, nil end
+tostring = function() return "evil" end
+page = {title = "evil"}
+```
+
+Text.
+EOF
+    kv build
+    expect_rc 0
+    expect_no_grep site/notes/shadow/index.html "evil"
+    expect_grep site/notes/shadow/index.html "Shadow"
+}
+
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------
 
 # A project with the real checks library, the good fixture's templates and a home page.
