@@ -9,7 +9,9 @@ spec=${SPEC_DIR:-$top/../shared/spec}
 kvsite=${KVSITE:-$top/build/kvsite}
 out=${BUILD_DIR:-$top/build}
 if [ ! -d "$spec" ]; then
-    echo "spec: skipped: $spec not found (the spec files live in ../shared/spec)"
+    echo "spec: skipped: no folder $spec with the CommonMark and GFM spec files"
+    echo "  (spec.txt, extensions.txt, regression.txt and smart_punct.txt, as cmark-gfm's"
+    echo "  source tree has them under test/); point SPEC_DIR at such a folder to run them"
     echo "0 passed, 0 failed, 3 skipped"
     exit 0
 fi
