@@ -30,6 +30,7 @@
 #include "sources.h"
 #include "stamp.h"
 #include "strmap.h"
+#include "url.h"
 
 typedef struct {
     const build_opts *o;
@@ -650,7 +651,7 @@ static void S_check_links(build_state *s, const bool *only)
                         strmap_put(set, target->ids[i], (void *)1);
                     strmap_put(&idsets, target->url, set);
                 }
-                bool found = strmap_get(set, frag) != NULL;
+                bool found = url_fragment_in(set, frag);
                 if (!found)
                     diag_error(&s->dl, file, l->line, l->col,
                                "broken link to %s: %s has no heading or anchor with id \"%s\"",

@@ -17,6 +17,7 @@
 #include "sandbox.h"
 #include "stamp.h"
 #include "template.h"
+#include "url.h"
 
 struct renderer {
     render_env e;
@@ -1266,6 +1267,8 @@ static void S_set_helpers(renderer *r)
     lua_setfield(L, -2, "date");
     lua_pushcfunction(L, S_escape);
     lua_setfield(L, -2, "escape");
+    lua_pushcfunction(L, url_lua_safe_url);
+    lua_setfield(L, -2, "safe_url");
     lua_getfield(L, -1, "string");
     lua_getfield(L, -1, "format");
     lua_setfield(L, -3, "fmt");
