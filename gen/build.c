@@ -453,7 +453,7 @@ static void S_copy_assets(build_state *s)
 
 /* ---------- feed and sitemap ---------- */
 
-static void S_xml(buf *b, const char *s) { buf_put_html(b, s ? s : "", s ? strlen(s) : 0); }
+static void S_xml(buf *b, const char *s) { buf_put_xml(b, s ? s : "", s ? strlen(s) : 0); }
 
 static void S_rfc3339(buf *b, const char *date)
 {
