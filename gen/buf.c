@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 static void S_oom(size_t n)
 {
     fprintf(stderr, "kvsite: out of memory (allocating %zu bytes)\n", n);
@@ -197,6 +199,41 @@ void buf_put_html(buf *b, const char *s, size_t len)
         }
     }
     buf_put(b, s + run, len - run);
+}
+
+/* Length of the sequence XML 1.0 forbids at s[0..n) (see buf_put_xml), or
+ * 0 for an allowed character. */
+static size_t S_xml_bad(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    if (c < 0x20)
+        return c == '\t' || c == '\n' || c == '\r' ? 0 : 1;
+    if (c < 0x80)
+        return 0;
+    size_t k = utf8_char_len(s);
+    if (k > n || k == 1 || !utf8_valid((const char *)s, k, NULL))
+        return 1;
+    if (k == 3 && c == 0xEF && s[1] == 0xBF && s[2] >= 0xBE)
+        return 3; /* U+FFFE, U+FFFF */
+    return 0;
+}
+
+void buf_put_xml(buf *b, const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t run = 0, i = 0;
+    while (i < len) {
+        size_t bad = (u[i] < 0x20 || u[i] >= 0x80) ? S_xml_bad(u + i, len - i) : 0;
+        if (!bad) {
+            i += u[i] < 0x80 ? 1 : utf8_char_len(u + i);
+            continue;
+        }
+        buf_put_html(b, s + run, i - run);
+        buf_put(b, "\xEF\xBF\xBD", 3); /* U+FFFD */
+        i += bad;
+        run = i;
+    }
+    buf_put_html(b, s + run, len - run);
 }
 
 /* "00" to "99": two digits per division. */

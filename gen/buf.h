@@ -68,6 +68,10 @@ const char *buf_cstr(const buf *b);
 
 /* HTML-escapes s (& < > " ') onto b. */
 void buf_put_html(buf *b, const char *s, size_t len);
+/* As buf_put_html, for XML 1.0 (the feed, the sitemap): what XML forbids,
+ * C0 controls but tab and line breaks, U+FFFE, U+FFFF and bytes that are not
+ * UTF-8, is written as U+FFFD, so the document stays well-formed. */
+void buf_put_xml(buf *b, const char *s, size_t len);
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);

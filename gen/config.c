@@ -212,7 +212,14 @@ static int S_base_url(config *c, const char *file, int line, int col, diag_list 
 {
     const char *u = c->base_url;
     const char *path = NULL;
-    if (u[0] == '/') {
+    if (u[0] == '/' && u[1] == '/') {
+        /* "//host/": the scheme of whoever reads the page, a host of the pull
+         * request's choosing in every URL of the site */
+        diag_error(dl, file, line, col,
+                   "base_url \"%s\" is protocol-relative; write \"https://host/...\" or a "
+                   "path \"/...\"", u);
+        return -1;
+    } else if (u[0] == '/') {
         path = u;
     } else if (strncmp(u, "https://", 8) == 0 || strncmp(u, "http://", 7) == 0) {
         const char *host = strstr(u, "://") + 3;
@@ -273,7 +280,7 @@ static int S_check_layout(const char *root, diag_list *dl)
     return dl->errors == before ? 0 : -1;
 }
 
-int config_load(config *c, const char *root, diag_list *dl)
+static int S_load(config *c, const char *root, diag_list *dl)
 {
     if (S_check_layout(root, dl) != 0)
         return -1;
@@ -345,4 +352,142 @@ int config_load(config *c, const char *root, diag_list *dl)
     if (dl->errors == before)
         S_base_url(c, CONFIG_FILE, base_line, base_col, dl);
     return dl->errors == before ? 0 : -1;
+}
+
+/* ---------- ceilings: KVSITE_LIMITS ---------- */
+
+/* A numeric setting's value as a double; worker_memory 0 (none) as infinity. */
+static double S_get_num(const config *c, const key_spec *k)
+{
+    const char *base = (const char *)c;
+    if (k->kind == K_NUMBER)
+        return *(const double *)(base + k->offset);
+    if (k->kind == K_INT)
+        return *(const int *)(base + k->offset);
+    if (strcmp(k->path, "limits.lua_instructions") == 0)
+        return (double)*(const long long *)(base + k->offset);
+    size_t v = *(const size_t *)(base + k->offset);
+    if (v == 0 && strcmp(k->path, "limits.worker_memory") == 0)
+        return INFINITY;
+    return (double)v;
+}
+
+static void S_put_num(config *c, const key_spec *k, double d)
+{
+    char *base = (char *)c;
+    if (k->kind == K_NUMBER)
+        *(double *)(base + k->offset) = d;
+    else if (k->kind == K_INT)
+        *(int *)(base + k->offset) = (int)d;
+    else if (strcmp(k->path, "limits.lua_instructions") == 0)
+        *(long long *)(base + k->offset) = (long long)d;
+    else
+        *(size_t *)(base + k->offset) = (size_t)d;
+}
+
+/* Where site.yaml sets section.key (line and col), or false when it does not. */
+static bool S_key_pos(const yv *doc, const char *section, const char *key, int *line, int *col)
+{
+    if (!doc || doc->type != YV_MAP)
+        return false;
+    for (size_t i = 0; i < doc->n; i++) {
+        const yv *v = doc->items[i];
+        if (strcmp(doc->keys[i], section) != 0 || v->type != YV_MAP)
+            continue;
+        for (size_t j = 0; j < v->n; j++) {
+            if (strcmp(v->keys[j], key) == 0) {
+                *line = v->key_lines[j];
+                *col = v->key_cols[j];
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+int config_ceilings(config *c, const char *spec, diag_list *dl)
+{
+    size_t before = dl->errors;
+    size_t nkeys = sizeof S_keys / sizeof S_keys[0];
+    double pin[sizeof S_keys / sizeof S_keys[0]];
+    bool pinned[sizeof S_keys / sizeof S_keys[0]] = {false};
+    bool no_unsafe = false;
+    const char *p = spec ? spec : "";
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        char *item = xstrndup(p, n);
+        p += n + (p[n] == ',');
+        char *eq = strchr(item, '=');
+        char *end = NULL;
+        double d = eq ? strtod(eq + 1, &end) : 0;
+        if (!eq || end == eq + 1 || *end || !(d >= 0) || isinf(d)) {
+            if (item[0])
+                diag_error(dl, NULL, 0, 0,
+                           "KVSITE_LIMITS: \"%s\" is not NAME=NUMBER (names: the limits.* "
+                           "keys of site.yaml without \"limits.\", and unsafe=0)",
+                           item);
+            free(item);
+            continue;
+        }
+        *eq = '\0';
+        if (strcmp(item, "unsafe") == 0) {
+            if (d != 0 && d != 1)
+                diag_error(dl, NULL, 0, 0, "KVSITE_LIMITS: unsafe must be 0 or 1");
+            no_unsafe |= d == 0;
+            free(item);
+            continue;
+        }
+        size_t k = 0;
+        for (; k < nkeys; k++)
+            if (strncmp(S_keys[k].path, "limits.", 7) == 0 && strcmp(S_keys[k].path + 7, item) == 0)
+                break;
+        if (k == nkeys) {
+            diag_error(dl, NULL, 0, 0, "KVSITE_LIMITS: unknown limit \"%s\"", item);
+        } else if (!(d >= S_keys[k].min && d <= S_keys[k].max) && !(d == 0 && S_keys[k].min == 0)) {
+            diag_error(dl, NULL, 0, 0, "KVSITE_LIMITS: %s must be between %g and %g, not %g",
+                       item, S_keys[k].min, S_keys[k].max, d);
+        } else if (!pinned[k] || d < pin[k]) {
+            /* the same limit pinned twice: the lower ceiling holds */
+            pinned[k] = true;
+            pin[k] = d == 0 ? INFINITY : d; /* worker_memory=0: no ceiling */
+        }
+        free(item);
+    }
+    if (dl->errors != before)
+        return -1;
+    for (size_t k = 0; k < nkeys; k++) {
+        if (!pinned[k])
+            continue;
+        const key_spec *ks = &S_keys[k];
+        double v = S_get_num(c, ks);
+        if (v <= pin[k])
+            continue;
+        int line = 0, col = 0;
+        if (S_key_pos(c->doc, "limits", ks->path + 7, &line, &col)) {
+            buf have = BUF_INIT, ceil = BUF_INIT;
+            buf_printf(&have, isinf(v) ? "0 (none)" : "%.17g", v);
+            buf_printf(&ceil, "%.17g", pin[k]);
+            diag_error(dl, CONFIG_FILE, line, col,
+                       "%s is %s, above the ceiling %s that KVSITE_LIMITS (or --limits) sets",
+                       ks->path, buf_cstr(&have), buf_cstr(&ceil));
+            buf_free(&have);
+            buf_free(&ceil);
+        } else {
+            S_put_num(c, ks, pin[k]); /* a default above the ceiling: the ceiling */
+        }
+    }
+    if (no_unsafe && c->unsafe_html) {
+        int line = 0, col = 0;
+        S_key_pos(c->doc, "markdown", "unsafe", &line, &col);
+        diag_error(dl, CONFIG_FILE, line, col,
+                   "markdown.unsafe is true, but KVSITE_LIMITS (or --no-unsafe) forbids it");
+    }
+    return dl->errors == before ? 0 : -1;
+}
+
+int config_load(config *c, const char *root, diag_list *dl)
+{
+    if (S_load(c, root, dl) != 0)
+        return -1;
+    return config_ceilings(c, getenv("KVSITE_LIMITS"), dl);
 }

@@ -47,8 +47,19 @@ typedef struct {
 } config;
 
 void config_defaults(config *c);
-/* Returns 0, or -1 after adding errors to dl. */
+/* Returns 0, or -1 after adding errors to dl. Applies the ceilings of the
+ * environment variable KVSITE_LIMITS (config_ceilings) after site.yaml. */
 int config_load(config *c, const char *root, diag_list *dl);
+
+/* Ceilings that site.yaml cannot exceed, pinned by whoever runs the build
+ * (CI) rather than by the tree it builds: spec is "NAME=NUMBER,..." where
+ * NAME is a limits.* key without "limits." (page_timeout=10,
+ * lua_instructions=2e8; worker_memory=0 pins nothing) or unsafe=0 (forbids
+ * markdown.unsafe). A limit pinned twice keeps the lower value. A setting
+ * site.yaml gives above its ceiling is an error at its line naming both
+ * values; a default above it is lowered to it. spec NULL or "": nothing
+ * pinned. Returns 0, or -1 after adding errors to dl. */
+int config_ceilings(config *c, const char *spec, diag_list *dl);
 void config_free(config *c);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "utf8.h"
 
 void diag_list_init(diag_list *dl) { memset(dl, 0, sizeof *dl); }
 
@@ -120,22 +121,56 @@ const char *diag_level_name(diag_level level)
     }
 }
 
-/* Workflow commands end at a newline and treat % specially. */
-static void S_put_gh_escaped(FILE *out, const char *s, bool property)
+/* How S_put_clean writes a string: a line of the log, or the message or a
+ * property of a GitHub workflow command. */
+typedef enum { S_PLAIN, S_GH_MSG, S_GH_PROP } S_clean;
+
+/* s into out, such that it cannot end the line, start another, or reach the
+ * terminal as a control: page text (print, error) and file names come from
+ * the pull request. Line breaks show as \n and \r (in workflow commands
+ * percent-encoded, as GitHub decodes them), other C0 and C1 controls, DEL
+ * and bytes that are not UTF-8 as \xNN (C1 as \u0080..\u009f). Tabs stay.
+ * Workflow commands also encode '%', and ':' and ',' in properties. */
+static void S_put_clean(FILE *out, const char *str, S_clean how)
 {
-    for (; *s; s++) {
-        if (*s == '%')
-            fputs("%25", out);
-        else if (*s == '\r')
-            fputs("%0D", out);
-        else if (*s == '\n')
-            fputs("%0A", out);
-        else if (property && *s == ':')
-            fputs("%3A", out);
-        else if (property && *s == ',')
-            fputs("%2C", out);
-        else
-            fputc(*s, out);
+    const unsigned char *s = (const unsigned char *)str;
+    while (*s) {
+        unsigned char c = *s;
+        if (c >= 0x20 && c < 0x7f) {
+            if (how != S_PLAIN && c == '%')
+                fputs("%25", out);
+            else if (how == S_GH_PROP && c == ':')
+                fputs("%3A", out);
+            else if (how == S_GH_PROP && c == ',')
+                fputs("%2C", out);
+            else
+                fputc(c, out);
+            s++;
+        } else if (c == '\t') {
+            fputc(c, out);
+            s++;
+        } else if (c == '\n' || c == '\r') {
+            fputs(how == S_PLAIN ? (c == '\n' ? "\\n" : "\\r") : (c == '\n' ? "%0A" : "%0D"),
+                  out);
+            s++;
+        } else if (c < 0x80) {
+            fprintf(out, "\\x%02x", c);
+            s++;
+        } else {
+            size_t n = utf8_char_len(s), k = 1;
+            while (k < n && s[k])
+                k++;
+            if (k < n || !utf8_valid((const char *)s, n, NULL)) {
+                fprintf(out, "\\x%02x", c);
+                s++;
+            } else if (c == 0xc2 && s[1] < 0xa0) {
+                fprintf(out, "\\u%04x", (unsigned)s[1]); /* C1: U+0080..U+009F */
+                s += 2;
+            } else {
+                fwrite(s, 1, n, out);
+                s += n;
+            }
+        }
     }
 }
 
@@ -144,7 +179,7 @@ void diag_print(const diag_list *dl, FILE *out, bool github)
     for (size_t i = 0; i < dl->n; i++) {
         const diag *d = &dl->v[i];
         if (d->file) {
-            fputs(d->file, out);
+            S_put_clean(out, d->file, S_PLAIN);
             if (d->line > 0) {
                 fprintf(out, ":%d", d->line);
                 if (d->col > 0)
@@ -154,7 +189,9 @@ void diag_print(const diag_list *dl, FILE *out, bool github)
         } else {
             fputs("kvsite: ", out);
         }
-        fprintf(out, "%s: %s\n", diag_level_name(d->level), d->msg);
+        fprintf(out, "%s: ", diag_level_name(d->level));
+        S_put_clean(out, d->msg, S_PLAIN);
+        fputc('\n', out);
     }
     if (!github)
         return;
@@ -165,14 +202,14 @@ void diag_print(const diag_list *dl, FILE *out, bool github)
         fprintf(out, "::%s", d->level == DIAG_ERROR ? "error" : "warning");
         if (d->file) {
             fputs(" file=", out);
-            S_put_gh_escaped(out, d->file, true);
+            S_put_clean(out, d->file, S_GH_PROP);
             if (d->line > 0)
                 fprintf(out, ",line=%d", d->line);
             if (d->col > 0)
                 fprintf(out, ",col=%d", d->col);
         }
         fputs("::", out);
-        S_put_gh_escaped(out, d->msg, false);
+        S_put_clean(out, d->msg, S_GH_MSG);
         fputc('\n', out);
     }
 }

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void S_xml(buf *b, const char *s) { buf_put_html(b, s ? s : "", s ? strlen(s) : 0); }
+static void S_xml(buf *b, const char *s) { buf_put_xml(b, s ? s : "", s ? strlen(s) : 0); }
 
 static void S_rfc3339(buf *b, const char *date)
 {

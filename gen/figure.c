@@ -338,10 +338,10 @@ static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, b
         BUF_PUT_LIT(exit, "</a></span>");
 }
 
-/* Evaluates the expression ex (en bytes, NUL-terminated) of figure f quoted
+/* Evaluates the expression ex (en bytes, NUL-terminated) of figure c->figs[fi] quoted
  * as q and writes its detail into c->detail. Returns true when the detail
  * is an error still to be reported (a Lua error is reported here). */
-static bool S_check(fig_ctx *c, figure *f, const quote *q, const char *ex, size_t en, bool approx,
+static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_t en, bool approx,
                     double tol, S_str quote_text, S_str *prov)
 {
     buf *d = &c->detail;
@@ -354,9 +354,15 @@ static bool S_check(fig_ctx *c, figure *f, const quote *q, const char *ex, size_
     sandbox_error lerr;
     lua_State *L = sandbox_lua(c->sb);
     bool report = false;
-    if (sandbox_eval(c->sb, cp, cn, c->file, f->line, &nres, &lerr) != 0) {
+    int line = c->figs[fi].line, col = c->figs[fi].col;
+    int rc = sandbox_eval(c->sb, cp, cn, c->file, line, &nres, &lerr);
+    /* the expression may have called back into the host (markdown_inline
+     * adds figures to this page's array and may move it): the figure is
+     * found by its index from here on, never by a pointer kept across Lua */
+    figure *f = &c->figs[fi];
+    if (rc != 0) {
         buf_printf(d, "in figure `%.*s`: %s", (int)quote_text.n, quote_text.s, lerr.msg);
-        S_lua_error(c, &lerr, f->line, f->col, "in figure");
+        S_lua_error(c, &lerr, line, col, "in figure");
         sandbox_error_free(&lerr);
         buf_free(&codebuf);
         return false;
@@ -504,7 +510,9 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     } else if (!(tol >= 0 && tol < 1)) {
         buf_puts(d, "tolerance must be between 0% and 100%");
     } else {
-        report = S_check(c, f, &q, ex, en, approx, tol, quote_text, &prov);
+        size_t fi = (size_t)(f - c->figs);
+        report = S_check(c, fi, &q, ex, en, approx, tol, quote_text, &prov);
+        f = &c->figs[fi]; /* c->figs may have moved: see S_check */
     }
     buf_free(&err);
     if (report)

@@ -8,6 +8,7 @@
 #include "quote.h"
 #include "render_state.h"
 #include "sandbox.h"
+#include "url.h"
 
 /* Finds where a front-matter string is written, so figures inside it are
  * reported at the right line. */
@@ -195,6 +196,8 @@ void helpers_open(lua_State *L, renderer *r)
     lua_setfield(L, -2, "date");
     lua_pushcfunction(L, S_escape);
     lua_setfield(L, -2, "escape");
+    lua_pushcfunction(L, url_lua_safe_url);
+    lua_setfield(L, -2, "safe_url");
     /* fmt: the environment's string.format, under a short name */
     if (lua_getfield(L, -1, "string") == LUA_TTABLE || lua_type(L, -1) == LUA_TUSERDATA) {
         lua_getfield(L, -1, "format");

@@ -231,11 +231,11 @@ static int S_view_next(lua_State *L)
     return lua_isnil(L, -2) ? 1 : 2;
 }
 
+/* Upvalues: the real table, the ordered next. */
 static int S_module_pairs(lua_State *L)
 {
-    sandbox *sb = sandbox_of(L);
     lua_pushvalue(L, lua_upvalueindex(1));
-    lua_rawgeti(L, LUA_REGISTRYINDEX, sb->onext_ref);
+    lua_pushvalue(L, lua_upvalueindex(2));
     lua_pushcclosure(L, S_view_next, 2);
     lua_pushvalue(L, 1); /* the view, not the table */
     lua_pushnil(L);
@@ -255,7 +255,9 @@ void hostlib_push_view_meta(lua_State *L, int mod, const char *name)
     lua_pushcclosure(L, S_module_len, 1);
     lua_setfield(L, -2, "__len");
     lua_pushvalue(L, mod);
-    lua_pushcclosure(L, S_module_pairs, 1);
+    luaorder_push(L);
+    lua_pop(L, 1); /* its pairs: the next is what the view's pairs needs */
+    lua_pushcclosure(L, S_module_pairs, 2);
     lua_setfield(L, -2, "__pairs");
     lua_pushliteral(L, "locked");
     lua_setfield(L, -2, "__metatable");
@@ -548,8 +550,6 @@ void hostlib_fill_proto(lua_State *L, int proto)
     lua_setfield(L, proto, "data");
     luaorder_push(L); /* the same key order in every build: luaorder.h */
     lua_setfield(L, proto, "pairs");
-    lua_pushvalue(L, -1);
-    sandbox_of(L)->onext_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_setfield(L, proto, "next");
 }
 

@@ -51,6 +51,10 @@ static uint64_t S_setup_stamp(const incr *inc)
         h = stamp_file(h, exe);
     h = stamp_str(h, inc->strict ? "strict" : "-");
     h = stamp_str(h, inc->drafts ? "drafts" : "-");
+    /* the ceilings (--limits and --no-unsafe reach it too): a lower one must
+     * re-check every page */
+    const char *ceilings = getenv("KVSITE_LIMITS");
+    h = stamp_str(h, ceilings ? ceilings : "-");
     char *cfg = fs_join(inc->root, "site.yaml");
     h = stamp_file(h, cfg);
     free(cfg);

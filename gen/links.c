@@ -6,6 +6,7 @@
 
 #include "buf.h"
 #include "markdown.h"
+#include "url.h"
 
 /* ---------- normalising ---------- */
 
@@ -30,7 +31,7 @@ char *links_target(const char *url, size_t un, const char *base, const char *pag
     }
     char *target = buf_detach(&t);
     if (strchr(target, '%')) {
-        char *dec = md_percent_decode(target, strlen(target));
+        char *dec = url_percent_decode(target, strlen(target));
         free(target);
         target = dec;
     }
@@ -344,7 +345,7 @@ void links_check(const page_record *records, size_t njobs, const bool *only,
                         strmap_put(set, target->ids[i], (void *)1);
                     strmap_put(&idsets, target->url, set);
                 }
-                bool found = strmap_get(set, frag) != NULL;
+                bool found = url_fragment_in(set, frag);
                 if (!found)
                     diag_error(dl, file, l->line, l->col,
                                "broken link to %s: %s has no heading or anchor with id \"%s\"",

@@ -14,7 +14,8 @@
 
 static const char *S_usage =
     "usage: kvsite build [-C DIR] [-o OUT] [--strict] [-j N] [--drafts] [--no-cache]\n"
-    "       kvsite check [-C DIR] [--strict] [-j N] [--drafts]\n"
+    "                    [--limits NAME=N,...] [--no-unsafe]\n"
+    "       kvsite check [-C DIR] [--strict] [-j N] [--drafts] [--limits NAME=N,...] [--no-unsafe]\n"
     "       kvsite render [--unsafe]       Markdown on stdin -> HTML on stdout\n"
     "       kvsite lua-test [-C DIR] FILE...  run Lua tests in the sandbox\n"
     "       kvsite --help | --version\n"
@@ -28,6 +29,9 @@ static const char *S_usage =
     "  -j N        worker processes (default: build.jobs, or the number of cores)\n"
     "  --drafts    include pages with draft: true\n"
     "  --no-cache  build even when nothing changed since the last build\n"
+    "  --limits NAME=N,...  ceilings site.yaml cannot exceed (NAME: a limits.* key\n"
+    "              without \"limits.\"); added to those of KVSITE_LIMITS, the lower wins\n"
+    "  --no-unsafe refuse markdown.unsafe: true (as KVSITE_LIMITS=unsafe=0)\n"
     "Exit status: 0 ok, 1 errors in the content, 2 usage or configuration errors.\n";
 
 static int S_usage_error(const char *msg)
@@ -42,8 +46,16 @@ static int S_build(int argc, char **argv, bool check)
     static const struct option longs[] = {{"strict", no_argument, 0, 's'},
                                           {"drafts", no_argument, 0, 'd'},
                                           {"no-cache", no_argument, 0, 'n'},
+                                          {"limits", required_argument, 0, 'L'},
+                                          {"no-unsafe", no_argument, 0, 'U'},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
+    /* --limits and --no-unsafe join the ceilings of KVSITE_LIMITS, which
+     * config_load reads: a flag can add ceilings, never lift one */
+    const char *env = getenv("KVSITE_LIMITS");
+    buf pins = BUF_INIT;
+    buf_puts(&pins, env ? env : "");
+    bool pinned = false;
     int c;
     optind = 1;
     opterr = 0;
@@ -54,18 +66,28 @@ static int S_build(int argc, char **argv, bool check)
         case 's': o.strict = true; break;
         case 'd': o.drafts = true; break;
         case 'n': o.no_cache = true; break;
+        case 'L':
+        case 'U':
+            if (pins.len)
+                buf_putc(&pins, ',');
+            buf_puts(&pins, c == 'L' ? optarg : "unsafe=0");
+            pinned = true;
+            break;
         case 'j': {
             char *end;
             long n = strtol(optarg, &end, 10);
-            if (*end || n < 1 || n > 256)
+            if (*end || n < 1 || n > 256) {
+                buf_free(&pins);
                 return S_usage_error("-j needs a number of workers from 1 to 256");
+            }
             o.jobs = (int)n;
             break;
         }
-        case 'h': fputs(S_usage, stdout); return 0;
+        case 'h': buf_free(&pins); fputs(S_usage, stdout); return 0;
         default: {
             char msg[80];
             snprintf(msg, sizeof msg, "unknown or incomplete option \"%s\"", argv[optind - 1]);
+            buf_free(&pins);
             return S_usage_error(msg);
         }
         }
@@ -73,8 +95,12 @@ static int S_build(int argc, char **argv, bool check)
     if (optind < argc) {
         char msg[200];
         snprintf(msg, sizeof msg, "unexpected argument \"%s\"", argv[optind]);
+        buf_free(&pins);
         return S_usage_error(msg);
     }
+    if (pinned)
+        setenv("KVSITE_LIMITS", buf_cstr(&pins), 1);
+    buf_free(&pins);
     o.exiting = true;
     return build_run(&o);
 }

@@ -4,10 +4,10 @@
 #include <cmark-gfm.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "arena.h"
 #include "strmap.h"
+#include "url.h"
 #include "utf8.h"
 
 #define SUMMARY_MAX 300
@@ -105,32 +105,6 @@ static bool S_has_scheme(const char *u)
     return false;
 }
 
-static int S_hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-char *md_percent_decode(const char *s, size_t n)
-{
-    if (!memchr(s, '%', n))
-        return xstrndup(s, n); /* most URLs have no escapes */
-    buf b = BUF_INIT;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%' && i + 2 < n && S_hex(s[i + 1]) >= 0 && S_hex(s[i + 2]) >= 0) {
-            buf_putc(&b, S_hex(s[i + 1]) * 16 + S_hex(s[i + 2]));
-            i += 2;
-        } else {
-            buf_putc(&b, s[i]);
-        }
-    }
-    return buf_detach(&b);
-}
 
 /* Joins dir ("a/b", no slashes at the ends, "" for the root) and a relative
  * path, resolving "." and "..". Returns NULL when the path leaves the root. */
@@ -217,7 +191,7 @@ static void S_link(walk_state *w, cmark_node *n, int line, int col)
         target = S_cat(w->p ? w->p->url : "/", frag, NULL);
         final = NULL; /* keep as written */
     } else {
-        char *path = md_percent_decode(url, pathlen);
+        char *path = url_percent_decode(url, pathlen);
         char *site = NULL;
         if (path[0] == '/') {
             site = xstrdup(path);
@@ -257,29 +231,14 @@ static void S_link(walk_state *w, cmark_node *n, int line, int col)
     free(final);
 }
 
-/* cmark's safe mode, applied by hand (see md_render): javascript:, vbscript:,
- * file: and data: URLs are dropped, except data: URLs of images (png, gif,
- * jpeg, webp), in links and images alike, as cmark does. */
+/* Links and images whose URL runs script or reads local files (see
+ * url_safe, URL_MARKDOWN) are dropped in both modes, as cmark's safe mode
+ * drops them: markdown.unsafe lets raw HTML through, never these. */
 static void S_defuse_url(cmark_node *n)
 {
     const char *u = cmark_node_get_url(n);
-    if (!u)
-        return;
-    while (*u == ' ' || *u == '\t')
-        u++;
-    static const char *const bad[] = {"javascript:", "vbscript:", "file:", "data:"};
-    for (size_t i = 0; i < 4; i++) {
-        if (strncasecmp(u, bad[i], strlen(bad[i])) != 0)
-            continue;
-        if (i == 3) {
-            static const char *const ok[] = {"image/png", "image/gif", "image/jpeg", "image/webp"};
-            for (size_t k = 0; k < 4; k++)
-                if (strncasecmp(u + 5, ok[k], strlen(ok[k])) == 0)
-                    return;
-        }
+    if (u && !url_safe(u, URL_MARKDOWN))
         cmark_node_set_url(n, "");
-        return;
-    }
 }
 
 /* True for the code points of CJK scripts and their punctuation, where a line
@@ -519,8 +478,9 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
 {
     /* cmark renders with raw HTML on: kvsite's own markup (figures) travels in
      * HTML nodes, which GFM table cells accept where custom nodes are refused.
-     * The author's raw HTML and dangerous URLs are then made safe by the walk
-     * below, exactly as cmark's safe mode would print them. */
+     * The author's raw HTML (unless markdown.unsafe) and dangerous URLs
+     * (always) are then made safe by the walk below, exactly as cmark's safe
+     * mode would print them. */
     int options = CMARK_OPT_DEFAULT | CMARK_OPT_UNSAFE;
     bool safe = !m->o.unsafe;
     cmark_parser *parser = cmark_parser_new_with_mem(options, &S_mem);
@@ -649,13 +609,11 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
         }
         case CMARK_NODE_LINK:
             in_link++;
-            if (safe)
-                S_defuse_url(n);
+            S_defuse_url(n);
             S_link(&w, n, line, col);
             break;
         case CMARK_NODE_IMAGE:
-            if (safe)
-                S_defuse_url(n);
+            S_defuse_url(n);
             S_link(&w, n, line, col);
             break;
         case CMARK_NODE_TEXT: {

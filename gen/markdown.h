@@ -72,9 +72,6 @@ void md_free(md_ctx *m);
 int md_render(md_ctx *m, const page *p, const char *file, const char *text, size_t len,
               int first_line, int first_col, bool inline_mode, md_result *out, diag_list *dl);
 void md_result_init(md_result *r);
-/* Decodes %XX escapes of s[0..n) (URLs in HTML are percent-encoded, heading
- * ids and file names are not). Caller frees. */
-char *md_percent_decode(const char *s, size_t n);
 void md_result_free(md_result *r);
 
 #endif

@@ -72,7 +72,6 @@ struct sandbox {
     int loaded_ref;    /* require: this page's module instances by name */
     int modules_ref;   /* require: the compiled chunks of checks/NAME.lua, per worker */
     int kvsite_ref;       /* the kvsite table's functions: hostlib_open_kvsite */
-    int onext_ref;        /* the ordered next (luaorder.h), for views' pairs */
     luaquote_ctx shared;  /* what kvsite.quote_check and friends read (luaquote.h) */
     quote_unitset *units; /* kvsite.unit: the page's units */
     bool measured;        /* kvsite.measured: called since sandbox_figure_begin */

@@ -390,6 +390,27 @@ static bool S_host_field(lua_State *L, templates *t, int obj, const char *field,
     return true;
 }
 
+/* What a template's writers (_o, _oe, ...) write into: full userdata, an
+ * upvalue of every writer of one template call, so it lives as long as any
+ * writer does. out is the call's output while the call runs and NULL once it
+ * returned (an include's output is own, freed then): a writer that Lua kept
+ * and calls later fails with an error instead of writing into a buffer that
+ * is gone. */
+typedef struct {
+    buf *out;
+    buf own;
+} tpl_sink;
+
+/* The output of the writer being called, or a Lua error once its template
+ * call has returned. */
+static buf *S_writer_out(lua_State *L)
+{
+    tpl_sink *s = lua_touserdata(L, lua_upvalueindex(2));
+    if (!s->out)
+        luaL_error(L, "a template writer was called after its template returned");
+    return s->out;
+}
+
 static int S_output_cap_error(lua_State *L, const templates *t)
 {
     return luaL_error(L, "template output larger than %I bytes (limits.output_bytes)",
@@ -399,7 +420,7 @@ static int S_output_cap_error(lua_State *L, const templates *t)
 static int S_out(lua_State *L)
 {
     templates *t = lua_touserdata(L, lua_upvalueindex(1));
-    buf *out = lua_touserdata(L, lua_upvalueindex(2));
+    buf *out = S_writer_out(L);
     size_t n;
     const char *s = lua_tolstring(L, 1, &n);
     if (!s)
@@ -439,7 +460,7 @@ static int S_raw(lua_State *L) { return S_show(L, false); }
 static int S_out_shown(lua_State *L, bool escape)
 {
     templates *t = lua_touserdata(L, lua_upvalueindex(1));
-    buf *out = lua_touserdata(L, lua_upvalueindex(2));
+    buf *out = S_writer_out(L);
     size_t n;
     if (lua_type(L, 1) == LUA_TSTRING) {
         const char *s = lua_tolstring(L, 1, &n);
@@ -467,7 +488,7 @@ static int S_out_raw(lua_State *L) { return S_out_shown(L, false); }
 static int S_out_field(lua_State *L, bool escape)
 {
     templates *t = lua_touserdata(L, lua_upvalueindex(1));
-    buf *out = lua_touserdata(L, lua_upvalueindex(2));
+    buf *out = S_writer_out(L);
     bool done = S_host_field(L, t, 1, lua_tostring(L, 2), out, escape);
     if (done && out->len > t->max_output)
         return S_output_cap_error(L, t);
@@ -600,7 +621,7 @@ static bool S_loop_row_in_place(templates *t, void *list, lua_Integer i,
 static int S_out_loop(lua_State *L)
 {
     templates *t = lua_touserdata(L, lua_upvalueindex(1));
-    buf *out = lua_touserdata(L, lua_upvalueindex(2));
+    buf *out = S_writer_out(L);
     lua_settop(L, 3);
     lua_getglobal(L, "ipairs"); /* the real globals: pages never reach them */
     bool builtin = lua_rawequal(L, 1, -1);
@@ -780,31 +801,50 @@ static int S_compiled(lua_State *L, templates *t, const char *name)
     return status;
 }
 
-/* fn with the templates and the output it writes into as its upvalues. */
-static void S_push_writer(lua_State *L, templates *t, buf *out, lua_CFunction fn)
+/* fn with the templates and the sink at index sink as its upvalues. */
+static void S_push_writer(lua_State *L, templates *t, int sink, lua_CFunction fn)
 {
     lua_pushlightuserdata(L, t);
-    lua_pushlightuserdata(L, out);
+    lua_pushvalue(L, sink);
     lua_pushcclosure(L, fn, 2);
 }
 
-/* Calls the compiled template on top of the stack, writing into out. */
-static void S_call(lua_State *L, templates *t, buf *out)
+/* Calls the compiled template on top of the stack, writing into out (NULL:
+ * into the sink's own buffer). The sink goes below the function, where it
+ * stays after the call until S_end_call: whatever Lua kept of the writers,
+ * the sink is alive when S_end_call closes it. */
+static tpl_sink *S_call(lua_State *L, templates *t, buf *out)
 {
+    tpl_sink *s = lua_newuserdatauv(L, sizeof *s, 0);
+    buf_init(&s->own);
+    s->out = out ? out : &s->own;
+    lua_insert(L, -2);
+    int sink = lua_absindex(L, -2);
     sandbox_push_template_env(t->sb);
     lua_setupvalue(L, -2, 1);
-    S_push_writer(L, t, out, S_out);
+    S_push_writer(L, t, sink, S_out);
     lua_pushcfunction(L, S_esc);
     lua_pushcfunction(L, S_raw);
-    S_push_writer(L, t, out, S_out_esc);
-    S_push_writer(L, t, out, S_out_raw);
-    S_push_writer(L, t, out, S_out_field_esc);
-    S_push_writer(L, t, out, S_out_field_raw);
-    S_push_writer(L, t, out, S_out_loop);
+    S_push_writer(L, t, sink, S_out_esc);
+    S_push_writer(L, t, sink, S_out_raw);
+    S_push_writer(L, t, sink, S_out_field_esc);
+    S_push_writer(L, t, sink, S_out_field_raw);
+    S_push_writer(L, t, sink, S_out_loop);
+    return s;
 }
 
 /* The arguments S_call pushes after the function. */
 #define CALL_ARGS 8
+
+/* Closes the sink of a call that returned (its writers fail from now on),
+ * frees its own buffer and removes it from the stack, where it is at
+ * index sink. */
+static void S_end_call(lua_State *L, tpl_sink *s, int sink)
+{
+    s->out = NULL;
+    buf_free(&s->own);
+    lua_remove(L, sink);
+}
 
 /* include(name): renders another template in the same environment. */
 static int S_include(lua_State *L)
@@ -816,19 +856,17 @@ static int S_include(lua_State *L)
                           name, INCLUDE_DEPTH_MAX);
     if (S_compiled(L, t, name) != 0)
         return lua_error(L);
-    buf *out = lua_newuserdatauv(L, sizeof(buf), 0); /* freed below; Lua owns only the struct */
-    buf_init(out);
-    lua_insert(L, -2);
-    S_call(L, t, out);
+    tpl_sink *s = S_call(L, t, NULL); /* the include's output: s->own */
+    int sink = lua_gettop(L) - CALL_ARGS - 1;
     t->depth++;
     int status = lua_pcall(L, CALL_ARGS, 0, 0);
     t->depth--;
     if (status != LUA_OK) {
-        buf_free(out);
+        S_end_call(L, s, sink);
         return lua_error(L); /* the original error, located in the included file */
     }
-    lua_pushlstring(L, buf_cstr(out), out->len);
-    buf_free(out);
+    lua_pushlstring(L, buf_cstr(&s->own), s->own.len);
+    S_end_call(L, s, sink);
     return 1;
 }
 
@@ -890,9 +928,12 @@ int tpl_render(templates *t, const char *name, buf *out, diag_list *dl)
     }
     size_t before = out->len;
     t->depth = 0;
-    S_call(L, t, out);
+    tpl_sink *s = S_call(L, t, out);
+    int sink = lua_gettop(L) - CALL_ARGS - 1;
     sandbox_error err;
-    if (sandbox_pcall(t->sb, CALL_ARGS, NULL, &err) != 0) {
+    int rc = sandbox_pcall(t->sb, CALL_ARGS, NULL, &err);
+    S_end_call(L, s, sink);
+    if (rc != 0) {
         diag_error(dl, err.file ? err.file : rel, err.line, 0, "%s", err.msg);
         sandbox_error_free(&err);
         buf_truncate(out, before);

@@ -8,6 +8,8 @@
  * behind). A template compiles to one Lua function whose line numbers are the
  * template's, so errors name templates/<file>:<line>. It runs in the current
  * page environment of the sandbox: page, site and the helpers are globals there.
+ * The output writers a call hands its template fail with a Lua error once that
+ * call has returned, whatever Lua kept of them.
  *
  * The templates object belongs to one worker and to its sandbox; free it before
  * the sandbox. */

@@ -11,7 +11,8 @@
 # pages of content/ and tests/fixtures/, templates and data files, quotes taken
 # from those pages, and one file per example of ../shared/spec (never copied
 # into the repository); for arith, the figure expressions and {lua} blocks of
-# those pages. Inputs that once crashed, in
+# those pages; for keep, the hand-written seeds only (template and page Lua
+# that keep host objects). Inputs that once crashed, in
 # tests/fuzz/regressions/<target>/, run first. New corpus entries accumulate in
 # build/fuzz/corpus/<target>/, findings in build/fuzz/crashes/<target>/.
 #
@@ -27,7 +28,7 @@ top=$(cd "$here/../.." && pwd)
 out=$top/build/fuzz
 spec=${SPEC_DIR:-$top/../shared/spec}
 cc=${FUZZ_CC:-clang}
-targets=${FUZZ_TARGETS:-quote frontmatter template page arith}
+targets=${FUZZ_TARGETS:-quote frontmatter template page arith keep}
 pkgs="libcmark-gfm lua5.4 yaml-0.1"
 
 if ! command -v "$cc" >/dev/null || [ -z "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer-*.a' 2>/dev/null)" ]; then

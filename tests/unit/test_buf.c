@@ -337,6 +337,29 @@ static void test_oom_exits_70(void **state)
 }
 
 /* buf_put_int against printf's %lld, on the edges of every digit count. */
+/* Regression: a title with a control character ("a\x0b") made feed.xml
+ * ill-formed; XML 1.0 forbids it. What XML forbids becomes U+FFFD. */
+static void test_put_xml(void **state)
+{
+    (void)state;
+    buf b = BUF_INIT;
+    const char in[] = "a\x0b<b>&\"'\t\n\r\x01\x1f\x7f é中 \xef\xbf\xbe\xef\xbf\xbf\xef\xbf\xbd "
+                      "\xff\xc3 \xe4\xb8";
+    buf_put_xml(&b, in, sizeof in - 1);
+    assert_string_equal(buf_cstr(&b),
+                        "a\xef\xbf\xbd&lt;b&gt;&amp;&quot;&#39;\t\n\r\xef\xbf\xbd\xef\xbf\xbd\x7f é中 "
+                        "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd "
+                        "\xef\xbf\xbd\xef\xbf\xbd");
+    /* a NUL inside the length, and text with nothing to replace as buf_put_html */
+    buf_clear(&b);
+    buf_put_xml(&b, "x\0y", 3);
+    assert_memory_equal(b.ptr, "x\xef\xbf\xbdy", 5);
+    buf_clear(&b);
+    buf_put_xml(&b, "plain <text> 中文", strlen("plain <text> 中文"));
+    assert_string_equal(buf_cstr(&b), "plain &lt;text&gt; 中文");
+    buf_free(&b);
+}
+
 static void test_put_int(void **state)
 {
     (void)state;
@@ -429,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_detach),
         cmocka_unit_test(test_printf),
         cmocka_unit_test(test_put_html),
+        cmocka_unit_test(test_put_xml),
         cmocka_unit_test(test_put_int),
         cmocka_unit_test(test_put_g17),
         cmocka_unit_test(test_x_family),

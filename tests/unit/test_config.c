@@ -466,6 +466,12 @@ static const err_case S_base_errors[] = {
     {"base_url: \"/a\\\"b/\"\n", 1, 1,
      "base_url \"/a\"b/\" contains a character not allowed here"},
     {"base_url: \"/<x>/\"\n", 1, 1, "base_url \"/<x>/\" contains a character not allowed here"},
+    /* regression: a protocol-relative base was accepted */
+    {"base_url: \"//evil.example/\"\n", 1, 1,
+     "base_url \"//evil.example/\" is protocol-relative; write \"https://host/...\" or a path "
+     "\"/...\""},
+    {"base_url: \"javascript:alert(1)//\"\n", 1, 1,
+     "base_url \"javascript:alert(1)//\" must start with \"/\" or \"http(s)://\""},
 };
 
 static void test_base_url_errors(void **state)
@@ -482,6 +488,64 @@ static void test_base_url_errors(void **state)
         config_free(&c);
         diag_list_free(&dl);
     }
+}
+
+/* ---- ceilings (KVSITE_LIMITS) ------------------------------------------- */
+
+/* Regression: site.yaml could lift every limit (page_timeout: 86400) and turn
+ * on markdown.unsafe; ceilings pinned outside the tree now hold. */
+static void test_ceilings(void **state)
+{
+    config c;
+    diag_list dl;
+    const char *yaml = "title: t\nlimits:\n  page_timeout: 86400\n  lua_instructions: "
+                       "1000000000000000\n  depth: 10\nmarkdown:\n  unsafe: true\n";
+    assert_int_equal(S_load(state, yaml, &c, &dl), 0);
+    assert_int_equal(config_ceilings(&c, "page_timeout=10,lua_instructions=2e8,depth=20,"
+                                          "unsafe=0,page_timeout=30", &dl), -1);
+    assert_int_equal(dl.n, 3);
+    /* in the order of the keys in README's table */
+    assert_string_equal(dl.v[0].msg, "limits.lua_instructions is 1000000000000000, above the "
+                                     "ceiling 200000000 that KVSITE_LIMITS (or --limits) sets");
+    assert_int_equal(dl.v[0].line, 4);
+    assert_int_equal(dl.v[0].col, 3);
+    assert_string_equal(dl.v[1].msg, "limits.page_timeout is 86400, above the ceiling 10 that "
+                                     "KVSITE_LIMITS (or --limits) sets");
+    assert_int_equal(dl.v[1].line, 3);
+    assert_string_equal(dl.v[2].msg,
+                        "markdown.unsafe is true, but KVSITE_LIMITS (or --no-unsafe) forbids it");
+    assert_int_equal(dl.v[2].line, 7);
+    config_free(&c);
+    diag_list_free(&dl);
+
+    /* values within the ceilings stand; defaults above them are lowered */
+    assert_int_equal(S_load(state, "limits:\n  page_timeout: 5\n  worker_memory: 0\n", &c, &dl), 0);
+    assert_int_equal(config_ceilings(&c, "page_timeout=10,lua_instructions=1e6,lua_memory=2e6", &dl), 0);
+    assert_true(c.limits.page_timeout == 5);
+    assert_true(c.limits.lua_instructions == 1000000);
+    assert_int_equal(c.limits.lua_memory, 2000000);
+    assert_int_equal(c.limits.worker_memory, 0);
+    assert_int_equal(config_ceilings(&c, "", &dl), 0);
+    assert_int_equal(config_ceilings(&c, NULL, &dl), 0);
+    assert_int_equal(dl.n, 0);
+    /* worker_memory: 0 (none) is above any ceiling */
+    assert_int_equal(config_ceilings(&c, "worker_memory=1e9", &dl), -1);
+    assert_string_equal(dl.v[0].msg, "limits.worker_memory is 0 (none), above the ceiling "
+                                     "1000000000 that KVSITE_LIMITS (or --limits) sets");
+    config_free(&c);
+    diag_list_free(&dl);
+
+    /* malformed ceilings are errors, all of them */
+    config_defaults(&c);
+    diag_list_init(&dl);
+    assert_int_equal(config_ceilings(&c, "x,files=,page_timeout=1e9,nope=1,unsafe=2,depth=-1", &dl), -1);
+    assert_int_equal(dl.n, 6);
+    assert_null(dl.v[0].file);
+    assert_string_equal(dl.v[3].msg, "KVSITE_LIMITS: unknown limit \"nope\"");
+    assert_string_equal(dl.v[2].msg,
+                        "KVSITE_LIMITS: page_timeout must be between 0.1 and 86400, not 1e+09");
+    config_free(&c);
+    diag_list_free(&dl);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
@@ -504,6 +568,7 @@ int main(void)
         T(test_unreadable_file),
         T(test_base_url_forms),
         T(test_base_url_errors),
+        T(test_ceilings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -266,6 +266,46 @@ static void test_print_github(void **state)
     diag_list_free(&dl);
 }
 
+/* Regression: page text (print, error) and file names reached the log raw:
+ * a newline started a line of its own, such as a fake workflow command, and
+ * escapes reached the terminal. Every line printed is one diagnostic. */
+static void test_print_controls(void **state)
+{
+    (void)state;
+    diag_list dl;
+    diag_list_init(&dl);
+    diag_add(&dl, DIAG_NOTE, "content/a.md", 3, 0,
+             "x\n::error file=README.md,line=1::fake\r\n::add-mask::s");
+    diag_error(&dl, "content/b\n::warning::x.md", 1, 2, "\x1b[31mred\x1b[0m\x07 tab\there");
+    diag_error(&dl, "content/c.md", 0, 0, "C1 \xc2\x9b" "2J, bad \xff\xc3 end, ok é 中 \x7f");
+    diag_error(&dl, "content/d.md", 0, 0, "cut \xe4\xb8");
+    char *s = S_print(&dl, false);
+    assert_string_equal(s,
+                        "content/a.md:3: note: x\\n::error file=README.md,line=1::fake\\r\\n"
+                        "::add-mask::s\n"
+                        "content/b\\n::warning::x.md:1:2: error: \\x1b[31mred\\x1b[0m\\x07 "
+                        "tab\there\n"
+                        "content/c.md: error: C1 \\u009b2J, bad \\xff\\xc3 end, ok é 中 \\x7f\n"
+                        "content/d.md: error: cut \\xe4\\xb8\n");
+    free(s);
+    s = S_print(&dl, true);
+    const char *cmds = strstr(s, "\n::error file=content/b");
+    assert_non_null(cmds);
+    assert_string_equal(cmds + 1,
+                        "::error file=content/b%0A%3A%3Awarning%3A%3Ax.md,line=1,col=2::"
+                        "\\x1b[31mred\\x1b[0m\\x07 tab\there\n"
+                        "::error file=content/c.md::C1 \\u009b2J, bad \\xff\\xc3 end, ok é 中 "
+                        "\\x7f\n"
+                        "::error file=content/d.md::cut \\xe4\\xb8\n");
+    /* one line per diagnostic: 4 plain lines and 3 commands */
+    size_t lines = 0;
+    for (const char *p = s; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 7);
+    free(s);
+    diag_list_free(&dl);
+}
+
 static void test_level_names(void **state)
 {
     (void)state;
@@ -285,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_sort_large_stable),
         cmocka_unit_test(test_print_plain),
         cmocka_unit_test(test_print_github),
+        cmocka_unit_test(test_print_controls),
         cmocka_unit_test(test_level_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <lauxlib.h>
 #include <lua.h>
 
 #include "buf.h"
@@ -683,6 +684,56 @@ static void test_report_links_and_ownership(void **state)
     assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/b&quot;p/checks/#q-1\">"));
 }
 
+/* grow(n): adds n empty figures to the page's ctx and moves its array, as
+ * markdown_inline does when a figure expression calls it (render.c gathers
+ * the nested figures into the page's). */
+static int S_grow(lua_State *L)
+{
+    fig_ctx *c = lua_touserdata(L, lua_upvalueindex(1));
+    lua_Integer n = luaL_checkinteger(L, 1);
+    size_t cap = c->nfigs + (size_t)n + 1;
+    figure *moved = calloc(cap, sizeof *moved);
+    if (c->nfigs)
+        memcpy(moved, c->figs, c->nfigs * sizeof *moved);
+    free(c->figs);
+    c->figs = moved;
+    c->cap = cap;
+    c->nfigs += (size_t)n;
+    lua_pushinteger(L, 1048576);
+    return 1;
+}
+
+/* Regression: a figure whose expression calls back into the host, which
+ * moves the figures array, wrote its result through a stale pointer. */
+static void test_reentrant_figure(void **state)
+{
+    fx *f = *state;
+    S_start(f);
+    lua_State *L = sandbox_lua(f->sb);
+    sandbox_push_env(f->sb);
+    lua_pushlightuserdata(L, &f->c);
+    lua_pushcclosure(L, S_grow, 1);
+    lua_setfield(L, -2, "grow");
+    lua_pop(L, 1);
+    S_span(f, "1 MiB {= grow(40)}");
+    assert_int_equal(f->c.nfigs, 41);
+    const figure *g = &f->c.figs[0];
+    assert_true(g->ok);
+    assert_string_equal(g->quote, "1 MiB");
+    assert_string_equal(g->expr, "grow(40)");
+    assert_string_equal(g->anchor, "fig-1");
+    assert_true(g->value == 1048576);
+    /* a failing one, and one that errs after moving the array */
+    S_span(f, "2 MiB {= grow(40)}");
+    g = &f->c.figs[41];
+    assert_false(g->ok);
+    assert_string_equal(g->quote, "2 MiB");
+    S_span(f, "2 MiB {= grow(40) + nil}");
+    g = &f->c.figs[82];
+    assert_false(g->ok);
+    assert_non_null(strstr(g->detail, "in figure `2 MiB`"));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -702,6 +753,7 @@ int main(void)
         T(test_budget_reported_once),
         T(test_blocks),
         T(test_block_errors),
+        T(test_reentrant_figure),
         cmocka_unit_test(test_plain_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

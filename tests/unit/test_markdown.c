@@ -609,6 +609,13 @@ static void test_raw_html(void **state)
     f->o.unsafe = true;
     S_html(f, "<b>x</b> <script>alert(1)</script>\n",
            "<p><b>x</b> &lt;script>alert(1)&lt;/script></p>\n");
+    /* regression: markdown.unsafe kept script links; they are dropped in
+     * both modes (raw HTML is the author's choice, these links never) */
+    S_html(f, "[x](javascript:alert(1)) [y](<java\tscript:x>) [v](VBScript:x) "
+              "![i](data:text/html,x) [d](data:image/png;base64,AA==) [f](ftp://a/)\n",
+           "<p><a href=\"\">x</a> <a href=\"\">y</a> <a href=\"\">v</a> "
+           "<img src=\"\" alt=\"i\" /> <a href=\"data:image/png;base64,AA==\">d</a> "
+           "<a href=\"ftp://a/\">f</a></p>\n");
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)

@@ -446,6 +446,40 @@ static void test_exists(void **state)
     assert_false(tpl_exists(f->t, "page .html"));
 }
 
+static int S_gc(lua_State *L)
+{
+    lua_gc(L, LUA_GCCOLLECT);
+    return 0;
+}
+
+/* Regression: a writer kept by Lua (a global set to _o inside an include)
+ * and called after its template returned wrote into a freed buffer. It now
+ * fails with an error at the call, and the output is left as it was. */
+static void test_kept_writer(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "partials/keep.html", "{% keep, keepe = _o, _oe %}inc");
+    S_tpl(f, "page.html", "{{{ include 'partials/keep.html' }}}|{% gc() %}\n{% keep('late') %}");
+    S_tpl(f, "esc.html", "{% keepe('late') %}");
+    S_tpl(f, "top.html", "{% top = _o %}top");
+    S_tpl(f, "later.html", "a\n{% gc(); top('late') %}");
+    S_start(f, "x = 1");
+    lua_State *L = sandbox_lua(f->sb);
+    sandbox_push_env(f->sb);
+    lua_pushcfunction(L, S_gc);
+    lua_setfield(L, -2, "gc");
+    lua_pop(L, 1);
+    const char *msg = "a template writer was called after its template returned";
+    S_render_err(f, "page.html", "templates/page.html", 2, msg);
+    S_render_err(f, "esc.html", "templates/esc.html", 1, msg);
+    /* the writers of a template rendered before fail the same way */
+    S_render_ok(f, "top.html", "top");
+    S_render_err(f, "later.html", "templates/later.html", 2, msg);
+    /* and the writers of the call in progress still write */
+    S_tpl(f, "self.html", "{% local w = _o %}a{% w('b') %}c");
+    S_render_ok(f, "self.html", "abc");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 /* ---- the host's fast way to show obj.field --------------------------------- */
@@ -693,6 +727,7 @@ int main(void)
         T(test_list_reader),
         T(test_list_reader_cap),
         T(test_list_reader_budget),
+        T(test_kept_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
