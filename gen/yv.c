@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "stamp.h"
+#include "utf8.h"
 #include "yv_build.h"
 
 const yv_limits yv_default_limits = {1024 * 1024, 32, 100000};
@@ -136,39 +137,6 @@ char *yvb_quoted(const char *s, size_t len)
     return buf_detach(&b);
 }
 
-/* Length of the well-formed UTF-8 sequence at s, 0 if there is none
- * (overlong forms, surrogates and code points past U+10FFFF are refused). */
-static size_t S_utf8_len(const unsigned char *s, size_t avail)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    size_t n;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        return 0;
-    }
-    if (avail < n || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t k = 2; k < n; k++)
-        if ((s[k] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
 bool yvb_has_bom(const char *text, size_t len)
 {
     return len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0;
@@ -190,27 +158,31 @@ void yvb_pos_of(const char *text, size_t off, int line_offset, int *line, int *c
     *col = yvb_clamp((long long)(off - start + 1));
 }
 
-/* The checks every format shares: size, NUL bytes, UTF-8. */
-int yvb_check_input(const char *text, size_t len, const yv_limits *lim, const char *file,
-                         int line_offset, diag_list *dl)
+/* The checks every format shares: size, NUL bytes, UTF-8 (utf8.h's rule);
+ * the first bad byte is the one reported. */
+int yvb_input(const char **text, size_t len, const yv_limits **lim, const char *file,
+              int line_offset, diag_list *dl)
 {
-    if (len > lim->max_bytes) {
-        diag_error(dl, file, 0, 0, "file too large (%zu bytes, limit %zu)", len, lim->max_bytes);
+    *lim = *lim ? *lim : &yv_default_limits;
+    *text = *text ? *text : ""; /* an empty buf has no storage */
+    if (len > (*lim)->max_bytes) {
+        diag_error(dl, file, 0, 0, "file too large (%zu bytes, limit %zu)", len, (*lim)->max_bytes);
         return -1;
     }
-    const unsigned char *s = (const unsigned char *)text;
-    for (size_t k = 0; k < len;) {
-        size_t n = s[k] ? S_utf8_len(s + k, len - k) : 0;
-        if (n == 0) {
-            int line, col;
-            yvb_pos_of(text, k, line_offset, &line, &col);
-            if (s[k] == 0)
-                diag_error(dl, file, line, col, "NUL byte in input");
-            else
-                diag_error(dl, file, line, col, "invalid UTF-8 at byte %zu", k);
-            return -1;
-        }
-        k += n;
+    const char *nul = memchr(*text, '\0', len);
+    size_t bad = len; /* utf8_valid sets it only when there is a bad byte */
+    utf8_valid(*text, len, &bad);
+    if (nul && (size_t)(nul - *text) < bad) {
+        int line, col;
+        yvb_pos_of(*text, (size_t)(nul - *text), line_offset, &line, &col);
+        diag_error(dl, file, line, col, "NUL byte in input");
+        return -1;
+    }
+    if (bad < len) {
+        int line, col;
+        yvb_pos_of(*text, bad, line_offset, &line, &col);
+        diag_error(dl, file, line, col, "invalid UTF-8 at byte %zu", bad);
+        return -1;
     }
     return 0;
 }

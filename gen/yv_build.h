@@ -25,10 +25,11 @@ char *yvb_quoted(const char *s, size_t len);
 bool yvb_has_bom(const char *text, size_t len);
 /* 1-based line (plus line_offset) and byte column of byte off of text. */
 void yvb_pos_of(const char *text, size_t off, int line_offset, int *line, int *col);
-/* The checks every format shares: size, NUL bytes, UTF-8. 0, or -1 with one
- * located error in dl. */
-int yvb_check_input(const char *text, size_t len, const yv_limits *lim, const char *file,
-                    int line_offset, diag_list *dl);
+/* Where every parser starts: *lim NULL becomes the defaults and *text NULL
+ * "" (an empty buf has no storage); then the checks every format shares
+ * (size, NUL bytes, UTF-8). 0, or -1 with one located error in dl. */
+int yvb_input(const char **text, size_t len, const yv_limits **lim, const char *file,
+              int line_offset, diag_list *dl);
 /* Number of ASCII digits in s[k..n). */
 size_t yvb_digits(const char *s, size_t n, size_t k);
 /* Value of the digit c in base (up to 16), or -1. */

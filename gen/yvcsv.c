@@ -160,9 +160,7 @@ static int S_csv_row(S_csv *c, char **names, size_t ncols, int line)
 yv *yv_parse_csv(const char *text, size_t len, const yv_limits *lim, const char *file,
                  diag_list *dl)
 {
-    lim = lim ? lim : &yv_default_limits;
-    text = text ? text : ""; /* an empty buf has no storage */
-    if (yvb_check_input(text, len, lim, file, 0, dl) < 0)
+    if (yvb_input(&text, len, &lim, file, 0, dl) < 0)
         return NULL;
     S_csv c;
     memset(&c, 0, sizeof c);

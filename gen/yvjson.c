@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "utf8.h"
 #include "yv_build.h"
 
 typedef struct {
@@ -37,25 +38,6 @@ static void S_json_ws(S_json *j)
             return;
         }
         j->pos++;
-    }
-}
-
-static void S_put_utf8(buf *b, unsigned cp)
-{
-    if (cp < 0x80) {
-        buf_putc(b, (int)cp);
-    } else if (cp < 0x800) {
-        buf_putc(b, (int)(0xC0 | (cp >> 6)));
-        buf_putc(b, (int)(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        buf_putc(b, (int)(0xE0 | (cp >> 12)));
-        buf_putc(b, (int)(0x80 | ((cp >> 6) & 0x3F)));
-        buf_putc(b, (int)(0x80 | (cp & 0x3F)));
-    } else {
-        buf_putc(b, (int)(0xF0 | (cp >> 18)));
-        buf_putc(b, (int)(0x80 | ((cp >> 12) & 0x3F)));
-        buf_putc(b, (int)(0x80 | ((cp >> 6) & 0x3F)));
-        buf_putc(b, (int)(0x80 | (cp & 0x3F)));
     }
 }
 
@@ -121,7 +103,8 @@ static int S_json_string(S_json *j)
             diag_error(j->b.dl, j->b.file, j->line, S_json_col(j, esc), "NUL character in string");
             return -1;
         }
-        S_put_utf8(&j->str, (unsigned)cp);
+        char u[4];
+        buf_put(&j->str, u, utf8_encode((uint32_t)cp, u));
     }
 }
 
@@ -265,9 +248,7 @@ static int S_json_step(S_json *j, int *state)
 yv *yv_parse_json(const char *text, size_t len, const yv_limits *lim, const char *file,
                   diag_list *dl)
 {
-    lim = lim ? lim : &yv_default_limits;
-    text = text ? text : ""; /* an empty buf has no storage */
-    if (yvb_check_input(text, len, lim, file, 0, dl) < 0)
+    if (yvb_input(&text, len, &lim, file, 0, dl) < 0)
         return NULL;
     S_json j;
     memset(&j, 0, sizeof j);

@@ -215,9 +215,7 @@ static int S_yaml_event(S_yaml *y, const yaml_event_t *e)
 yv *yv_parse_yaml(const char *text, size_t len, const yv_limits *lim, const char *file,
                   int line_offset, diag_list *dl)
 {
-    lim = lim ? lim : &yv_default_limits;
-    text = text ? text : ""; /* an empty buf has no storage */
-    if (yvb_check_input(text, len, lim, file, line_offset, dl) < 0)
+    if (yvb_input(&text, len, &lim, file, line_offset, dl) < 0)
         return NULL;
     S_yaml y;
     memset(&y, 0, sizeof y);
