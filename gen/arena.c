@@ -125,18 +125,24 @@ static void S_unmap(arena *a, chunk *c)
     a->nchunks--;
 }
 
-static void *S_heap_alloc(arena *a, size_t n)
+/* Puts hb, holding n bytes, at the head of a's list of heap blocks. */
+static void *S_heap_link(arena *a, heapblk *hb, size_t n)
 {
-    heapblk *hb = xmalloc(sizeof *hb + n);
     hb->prev = NULL;
     hb->next = a->heap;
     if (a->heap)
         a->heap->prev = hb;
     a->heap = hb;
     hb->h.size = n;
+    return hb + 1;
+}
+
+static void *S_heap_alloc(arena *a, size_t n)
+{
+    heapblk *hb = xmalloc(sizeof *hb + n);
     hb->h.tag = TAG_HEAP;
     a->nheap++;
-    return hb + 1;
+    return S_heap_link(a, hb, n);
 }
 
 static void S_heap_unlink(arena *a, heapblk *hb)
@@ -255,13 +261,7 @@ void *arena_realloc(arena *a, void *p, size_t n)
         heapblk *hb = (heapblk *)p - 1;
         S_heap_unlink(a, hb);
         hb = xrealloc(hb, sizeof *hb + n);
-        hb->prev = NULL;
-        hb->next = a->heap;
-        if (a->heap)
-            a->heap->prev = hb;
-        a->heap = hb;
-        hb->h.size = n;
-        return hb + 1;
+        return S_heap_link(a, hb, n);
     }
     if (b == a->last && S_need(n) <= (size_t)(a->end - (char *)b)) {
         /* the last block: grow or shrink where it is */

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "markdown.h"
 #include "url.h"
+#include "utf8.h"
 
 /* ---------- normalising ---------- */
 
@@ -47,21 +48,8 @@ static void S_put_utf8(buf *b, uint32_t c)
 {
     if (c == 0 || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
         c = 0xFFFD; /* as HTML does */
-    if (c < 0x80) {
-        buf_putc(b, (char)c);
-    } else if (c < 0x800) {
-        buf_putc(b, (char)(0xC0 | (c >> 6)));
-        buf_putc(b, (char)(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-        buf_putc(b, (char)(0xE0 | (c >> 12)));
-        buf_putc(b, (char)(0x80 | ((c >> 6) & 0x3F)));
-        buf_putc(b, (char)(0x80 | (c & 0x3F)));
-    } else {
-        buf_putc(b, (char)(0xF0 | (c >> 18)));
-        buf_putc(b, (char)(0x80 | ((c >> 12) & 0x3F)));
-        buf_putc(b, (char)(0x80 | ((c >> 6) & 0x3F)));
-        buf_putc(b, (char)(0x80 | (c & 0x3F)));
-    }
+    char u[4];
+    buf_put(b, u, utf8_encode(c, u));
 }
 
 void links_decode_attr(const char *v, size_t n, buf *out)

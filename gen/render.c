@@ -258,14 +258,25 @@ static void S_finish(renderer *r, const char *tname, const char *out_rel, page_r
     buf_free(&html);
 }
 
-static void S_collect_inputs(renderer *r, page_record *rec)
+/* The end of a page's or generated page's job: a limit that its Lua
+ * swallowed (pcall) still fails it, the inputs it read go into the record,
+ * and the renderer lets go of the page. */
+static void S_job_end(renderer *r, page_record *rec, const char *file)
 {
+    const char *swallowed = sandbox_swallowed_limit(r->sb);
+    if (swallowed)
+        diag_error(&rec->diags, file, 0, 0, "%s", swallowed);
     buf b = BUF_INIT;
     const buf *a = sandbox_page_inputs(r->sb), *t = tpl_inputs(r->tpl);
     buf_put(&b, buf_cstr(a), a->len);
     buf_put(&b, buf_cstr(t), t->len);
     rec->inputs_len = b.len;
     rec->inputs = buf_detach(&b);
+    r->cur_page = NULL;
+    r->cur_file = NULL;
+    r->cur_rec = NULL;
+    r->cur_figs = NULL;
+    sandbox_page_end(r->sb);
 }
 
 /* The variables a page's template sees, built in protected mode: a page near
@@ -362,15 +373,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     rec->nfigs = res.figs.nfigs;
     res.figs.figs = NULL;
     res.figs.nfigs = 0;
-    const char *swallowed = sandbox_swallowed_limit(r->sb);
-    if (swallowed)
-        diag_error(&rec->diags, file, 0, 0, "%s", swallowed);
-    S_collect_inputs(r, rec);
-    r->cur_page = NULL;
-    r->cur_file = NULL;
-    r->cur_rec = NULL;
-    r->cur_figs = NULL;
-    sandbox_page_end(r->sb);
+    S_job_end(r, rec, file);
     md_result_free(&res);
     free(prefix);
 }
@@ -459,13 +462,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
         S_finish(r, tname, out, rec, tpath);
     free(out);
     /* the ids a link may name (report rows, sources) were read from the output */
-    const char *swallowed = sandbox_swallowed_limit(r->sb);
-    if (swallowed)
-        diag_error(&rec->diags, tpath, 0, 0, "%s", swallowed);
-    S_collect_inputs(r, rec);
-    r->cur_file = NULL;
-    r->cur_rec = NULL;
-    sandbox_page_end(r->sb);
+    S_job_end(r, rec, tpath);
     free(made_url);
 }
 

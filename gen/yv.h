@@ -33,7 +33,11 @@
  *   anything else (dates, 1_000, 0b1, f16) -> YV_STRING
  * JSON numbers are YV_INT when written without fraction or exponent and in
  * the range of long long, else YV_FLOAT (so 1.0 and 1e3 are floats, as the
- * author wrote them). */
+ * author wrote them).
+ *
+ * Files: yv.c owns the tree (free, get/at, hash, bytes) and what the parsers
+ * share (scalar typing, input checks, the builder: yv_build.h); the parsers
+ * are yvyaml.c, yvjson.c and yvcsv.c. */
 #ifndef KV_YV_H
 #define KV_YV_H
 

@@ -149,6 +149,23 @@ static void test_decode(void **state)
         if (utf8_decode(p, cases[i].n) != cases[i].cp)
             fail_msg("case %zu: U+%04X, expected U+%04X", i, utf8_decode(p, cases[i].n),
                      cases[i].cp);
+        /* and back: the same bytes */
+        char out[4];
+        assert_int_equal(utf8_encode(cases[i].cp, out), cases[i].n);
+        assert_memory_equal(out, cases[i].s, cases[i].n);
+    }
+    /* the edges of each length */
+    static const struct {
+        uint32_t cp;
+        size_t n;
+    } edges[] = {{0, 1}, {0x7F, 1}, {0x80, 2}, {0x7FF, 2}, {0x800, 3}, {0xFFFF, 3},
+                 {0x10000, 4}, {0x10FFFF, 4}};
+    for (size_t i = 0; i < N(edges); i++) {
+        char out[4];
+        size_t n = utf8_encode(edges[i].cp, out);
+        assert_int_equal(n, edges[i].n);
+        assert_true(utf8_valid(out, n, NULL));
+        assert_int_equal(utf8_decode((const unsigned char *)out, n), edges[i].cp);
     }
 }
 

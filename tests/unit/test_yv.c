@@ -473,6 +473,12 @@ static void test_nul_bytes(void **state)
     check_error("yaml nul offset", YAML, "a: 1\n\0", 6, NULL, 1, 3, 1, "NUL byte in input");
     check_error("json nul", JSON, "[1,\0]", 5, NULL, 0, 1, 4, "NUL byte in input");
     check_error("csv nul", CSV, "a\n\"\0\"\n", 6, NULL, 0, 2, 2, "NUL byte in input");
+    /* a NUL byte and bad UTF-8: the first of them is reported */
+    check_error("nul first", YAML, "a: \0\xFF\n", 6, NULL, 0, 1, 4, "NUL byte in input");
+    check_error("bad utf-8 first", YAML, "a: \xFF\0\n", 6, NULL, 0, 1, 4,
+                "invalid UTF-8 at byte 3");
+    check_error("nul after a bad lead", JSON, "[\"\xE2\0\"]", 5, NULL, 0, 1, 3,
+                "invalid UTF-8 at byte 2");
 }
 
 static void test_limits(void **state)

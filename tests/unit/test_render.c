@@ -1,0 +1,419 @@
+/* Unit tests for gen/render.c: real jobs of a tiny site in a temporary
+ * folder, rendered through render_new / render_job with a render_env made as
+ * build.c makes one (S_load, S_plan, S_render: config, content index,
+ * sources, records, job phases, every phase after the one before), in this
+ * process instead of the worker pool. Checked: the bytes of the files the
+ * jobs write, figures that pass and fail, template lookup (front matter,
+ * the section's page_template:, templates/<section>/page.html, page.html),
+ * missing templates, and render_fragment (kvsite render). */
+#include <cmark-gfm-core-extensions.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "config.h"
+#include "content.h"
+#include "diag.h"
+#include "fsutil.h"
+#include "jobs.h"
+#include "record.h"
+#include "render.h"
+#include "sources.h"
+
+/* ---------- the site ---------- */
+
+static void S_put(const char *dir, const char *rel, const char *text)
+{
+    char *p = xasprintf("%s/%s", dir, rel);
+    char *slash = strrchr(p, '/');
+    *slash = '\0';
+    assert_int_equal(fs_mkdir_p(p), 0);
+    *slash = '/';
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    free(p);
+}
+
+/* Every template names itself first, so a test sees which one a page got. */
+static void S_site(const char *dir)
+{
+    S_put(dir, "site.yaml", "title: Tiny\nbase_url: https://example.org/\n");
+    S_put(dir, "templates/page.html",
+          "<!-- page.html -->\n<title>{{ page.title }}</title>\n{{{ page.content }}}\n");
+    S_put(dir, "templates/special.html", "<!-- special.html -->\n{{ page.title }}\n");
+    S_put(dir, "templates/doc.html", "<!-- doc.html -->\n{{ page.title }}\n");
+    S_put(dir, "templates/guides/page.html", "<!-- guides/page.html -->\n{{ page.title }}\n");
+    S_put(dir, "templates/section.html",
+          "<!-- section.html -->\n<h1>{{ page.title }}</h1>\n"
+          "{% for _, p in ipairs(page.pages) do %}\n<li>{{ p.title }}</li>\n{% end %}\n");
+    S_put(dir, "templates/home.html", "<!-- home.html -->\n<h1>{{ site.title }}</h1>\n");
+    S_put(dir, "templates/tag.html",
+          "<!-- tag.html -->\n<h1>{{ page.tag }}</h1>\n"
+          "{% for _, p in ipairs(page.pages) do %}\n<li>{{ p.title }}</li>\n{% end %}\n");
+    S_put(dir, "templates/tags.html", "<!-- tags.html -->\n{{ page.title }}\n");
+    S_put(dir, "templates/checks.html",
+          "<!-- checks.html -->\n"
+          "{% for _, f in ipairs(site.figures.list) do %}\n<p>{{ f.quote }}</p>\n{% end %}\n");
+    S_put(dir, "templates/404.html", "<!-- 404.html -->\nnot here\n");
+    S_put(dir, "content/_index.md", "---\ntitle: Home\n---\nWelcome.\n");
+    S_put(dir, "content/notes/_index.md", "---\ntitle: Notes\n---\n");
+    S_put(dir, "content/notes/kv.md",
+          "---\ntitle: KV cache\ndate: 2024-01-02\ntags: [memory]\n---\n"
+          "The cache holds `4 {= 2+2}` blocks.\n");
+    S_put(dir, "content/notes/odd.md",
+          "---\ntitle: Odd\ntemplate: special.html\n---\nOdd one.\n");
+    S_put(dir, "content/guides/start.md", "---\ntitle: Start\n---\nStart here.\n");
+    S_put(dir, "content/docs/_index.md", "---\ntitle: Docs\npage_template: doc.html\n---\n");
+    S_put(dir, "content/docs/api.md", "---\ntitle: API\n---\nThe API.\n");
+}
+
+/* ---------- a build's render_env, as build.c makes it ---------- */
+
+typedef struct {
+    char *root, *out;
+    config cfg;
+    content_index idx;
+    sources src;
+    diag_list dl;   /* loading's */
+    render_env env;
+    page_record *records;
+    size_t njobs;
+    unsigned char *phases;
+} site;
+
+static void S_load(site *s, const char *root)
+{
+    memset(s, 0, sizeof *s);
+    s->root = xstrdup(root);
+    s->out = xasprintf("%s/out", root);
+    assert_int_equal(fs_mkdir_p(s->out), 0);
+    diag_list_init(&s->dl);
+    config_defaults(&s->cfg);
+    assert_int_equal(config_load(&s->cfg, root, &s->dl), 0);
+    cmark_gfm_core_extensions_ensure_registered();
+    content_opts copts = {.threads = 1};
+    assert_int_equal(content_load(&s->idx, root, &s->cfg, &copts, &s->dl), 0);
+    sources_load(&s->src, root, s->cfg.limits.data_bytes, &s->dl);
+    assert_int_equal(s->dl.errors, 0);
+    s->env = (render_env){.root = root, .out_dir = s->out, .cfg = &s->cfg, .idx = &s->idx,
+                          .src = &s->src};
+    s->njobs = render_job_count(&s->env);
+    s->records = xcalloc(s->njobs, sizeof *s->records);
+    for (size_t j = 0; j < s->njobs; j++)
+        record_init(&s->records[j]);
+    s->env.records = s->records;
+    s->env.nrecords = s->njobs;
+    s->phases = render_job_phases(&s->env);
+    s->env.job_phases = s->phases;
+}
+
+/* Every job, phase by phase, on one renderer (a worker of the pool). */
+static void S_render_all(site *s)
+{
+    renderer *r = render_new(&s->env);
+    assert_non_null(r);
+    for (int phase = 1; phase <= 4; phase++)
+        for (size_t j = 0; j < s->njobs; j++)
+            if (s->phases[j] == phase)
+                render_job(r, j, &s->records[j]);
+    render_free(r);
+}
+
+static void S_free(site *s)
+{
+    for (size_t j = 0; j < s->njobs; j++)
+        record_free(&s->records[j]);
+    free(s->records);
+    free(s->phases);
+    content_index_free(&s->idx);
+    sources_free(&s->src);
+    config_free(&s->cfg);
+    diag_list_free(&s->dl);
+    free(s->out);
+    free(s->root);
+}
+
+/* The job of the page at src. */
+static size_t S_job_of(const site *s, const char *src)
+{
+    for (size_t j = 0; j < s->idx.npages; j++)
+        if (s->idx.pages[j]->src && strcmp(s->idx.pages[j]->src, src) == 0)
+            return j;
+    fail_msg("no page %s", src);
+    return 0;
+}
+
+/* The first job of a kind. */
+static size_t S_job_kind(const site *s, job_kind k)
+{
+    for (size_t j = 0; j < s->njobs; j++) {
+        size_t index;
+        if (render_job_kind(&s->env, j, &index) == k)
+            return j;
+    }
+    fail_msg("no job of kind %d", (int)k);
+    return 0;
+}
+
+/* An output file's bytes (malloc'ed), or NULL when it was not written. */
+static char *S_out(const site *s, const char *rel)
+{
+    char *p = xasprintf("%s/%s", s->out, rel);
+    buf b = BUF_INIT;
+    int rc = fs_read_file(p, 1 << 20, &b);
+    free(p);
+    if (rc != FS_OK) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_detach(&b);
+}
+
+static void S_dump_diags(const page_record *rec)
+{
+    for (size_t k = 0; k < rec->diags.n; k++)
+        print_message("diag: %s:%d:%d: %s\n", rec->diags.v[k].file ? rec->diags.v[k].file : "-",
+                      rec->diags.v[k].line, rec->diags.v[k].col, rec->diags.v[k].msg);
+}
+
+static int S_setup(void **state)
+{
+    char *dir = strdup("/tmp/kvsite-test-render-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    S_site(dir);
+    *state = dir;
+    return 0;
+}
+
+static int S_teardown(void **state)
+{
+    fs_remove_tree(*state);
+    free(*state);
+    return 0;
+}
+
+/* ---------- tests ---------- */
+
+static void S_no_diags(const site *s)
+{
+    for (size_t j = 0; j < s->njobs; j++) {
+        S_dump_diags(&s->records[j]);
+        assert_int_equal(s->records[j].diags.n, 0);
+    }
+}
+
+static void S_out_is(const site *s, const char *rel, const char *want)
+{
+    char *got = S_out(s, rel);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static void S_out_has(const site *s, const char *rel, const char *want)
+{
+    char *got = S_out(s, rel);
+    assert_non_null(got);
+    if (!strstr(got, want))
+        fail_msg("%s: no \"%s\" in:\n%s", rel, want, got);
+    free(got);
+}
+
+/* Every job of the site: the files and records they leave. */
+static void test_jobs(void **state)
+{
+    site s;
+    S_load(&s, *state);
+    S_render_all(&s);
+    S_no_diags(&s);
+    /* a page: its title and content through page.html, the figure as its span */
+    S_out_is(&s, "notes/kv/index.html",
+             "<!-- page.html -->\n<title>KV cache</title>\n"
+             "<p>The cache holds <span class=\"fig\" data-tier=\"computed\" title=\"2+2 = 4\">"
+             "<a href=\"/checks/#notes-kv-1\">4</a></span> blocks.</p>\n\n");
+    const page_record *kv = &s.records[S_job_of(&s, "content/notes/kv.md")];
+    assert_true(kv->done);
+    assert_string_equal(kv->url, "/notes/kv/");
+    assert_string_equal(kv->src, "content/notes/kv.md");
+    assert_int_equal(kv->nfigs, 1);
+    assert_int_equal(kv->figs[0].tier, FIG_COMPUTED);
+    assert_true(kv->out_bytes > 0);
+    /* home, a section listing its pages, the tags, the report, 404 */
+    S_out_is(&s, "index.html", "<!-- home.html -->\n<h1>Tiny</h1>\n");
+    S_out_has(&s, "notes/index.html", "<!-- section.html -->\n<h1>Notes</h1>\n");
+    S_out_has(&s, "notes/index.html", "<li>KV cache</li>\n");
+    S_out_has(&s, "notes/index.html", "<li>Odd</li>\n");
+    S_out_is(&s, "tags/memory/index.html",
+             "<!-- tag.html -->\n<h1>memory</h1>\n<li>KV cache</li>\n");
+    S_out_is(&s, "tags/index.html", "<!-- tags.html -->\nTags\n");
+    S_out_is(&s, "checks/index.html", "<!-- checks.html -->\n<p>4</p>\n");
+    S_out_is(&s, "404.html", "<!-- 404.html -->\nnot here\n");
+    S_out_has(&s, "checks.json", "2+2");
+    /* no checks/sources.yaml: the sources page is not made */
+    const page_record *src = &s.records[S_job_kind(&s, JOB_SOURCES)];
+    assert_true(src->done);
+    assert_string_equal(src->url, "");
+    assert_int_equal(src->out_bytes, 0);
+    char *none = S_out(&s, "sources/index.html");
+    assert_null(none);
+    S_free(&s);
+}
+
+/* The diagnostic of a record that says `has`, or a failure. */
+static const diag *S_diag(const page_record *rec, const char *has)
+{
+    for (size_t k = 0; k < rec->diags.n; k++)
+        if (strstr(rec->diags.v[k].msg, has))
+            return &rec->diags.v[k];
+    S_dump_diags(rec);
+    fail_msg("no diagnostic with \"%s\"", has);
+    return NULL;
+}
+
+/* Front matter's template: first; then the section's page_template: (when
+ * that template exists), or templates/<section>/page.html; then page.html.
+ * Section pages: <section>/section.html, then section.html. */
+static void test_template_lookup(void **state)
+{
+    const char *dir = *state;
+    S_put(dir, "content/guides/own.md", "---\ntitle: Own\ntemplate: special.html\n---\nx\n");
+    S_put(dir, "content/docs/own.md", "---\ntitle: Own doc\ntemplate: special.html\n---\nx\n");
+    S_put(dir, "content/lost/_index.md", "---\ntitle: Lost\npage_template: gone.html\n---\n");
+    S_put(dir, "content/lost/p.md", "---\ntitle: P\n---\nx\n");
+    S_put(dir, "templates/notes/section.html", "<!-- notes/section.html -->\n{{ page.title }}\n");
+    site s;
+    S_load(&s, dir);
+    S_render_all(&s);
+    S_no_diags(&s);
+    S_out_is(&s, "notes/odd/index.html", "<!-- special.html -->\nOdd\n");
+    S_out_is(&s, "guides/own/index.html", "<!-- special.html -->\nOwn\n");
+    S_out_is(&s, "docs/own/index.html", "<!-- special.html -->\nOwn doc\n");
+    S_out_is(&s, "docs/api/index.html", "<!-- doc.html -->\nAPI\n");
+    S_out_is(&s, "guides/start/index.html", "<!-- guides/page.html -->\nStart\n");
+    S_out_has(&s, "notes/kv/index.html", "<!-- page.html -->\n");
+    S_out_has(&s, "lost/p/index.html", "<!-- page.html -->\n"); /* page_template: missing */
+    S_out_is(&s, "notes/index.html", "<!-- notes/section.html -->\nNotes\n");
+    S_out_has(&s, "guides/index.html", "<!-- section.html -->\n<h1>Guides</h1>\n");
+    S_free(&s);
+}
+
+/* A figure that disagrees: an error at the figure's file:line:col, and the
+ * page is still written with the figure marked. */
+static void test_failing_figure(void **state)
+{
+    const char *dir = *state;
+    S_put(dir, "content/notes/bad.md",
+          "---\ntitle: Bad\n---\nFirst line.\n\nIt holds `5 {= 2+2}` blocks.\n");
+    site s;
+    S_load(&s, dir);
+    S_render_all(&s);
+    const page_record *rec = &s.records[S_job_of(&s, "content/notes/bad.md")];
+    assert_int_equal(rec->diags.errors, 1);
+    const diag *d = &rec->diags.v[0];
+    assert_int_equal(d->level, DIAG_ERROR);
+    assert_string_equal(d->file, "content/notes/bad.md");
+    assert_int_equal(d->line, 6);
+    assert_int_equal(d->col, 11); /* the quote, inside the backticks */
+    assert_string_equal(d->msg, "quoted 5, but 2+2 = 4.00");
+    assert_int_equal(rec->nfigs, 1);
+    S_out_has(&s, "notes/bad/index.html",
+              "<p>It holds <span class=\"fig\" data-tier=\"computed\" data-status=\"fail\" "
+              "title=\"quoted 5, but 2+2 = 4.00\"><a href=\"/checks/#notes-bad-1\">5</a></span> "
+              "blocks.</p>\n");
+    /* the other pages are not touched by it */
+    assert_int_equal(s.records[S_job_of(&s, "content/notes/kv.md")].diags.n, 0);
+    S_free(&s);
+}
+
+/* Missing templates: front matter's names its line and column; a generated
+ * page's names the template it needs; a template that fails names its line. */
+static void test_missing_template(void **state)
+{
+    const char *dir = *state;
+    S_put(dir, "content/notes/lost.md", "---\ntitle: Lost\ntemplate: nosuch.html\n---\nx\n");
+    S_put(dir, "templates/guides/page.html", "<!-- guides/page.html -->\n{{ page.nosuch.x }}\n");
+    char *tag_tpl = xasprintf("%s/templates/tag.html", dir);
+    assert_int_equal(unlink(tag_tpl), 0);
+    free(tag_tpl);
+    site s;
+    S_load(&s, dir);
+    S_render_all(&s);
+    const page_record *lost = &s.records[S_job_of(&s, "content/notes/lost.md")];
+    const diag *d = S_diag(lost, "template \"nosuch.html\" not found in templates/");
+    assert_int_equal(d->level, DIAG_ERROR);
+    assert_string_equal(d->file, "content/notes/lost.md");
+    assert_int_equal(d->line, 3);
+    assert_int_equal(d->col, 11);
+    char *none = S_out(&s, "notes/lost/index.html");
+    assert_null(none);
+    const page_record *t = &s.records[S_job_kind(&s, JOB_TAG)];
+    d = S_diag(t, "template templates/tag.html not found");
+    assert_string_equal(d->file, "templates/tag.html");
+    none = S_out(&s, "tags/memory/index.html");
+    assert_null(none);
+    const page_record *start = &s.records[S_job_of(&s, "content/guides/start.md")];
+    assert_int_equal(start->diags.errors, 1);
+    d = &start->diags.v[0];
+    assert_string_equal(d->file, "templates/guides/page.html");
+    assert_int_equal(d->line, 2);
+    none = S_out(&s, "guides/start/index.html");
+    assert_null(none);
+    S_free(&s);
+}
+
+/* kvsite render: Markdown to HTML without a site; raw HTML only when unsafe,
+ * and figures stay code (there is no Lua to check them). */
+static void test_fragment(void **state)
+{
+    (void)state;
+    const char *md = "# Hi\n\nSome *text* and <b>raw</b>.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+                     "`4 {= 2+2}`\n";
+    const char *table = "<table>\n<thead>\n<tr>\n<th>a</th>\n<th>b</th>\n</tr>\n</thead>\n"
+                        "<tbody>\n<tr>\n<td>1</td>\n<td>2</td>\n</tr>\n</tbody>\n</table>\n";
+    diag_list dl;
+    diag_list_init(&dl);
+    buf out = BUF_INIT;
+    assert_int_equal(render_fragment(md, strlen(md), false, &out, &dl), 0);
+    char *want = xasprintf("<h1 id=\"hi\">Hi</h1>\n<p>Some <em>text</em> and <!-- raw HTML "
+                           "omitted -->raw<!-- raw HTML omitted -->.</p>\n%s"
+                           "<p><code>4 {= 2+2}</code></p>\n", table);
+    assert_string_equal(buf_cstr(&out), want);
+    free(want);
+    assert_int_equal(dl.errors, 0);
+    buf_clear(&out);
+    assert_int_equal(render_fragment(md, strlen(md), true, &out, &dl), 0);
+    assert_non_null(strstr(buf_cstr(&out), "<p>Some <em>text</em> and <b>raw</b>.</p>\n"));
+    assert_int_equal(dl.errors, 0);
+    /* output is appended to what out holds */
+    buf_clear(&out);
+    buf_puts(&out, "<!-- before -->");
+    assert_int_equal(render_fragment("x", 1, false, &out, &dl), 0);
+    assert_string_equal(buf_cstr(&out), "<!-- before --><p>x</p>\n");
+    buf_free(&out);
+    diag_list_free(&dl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_jobs, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_template_lookup, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_failing_figure, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_template, S_setup, S_teardown),
+        cmocka_unit_test(test_fragment),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
