@@ -54,6 +54,7 @@ typedef struct {
     strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
     size_t pages_built;
     uint64_t out_bytes; /* the pages' and the assets' bytes, for limits.output_bytes */
+    bool over_cap;     /* past limits.output_bytes: the build stopped */
     size_t tiers[3];   /* figures by tier */
     incr_writer writer;
     bool writer_used;  /* a full build's cache is written by incr_writer */
@@ -232,6 +233,7 @@ static int S_setup(build_state *s)
         fprintf(stderr, "kvsite: configuration error: nothing was built\n");
         return 2;
     }
+    s->out.cap = s->cfg.limits.output_bytes;
     S_trace(s, "configured");
     return 0;
 }
@@ -330,6 +332,7 @@ static void S_choose(build_state *s)
         s->env.out_dir = s->out.incr_dir;
         s->env.same_dir = s->out.out_abs;
     } else if (s->out.staging) {
+        output_unmark(&s->out);
         output_scan_finish(&s->out);
         S_trace(s, "staging scanned");
     }
@@ -365,6 +368,38 @@ static int S_cores(void)
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
+/* Whether dl holds the error of a site past limits.output_bytes. */
+static bool S_has_cap_error(const diag_list *dl)
+{
+    for (size_t k = 0; k < dl->n; k++)
+        if (!strncmp(dl->v[k].msg, OUTPUT_CAP_MSG, strlen(OUTPUT_CAP_MSG)))
+            return true;
+    return false;
+}
+
+/* Whether the pages rendered so far pass limits.output_bytes: each worker
+ * stops writing at the cap on its own, and the parent stops the build once
+ * their sum passes it. One error, at the page that passed it (or the first
+ * worker's). */
+static bool S_over_cap(build_state *s)
+{
+    uint64_t cap = s->cfg.limits.output_bytes, sum = s->out.extra_bytes;
+    size_t past = s->njobs;
+    for (size_t j = 0; j < s->njobs; j++) {
+        const page_record *r = &s->records[j];
+        if (S_has_cap_error(&r->diags))
+            return true; /* a worker's own error says it */
+        sum += r->out_bytes;
+        if (sum > cap && past == s->njobs)
+            past = j;
+    }
+    if (past == s->njobs)
+        return false;
+    output_cap_error(&s->dl, s->records[past].src ? s->records[past].src
+                                                  : render_job_file(&s->env, past), sum, cap);
+    return true;
+}
+
 /* Phases 1 to 4 over the worker pool (see render.h), each after the one
  * before is complete. */
 static void S_render(build_state *s)
@@ -383,6 +418,8 @@ static void S_render(build_state *s)
         if (s->trace)
             fprintf(stderr, "kvsite: trace: phase %d: %.3f s (%ld MiB)\n", phase, S_now() - tp,
                     S_rss_mib());
+        if (output_writes(&s->out) && (s->over_cap = S_over_cap(s)))
+            break;
     }
     if (outfd >= 0)
         close(outfd);
@@ -393,11 +430,16 @@ static void S_render(build_state *s)
 /* The assets, then every record's files and diagnostics into the build's. */
 static void S_collect(build_state *s)
 {
-    S_copy_assets(s);
-    s->out_bytes = s->out.extra_bytes;
+    uint64_t pages = 0;
+    for (size_t j = 0; j < s->njobs; j++)
+        pages += s->records[j].out_bytes;
+    output_count(pages); /* the assets get what the pages left under the cap */
+    if (!s->over_cap)
+        S_copy_assets(s);
+    s->out_bytes = s->out.extra_bytes + pages;
+    bool cap_said = S_has_cap_error(&s->dl);
     for (size_t j = 0; j < s->njobs; j++) {
         page_record *r = &s->records[j];
-        s->out_bytes += r->out_bytes;
         if (r->url && r->url[0] && r->out_bytes > 0) {
             S_note_file(s, r->url);
             if (j < s->idx.npages)
@@ -407,6 +449,11 @@ static void S_collect(build_state *s)
          * so a page taken from it warns again */
         for (size_t k = 0; k < r->diags.n; k++) {
             const diag *d = &r->diags.v[k];
+            if (!strncmp(d->msg, OUTPUT_CAP_MSG, strlen(OUTPUT_CAP_MSG))) {
+                if (cap_said)
+                    continue; /* one error for the cap, not one per worker */
+                cap_said = true;
+            }
             diag_add(&s->dl, d->level, d->file, d->line, d->col, "%s", d->msg);
         }
     }
@@ -435,6 +482,8 @@ static void S_emit(build_state *s, const char *rel, const buf *b)
 
 static void S_feed_and_sitemap(build_state *s)
 {
+    if (s->over_cap)
+        return; /* the build stopped at the cap */
     buf b = BUF_INIT;
     feed_atom(&b, &s->cfg, &s->idx, s->records);
     S_emit(s, "feed.xml", &b);
@@ -449,6 +498,8 @@ static void S_feed_and_sitemap(build_state *s)
  * only those of the pages rendered again. */
 static void S_links(build_state *s)
 {
+    if (s->over_cap)
+        return; /* pages are missing: their links say nothing */
     if (incr_old_links_hold(&s->inc)) {
         bool *fresh = xcalloc(s->njobs + 1, sizeof *fresh);
         for (size_t j = 0; j < s->njobs; j++)
@@ -464,10 +515,8 @@ static void S_links(build_state *s)
 /* The checks that need the whole build, then every diagnostic, printed. */
 static void S_report(build_state *s)
 {
-    if (s->out_bytes > s->cfg.limits.output_bytes)
-        diag_error(&s->dl, NULL, 0, 0,
-                   "the site is larger than limits.output_bytes (%llu > %zu bytes)",
-                   (unsigned long long)s->out_bytes, s->cfg.limits.output_bytes);
+    if (s->out_bytes > s->cfg.limits.output_bytes && !S_has_cap_error(&s->dl))
+        output_cap_error(&s->dl, NULL, s->out_bytes, s->cfg.limits.output_bytes);
     if (s->o->strict)
         diag_promote_warnings(&s->dl);
     for (size_t j = 0; j < s->njobs; j++) {
@@ -496,6 +545,8 @@ static void S_publish(build_state *s)
         if (output_publish(&s->out, &s->dl) != 0)
             diag_print(&s->dl, stderr, s->github);
     }
+    if (s->dl.errors && output_writes(&s->out))
+        output_discard(&s->out); /* nothing of a failed build stays on disk */
     output_done(&s->out);
     S_trace(s, "published");
 }

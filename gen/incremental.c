@@ -31,7 +31,6 @@ void incr_free(incr *inc)
     cache_free(&inc->prev);
     free(inc->digests);
     free(inc->from_cache);
-    free(inc->out_stamps);
     buf_free(&inc->rec_bytes);
 }
 
@@ -259,7 +258,6 @@ bool incr_reuse(incr *inc, size_t job, int outfd)
         return false;
     bool ok = rec.job == job && rec.done && S_deps(inc, job, &rec) == e->deps &&
               S_out_stamp(outfd, &rec) == e->out_stamp && S_reads_digest(inc, &rec) == e->reads;
-    inc->out_stamps[job] = e->out_stamp;
     if (!ok) {
         record_free(&rec);
         return false;
@@ -271,11 +269,10 @@ bool incr_reuse(incr *inc, size_t job, int outfd)
 }
 
 /* The jobs' output files (appended to list, NUL-separated) and each job's
- * stamp (STAMP_SEED for a job without a file): a job taken from the cache was
- * not written, so its file's stamp is the one checked when it was taken; a
- * full build's workers stat what they write; the rest (files an incremental
- * build moved in: a rename changes their ctime) are stat'ed in dir, or are 0
- * (unknown) without one. Returns the sum of the stamps. */
+ * stamp (STAMP_SEED for a job without a file): a full build's workers stat
+ * what they write; an incremental build swapped in the staging folder, whose
+ * copies of even the files it did not write are other inodes, so every file
+ * is stat'ed in dir (0, unknown, without one). Returns the sum of the stamps. */
 static uint64_t S_job_outputs(incr *inc, int dir, buf *list, uint64_t *job_stamps)
 {
     uint64_t sum = 0;
@@ -286,10 +283,9 @@ static uint64_t S_job_outputs(incr *inc, int dir, buf *list, uint64_t *job_stamp
             continue;
         char *rel = output_rel(r->url);
         buf_put(list, rel, strlen(rel) + 1);
-        job_stamps[j] = inc->from_cache[j]                  ? inc->out_stamps[j]
-                        : r->out_stamp && !inc->out->incremental ? r->out_stamp
-                        : dir < 0                         ? 0
-                                                          : stamp_file_at(STAMP_SEED, dir, rel);
+        job_stamps[j] = r->out_stamp && !inc->out->incremental ? r->out_stamp
+                        : dir < 0                                ? 0
+                                                                 : stamp_file_at(STAMP_SEED, dir, rel);
         sum += job_stamps[j];
         free(rel);
     }
@@ -542,7 +538,6 @@ void incr_bind(incr *inc, const content_index *idx, page_record *records, size_t
     inc->report_by_section = report_by_section;
     inc->digests = xcalloc(njobs + 1, sizeof *inc->digests);
     inc->from_cache = xcalloc(njobs + 1, sizeof *inc->from_cache);
-    inc->out_stamps = xcalloc(njobs + 1, sizeof *inc->out_stamps);
 }
 
 bool incr_possible(incr *inc, bool no_cache)

@@ -58,7 +58,6 @@ typedef struct {
     strmap fronts;             /* src -> prev.fronts entry, when prev.front_key matches */
     uint64_t *digests;         /* by job: record_digest of its record, once it is known */
     bool *from_cache;          /* by job: its record was taken from prev */
-    uint64_t *out_stamps;      /* by job taken from prev: its output file's stamp */
     buf rec_bytes;             /* a record read from prev (cache_record) */
     size_t rendered, reused;   /* jobs rendered and taken from prev */
 } incr;

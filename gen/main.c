@@ -16,7 +16,7 @@ static const char *S_usage =
     "usage: kvsite build [-C DIR] [-o OUT] [--strict] [-j N] [--drafts] [--no-cache]\n"
     "                    [--limits NAME=N,...] [--no-unsafe]\n"
     "       kvsite check [-C DIR] [--strict] [-j N] [--drafts] [--limits NAME=N,...] [--no-unsafe]\n"
-    "       kvsite render [--unsafe]       Markdown on stdin -> HTML on stdout\n"
+    "       kvsite render [--unsafe] [--strict]  Markdown on stdin -> HTML on stdout\n"
     "       kvsite lua-test [-C DIR] FILE...  run Lua tests in the sandbox\n"
     "       kvsite --help | --version\n"
     "\n"
@@ -107,12 +107,14 @@ static int S_build(int argc, char **argv, bool check)
 
 static int S_render(int argc, char **argv)
 {
-    bool unsafe = false;
+    bool unsafe = false, strict = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--unsafe") == 0)
             unsafe = true;
+        else if (strcmp(argv[i], "--strict") == 0)
+            strict = true;
         else
-            return S_usage_error("render takes only --unsafe");
+            return S_usage_error("render takes only --unsafe and --strict");
     }
     buf in = BUF_INIT;
     char chunk[65536];
@@ -129,6 +131,8 @@ static int S_render(int argc, char **argv)
     diag_list dl;
     diag_list_init(&dl);
     render_fragment(buf_cstr(&in), in.len, unsafe, &out, &dl);
+    if (strict)
+        diag_promote_warnings(&dl); /* the build's rule: warnings alone exit 0 */
     fwrite(buf_cstr(&out), 1, out.len, stdout);
     diag_print(&dl, stderr, false);
     int status = dl.errors ? 1 : 0;

@@ -15,6 +15,18 @@
 
 /* ---------- the writer ---------- */
 
+/* What this process has counted through output_write: a worker's own pages,
+ * or the parent's files. */
+static uint64_t S_total;
+
+void output_count(uint64_t bytes) { S_total += bytes; }
+
+void output_cap_error(diag_list *dl, const char *file, uint64_t total, uint64_t cap)
+{
+    diag_error(dl, file, 0, 0, "%s (%llu > %llu bytes)", OUTPUT_CAP_MSG,
+               (unsigned long long)total, (unsigned long long)cap);
+}
+
 int output_write(const output_dest *d, const char *rel, const void *data, size_t len,
                  const char *file, diag_list *dl, uint64_t *bytes, struct stat *st)
 {
@@ -23,6 +35,14 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
         *bytes += counted;
         return 0;
     }
+    if (d->cap && S_total + counted > d->cap) {
+        /* refused before anything is written: a site over the cap must not
+         * fill the disk first */
+        output_cap_error(dl, file, S_total + counted, d->cap);
+        errno = EFBIG;
+        return -1;
+    }
+    S_total += counted;
     if (!data)
         data = "";
     if (d->same_dir) {
@@ -89,6 +109,8 @@ static char *S_absolute(const char *path)
 
 static bool S_within(const char *path, const char *dir)
 {
+    if (!strcmp(dir, "/"))
+        return true; /* "/" + "/" would never match */
     size_t n = strlen(dir);
     return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
@@ -296,7 +318,8 @@ int output_begin_incremental(output *o, diag_list *dl)
 output_dest output_dest_of(const output *o)
 {
     output_dest d = {.dir = o->incremental ? o->incr_dir : o->staging,
-                     .same_dir = o->incremental ? o->out_abs : NULL};
+                     .same_dir = o->incremental ? o->out_abs : NULL,
+                     .cap = o->cap};
     return d;
 }
 
@@ -351,47 +374,193 @@ void output_sweep(output *o)
     }
 }
 
-int output_publish(output *o, diag_list *dl)
+/* Swaps the staging folder in: one rename, so a reader sees the old output or
+ * the new one, never a mix. 0, or -1 with errno (the output unchanged). */
+static int S_swap(output *o)
 {
     struct stat st;
-    if (lstat(o->out_abs, &st) != 0) {
-        if (rename(o->staging, o->out_abs) != 0)
-            goto fail;
+    if (lstat(o->out_abs, &st) != 0)
+        return rename(o->staging, o->out_abs);
+    if (renameat2(AT_FDCWD, o->staging, AT_FDCWD, o->out_abs, RENAME_EXCHANGE) == 0)
         return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+    /* file systems without RENAME_EXCHANGE: two renames */
+    char *old = xasprintf("%s.old-%ld", o->staging, (long)getpid());
+    int rc = rename(o->out_abs, old);
+    if (rc == 0 && (rc = rename(o->staging, o->out_abs)) != 0) {
+        int e = errno;
+        rename(old, o->out_abs);
+        errno = e;
     }
-    if (renameat2(AT_FDCWD, o->staging, AT_FDCWD, o->out_abs, RENAME_EXCHANGE) != 0) {
-        /* file systems without RENAME_EXCHANGE: two renames */
-        char *old = xasprintf("%s.old-%ld", o->staging, (long)getpid());
-        if (rename(o->out_abs, old) != 0) {
-            free(old);
-            goto fail;
-        }
-        if (rename(o->staging, o->out_abs) != 0) {
-            rename(old, o->out_abs);
-            free(old);
-            goto fail;
-        }
+    if (rc == 0)
         rename(old, o->staging);
-        free(old);
+    free(old);
+    return rc;
+}
+
+static void S_publish_error(output *o, diag_list *dl, int err)
+{
+    diag_error(dl, NULL, 0, 0, "cannot publish %s: %s", o->out_abs, strerror(err));
+}
+
+int output_publish(output *o, diag_list *dl)
+{
+    if (S_swap(o) != 0) {
+        S_publish_error(o, dl, errno);
+        return -1;
     }
     return 0;
-fail:
-    diag_error(dl, NULL, 0, 0, "cannot publish %s: %s", o->out_abs, strerror(errno));
-    return -1;
+}
+
+/* ---------- the staging folder as a copy of the output ---------- */
+
+/* The mark (.<out>.synced): "the staging folder holds the output's files,
+ * byte for byte, except those listed" (NUL-separated after its first line:
+ * the files the last publish changed, to be copied from the output or
+ * removed). It is removed before the staging folder is touched, and written
+ * only once the output is whole again: a build killed in between leaves no
+ * mark, and the next one compares the two folders instead. */
+#define S_MARK_HEAD "kvsite-synced 1\n"
+
+static bool S_read_mark(const char *path, buf *dirty)
+{
+    buf text = BUF_INIT;
+    bool ok = fs_read_file(path, (size_t)1 << 30, &text) == FS_OK &&
+              text.len >= sizeof S_MARK_HEAD - 1 &&
+              memcmp(text.ptr, S_MARK_HEAD, sizeof S_MARK_HEAD - 1) == 0 &&
+              (text.len == sizeof S_MARK_HEAD - 1 || text.ptr[text.len - 1] == '\0');
+    if (ok)
+        buf_put(dirty, text.ptr + sizeof S_MARK_HEAD - 1, text.len - (sizeof S_MARK_HEAD - 1));
+    buf_free(&text);
+    return ok;
+}
+
+void output_unmark(output *o)
+{
+    char *mark = output_side_path(o, "synced");
+    unlink(mark);
+    free(mark);
+}
+
+/* Makes staging/rel what out/rel is, by way of the incremental folder (whose
+ * files are moved in without following links, fs_move_into): a copy there,
+ * unless this build wrote its own, or staging/rel gone when the output has
+ * no such file. With compare, a staging file with the same bytes stays. */
+static int S_sync_one(const output *o, const char *rel, bool compare)
+{
+    char *from = fs_join(o->out_abs, rel);
+    char *via = fs_join(o->incr_dir, rel);
+    struct stat st;
+    int rc = 0;
+    if (lstat(from, &st) == 0 && S_ISREG(st.st_mode)) {
+        char *old = compare ? fs_join(o->staging, rel) : NULL;
+        if (lstat(via, &st) != 0 && !(old && fs_same_files(from, old)))
+            rc = fs_sync_copy(from, via, NULL);
+        free(old);
+    } else if (fs_remove_in(o->staging, rel) != 0 && errno != ENOENT) {
+        rc = -1;
+    }
+    free(via);
+    free(from);
+    return rc;
+}
+
+/* Brings the staging folder to the output's files (listed in files, the last
+ * build's): with the mark, only the files it lists; without, every file is
+ * compared and whatever else the staging folder holds is removed. */
+static int S_sync(output *o, const char *files, size_t files_len)
+{
+    char *mark = output_side_path(o, "synced");
+    buf dirty = BUF_INIT;
+    bool marked = S_read_mark(mark, &dirty);
+    unlink(mark);
+    free(mark);
+    const char *list = marked ? buf_cstr(&dirty) : files;
+    size_t len = marked ? dirty.len : files_len;
+    int rc = mkdir(o->staging, 0777) == 0 || errno == EEXIST ? 0 : -1;
+    if (rc == 0 && !marked) {
+        strmap keep;
+        strmap_init(&keep);
+        for (const char *p = files; p && p < files + files_len; p += strlen(p) + 1)
+            strmap_put(&keep, p, (void *)1);
+        S_scan_reset(&o->scan, o->staging);
+        S_scan_staging(&o->scan);
+        if (o->scan.links) {
+            /* links planted in the staging folder could lead writes out of it */
+            fs_remove_tree(o->staging);
+            rc = mkdir(o->staging, 0777);
+            buf_clear(&o->scan.files);
+            o->scan.links = false;
+        }
+        const char *p = buf_cstr(&o->scan.files), *end = p + o->scan.files.len;
+        for (; rc == 0 && p < end; p += strlen(p) + 1)
+            if (!strmap_get(&keep, p) && fs_remove_in(o->staging, p) != 0)
+                rc = -1;
+        strmap_free(&keep);
+    }
+    for (const char *p = list; rc == 0 && p && p < list + len; p += strlen(p) + 1)
+        rc = S_sync_one(o, p, !marked);
+    buf_free(&dirty);
+    return rc;
 }
 
 int output_publish_incremental(output *o, const char *prev, size_t prev_len, diag_list *dl)
 {
+    /* The staging folder becomes the output's copy, then the new files go
+     * into it and the stale ones out of it, and it is swapped in: the output
+     * is the old one or the new one whenever the build stops, and unchanged
+     * after any error. */
+    buf changed = BUF_INIT; /* what differs between the two folders afterwards */
+    output_scan incr;
+    memset(&incr, 0, sizeof incr);
+    incr.dir = o->incr_dir;
+    buf_init(&incr.files);
+    buf_init(&incr.empty_dirs);
+    S_scan_staging(&incr);
+    buf_put(&changed, buf_cstr(&incr.files), incr.files.len);
+    int rc = S_sync(o, prev, prev_len);
     size_t moved = 0;
-    if (fs_move_into(o->incr_dir, o->out_abs, &moved) != 0) {
-        diag_error(dl, NULL, 0, 0, "cannot publish %s: %s", o->out_abs, strerror(errno));
-        return -1;
+    if (rc == 0)
+        rc = fs_move_into(o->incr_dir, o->staging, &moved);
+    for (const char *p = prev; rc == 0 && p && p < prev + prev_len; p += strlen(p) + 1) {
+        if (strmap_get(&o->outputs, p))
+            continue;
+        if (fs_remove_in(o->staging, p) != 0 && errno != ENOENT)
+            rc = -1;
+        buf_put(&changed, p, strlen(p) + 1);
     }
-    const char *p = prev, *end = p + prev_len;
-    for (; p && p < end; p += strlen(p) + 1)
-        if (!strmap_get(&o->outputs, p))
-            fs_remove_in(o->out_abs, p);
-    return 0;
+    if (rc == 0)
+        rc = S_swap(o);
+    int err = errno;
+    if (rc == 0) {
+        /* the staging folder is the old output: the output but for these */
+        char *mark = output_side_path(o, "synced");
+        buf text = BUF_INIT;
+        buf_puts(&text, S_MARK_HEAD);
+        buf_put(&text, changed.ptr, changed.len);
+        fs_write_file(mark, text.ptr, text.len);
+        buf_free(&text);
+        free(mark);
+    } else {
+        S_publish_error(o, dl, err);
+    }
+    buf_free(&changed);
+    buf_free(&incr.files);
+    buf_free(&incr.empty_dirs);
+    return rc;
+}
+
+void output_discard(output *o)
+{
+    if (o->incremental)
+        fs_remove_tree(o->incr_dir);
+    else if (o->staging) {
+        /* a full build rewrote the staging folder: what it holds is of no use
+         * (and, on a full disk, in the way) */
+        output_unmark(o);
+        fs_remove_tree(o->staging);
+    }
 }
 
 /* ---------- the end ---------- */

@@ -8,7 +8,11 @@
  * A full build writes into the staging folder (.<out>.prev, the output of the
  * build before the last one: only what changed is rewritten) and publishes by
  * swapping it with the output. An incremental build writes the files whose
- * bytes differ from the published ones into .<out>.incr and moves them in. */
+ * bytes differ from the published ones into .<out>.incr; to publish, the
+ * staging folder is made the output's copy (after an incremental build it
+ * is one but for the files a mark file, .<out>.synced, lists), those files
+ * are moved into it, and it is swapped with the output the same way. Either
+ * way the output is the old one or the new one, whenever the build stops. */
 #ifndef KV_OUTPUT_H
 #define KV_OUTPUT_H
 
@@ -16,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "diag.h"
@@ -28,7 +33,19 @@ typedef struct {
     const char *dir;      /* the folder written to; NULL: nothing is written (kvsite check) */
     const char *same_dir; /* NULL, or the published output (incremental builds): a
                            * file whose bytes are already there is not written */
+    uint64_t cap;         /* limits.output_bytes, 0: none. Once what this process
+                           * counted through output_write would pass it, nothing
+                           * more is written (an error at the file) */
 } output_dest;
+
+/* The start of the error of a site larger than limits.output_bytes: the
+ * parent reports it once, whoever found it first. */
+#define OUTPUT_CAP_MSG "the site is larger than limits.output_bytes"
+/* Adds bytes written elsewhere (the workers' pages, in the parent) to what
+ * this process counts against the cap. */
+void output_count(uint64_t bytes);
+/* That error, at file (may be NULL): total bytes against the cap. */
+void output_cap_error(diag_list *dl, const char *file, uint64_t total, uint64_t cap);
 
 /* Makes d->dir/rel hold len bytes of data, unless d->same_dir/rel already
  * does (and leaves an unchanged file alone: no new inode, no write). *bytes
@@ -37,7 +54,8 @@ typedef struct {
  * when d->dir/rel holds data now (written, or left alone because it already
  * did: st, which may be NULL, gets its stat either way), 0 when nothing was
  * to be written there (no dir, or same_dir has the bytes), -1 on failure (an
- * error at file, which may be NULL, goes to dl; errno set). */
+ * error at file, which may be NULL, goes to dl; errno set: EFBIG past the
+ * cap). */
 int output_write(const output_dest *d, const char *rel, const void *data, size_t len,
                  const char *file, diag_list *dl, uint64_t *bytes, struct stat *st);
 
@@ -70,6 +88,7 @@ typedef struct {
     strmap outputs;    /* every file of this build, relative to the output folder */
     buf extras;        /* the output files that are not jobs' pages, NUL-separated */
     uint64_t extra_bytes; /* their bytes as output_write counts them */
+    uint64_t cap;      /* limits.output_bytes, for output_dest_of */
     output_scan scan;
 } output;
 
@@ -109,6 +128,10 @@ void output_note_extra(output *o, const char *rel);
  * extra_bytes. 0 or -1 (an error in dl). */
 int output_emit(output *o, const char *rel, const void *data, size_t len, diag_list *dl);
 
+/* A full build is about to rewrite the staging folder: it is no longer the
+ * output's copy (the mark goes). */
+void output_unmark(output *o);
+
 /* A full build: removes from the staging folder every file this build did
  * not produce (as the scan found them before the build), and the folders
  * left empty: nothing stale survives. */
@@ -116,10 +139,15 @@ void output_sweep(output *o);
 /* A full build: swaps the staging folder in, in one rename; the old output
  * becomes the staging folder of the next build. 0, or -1 with an error in dl. */
 int output_publish(output *o, diag_list *dl);
-/* An incremental build: moves what it wrote into the output, and removes the
- * files the last build wrote (prev: NUL-separated, prev_len bytes) that this
- * one did not. 0, or -1 with an error in dl. */
+/* An incremental build: makes the staging folder the output's copy (prev:
+ * the files the last build wrote, NUL-separated, prev_len bytes), moves what
+ * this build wrote into it, removes from it the files of prev this build did
+ * not write, and swaps it in. 0, or -1 with an error in dl (the output
+ * unchanged). */
 int output_publish_incremental(output *o, const char *prev, size_t prev_len, diag_list *dl);
+/* After a failed build: removes what it wrote (the incremental folder; the
+ * staging folder a full build rewrote), never the output. */
+void output_discard(output *o);
 
 /* After publishing (or failing): removes the incremental folder and ends the
  * scan. */

@@ -168,7 +168,8 @@ static char *S_pick_template(renderer *r, const page *p, diag_list *dl)
 static int S_write(renderer *r, const char *out_rel, const buf *html, page_record *rec,
                    const char *file)
 {
-    output_dest d = {.dir = r->e.out_dir, .same_dir = r->e.same_dir};
+    output_dest d = {.dir = r->e.out_dir, .same_dir = r->e.same_dir,
+                     .cap = r->e.cfg->limits.output_bytes};
     size_t before = rec->out_bytes;
     struct stat st;
     int rc = output_write(&d, out_rel, html->ptr, html->len, file, &rec->diags, &rec->out_bytes,

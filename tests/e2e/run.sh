@@ -1825,6 +1825,167 @@ EOF
     expect_rc 0
     expect_no_grep site/notes/shadow/index.html "evil"
     expect_grep site/notes/shadow/index.html "Shadow"
+# ---------- publishing under faults (issue 14) ----------
+
+# many_notes N: N more notes, so that publishing has many files to move
+many_notes() {
+    local i
+    for ((i = 1; i <= $1; i++)); do
+        printf -- '---\ntitle: Bulk %s\n---\n\nBulk note %s.\n' "$i" "$i" >"$W/content/notes/bulk$i.md"
+    done
+}
+
+# An incremental build killed at any moment leaves the old output or the new
+# one, never a mix: 20 runs, SIGKILL after a delay from a seeded sequence
+# around the publish step (KVSITE_TRACE gives when it runs), each checked
+# against the old and the new full build's listing.
+t_incremental_publish_killed() {
+    fresh good
+    many_notes 200
+    local head=$W/templates/partials/head.html
+    cp "$head" "$W.head"
+    kv build
+    expect_rc 0
+    listing "$W/site" >"$W.old"
+    # the new state: an include every page uses, so every page file changes
+    printf '<!-- edited -->\n' >>"$head"
+    kv build --no-cache -o "$W.newsite"
+    expect_rc 0
+    listing "$W.newsite" >"$W.new"
+    rm -rf "$W.newsite" "$(dirname "$W")"/.project.newsite.*
+    cp "$W.head" "$head"
+    kv build
+    # where the publish step falls, in milliseconds from the start
+    printf '<!-- edited -->\n' >>"$head"
+    (cd "$W" && KVSITE_TRACE=1 "$KVSITE" build -j 2) 2>"$W.trace" >/dev/null
+    grep -q ' rendered, ' "$W.trace" || { fail "not incremental: $(grep built "$W.trace")"; return; }
+    local pub
+    pub=$(awk '/trace: links checked at/ { print int($6 * 1000) }' "$W.trace")
+    [ -n "$pub" ] || { fail "no trace of the publish step"; return; }
+    local run delay at mixed=0 kinds=""
+    RANDOM=14
+    for ((run = 1; run <= 20; run++)); do
+        cp "$W.head" "$head"
+        kv build # back to the old output, its cache saved
+        cmp -s <(listing "$W/site") "$W.old" || { fail "run $run: could not go back to the old output"; return; }
+        printf '<!-- edited -->\n' >>"$head"
+        # 0 to 2x the publish moment: before, during and after it
+        delay=$(((RANDOM % (2 * pub + 40)) + 1))
+        (cd "$W" && exec "$KVSITE" build -j 2 >/dev/null 2>&1) &
+        at=$!
+        sleep "$(awk -v d="$delay" 'BEGIN { printf "%.3f", d / 1000 }')"
+        kill -9 "$at" 2>/dev/null
+        wait "$at" 2>/dev/null
+        listing "$W/site" >"$W.now"
+        if cmp -s "$W.now" "$W.old"; then kinds+=o
+        elif cmp -s "$W.now" "$W.new"; then kinds+=n
+        else mixed=$((mixed + 1)); kinds+=X; fi
+    done
+    [ "$mixed" -eq 0 ] || fail "$mixed of 20 killed builds left an output that is neither the old nor the new one ($kinds)"
+    # the next build finishes the job: the new output, as a full build makes it
+    kv build
+    expect_rc 0
+    listing "$W/site" >"$W.now"
+    cmp -s "$W.now" "$W.new" || fail "the build after a killed one differs from a full build"
+}
+
+# A publish that fails (a folder of the output that cannot be changed, even by
+# root: chattr +i) says the previous output is unchanged only when it is; the
+# output is the old one or the new one either way.
+t_incremental_publish_fails() {
+    command -v chattr >/dev/null || return 0
+    fresh good
+    kv build
+    expect_rc 0
+    listing "$W/site" >"$W.old"
+    chattr +i "$W/site/notes" 2>/dev/null || return 0 # no CAP_LINUX_IMMUTABLE: not testable here
+    printf '<!-- edited -->\n' >>"$W/templates/partials/head.html"
+    kv build
+    chattr -i "$W/site/notes" "$W/.site.prev/notes" 2>/dev/null
+    listing "$W/site" >"$W.now"
+    if [ "$RC" -eq 0 ]; then
+        kv build --no-cache -o "$W.newsite"
+        listing "$W.newsite" >"$W.new"
+        cmp -s "$W.now" "$W.new" || fail "a build that succeeded left an output that is not the new one"
+        rm -rf "$W.newsite" "$W/.newsite".*
+    else
+        grep -q 'the previous output is unchanged' "$W.err" &&
+            ! cmp -s "$W.now" "$W.old" && fail "the output changed although the build says it did not"
+    fi
+}
+
+# -o / and -o at an ancestor of the project are refused, and nothing is
+# written (no lock, cache or staging folder beside them).
+t_output_root_refused() {
+    fresh good
+    local before after
+    before=$(ls -a / | sort)
+    kv build -o /
+    expect_rc 2
+    expect_summary "$SUMMARY_CONFIG"
+    after=$(ls -a / | sort)
+    [ "$before" = "$after" ] || fail "kvsite wrote at the root: $(comm -13 <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+    local up
+    up=$(ls -a "$(dirname "$W")" | sort)
+    kv build -o ..
+    expect_rc 2
+    expect_summary "$SUMMARY_CONFIG"
+    [ "$up" = "$(ls -a "$(dirname "$W")" | sort)" ] || fail "kvsite wrote beside the project"
+    kv build -o "$(dirname "$(dirname "$W")")"
+    expect_rc 2
+    expect_no_file site
+}
+
+# limits.output_bytes stops the build as soon as it is passed: one error, and
+# nothing of the build on disk (no output, no staged pages).
+t_output_bytes_cap_leaves_nothing() {
+    fresh good
+    local i long
+    long=$(printf 'word %.0s' $(seq 1 6000))
+    for i in $(seq 1 60); do
+        printf -- '---\ntitle: Long %s\n---\n\n%s\n' "$i" "$long" >"$W/content/notes/long$i.md"
+    done
+    printf 'limits:\n  output_bytes: 1048576\n' >>"$W/site.yaml"
+    kv build -j 2
+    expect_rc 1
+    expect_summary "$SUMMARY_FAILED"
+    local n
+    n=$(grep -c 'error: the site is larger than limits.output_bytes' "$W.err")
+    [ "$n" = 1 ] || fail "$n errors about limits.output_bytes, expected 1: $(head -n 3 "$W.err")"
+    expect_no_file site
+    local left
+    left=$(find "$W" -path "$W/content" -prune -o -path "$W/templates" -prune -o -path "$W/checks" -prune \
+        -o -type f -name '*.html' -print | head -n 3)
+    [ -z "$left" ] || fail "pages left on disk: $left"
+}
+
+# A failed full build leaves no staging bulk (on a full disk it would keep the
+# disk full), and the output as it was.
+t_failed_build_leaves_no_staging() {
+    good_built || return
+    kv build --no-cache
+    expect_rc 0
+    printf -- '---\ntitle: [broken\n---\n' >"$W/content/notes/broken.md"
+    kv build --no-cache
+    expect_rc 1
+    hashes "$W/site" >"$W.snap2"
+    cmp -s "$W.snap" "$W.snap2" || fail "site/ changed although the build failed"
+    local left
+    left=$(find "$W/.site.prev" "$W/.site.incr" -type f 2>/dev/null | head -n 3)
+    [ -z "$left" ] || fail "the failed build left files beside the output: $left"
+    rm "$W/content/notes/broken.md"
+    kv build
+    expect_rc 0
+    hashes "$W/site" >"$W.snap2"
+    cmp -s "$W.snap" "$W.snap2" || fail "the build after a failed one differs"
+}
+
+# kvsite render follows the build's rule: --strict makes warnings errors.
+t_render_strict() {
+    fresh good
+    KV_STDIN=$W/content/notes/week-1.md kv render --strict
+    expect_rc 0
+    [ -s "$W.out" ] || fail "render --strict printed nothing"
 }
 
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------

@@ -232,6 +232,8 @@ static void test_setup_refuses(void **state)
         {"afile", "is not a folder"},
         {"linked", "symbolic link"},
         {"missing/site", "parent folder does not exist"},
+        {"/", "replace the project"}, /* it contains every project */
+        {"..", "replace the project"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         diag_list dl;
@@ -358,8 +360,9 @@ static void test_scan_planted_link(void **state)
     free(link);
 }
 
-/* An incremental build: only changed files are written, then moved in; the
- * last build's files this one did not make are removed. */
+/* An incremental build: only changed files are written; the staging folder
+ * is made the output's copy, they are moved into it, the last build's files
+ * this one did not make go, and it is swapped in whole. */
 static void test_publish_incremental(void **state)
 {
     S_mkdir(state, "proj");
@@ -387,19 +390,74 @@ static void test_publish_incremental(void **state)
     assert_string_equal(got, "after");
     free(got);
     assert_false(S_exists(state, "proj/site/dropped.html"));
-    assert_int_equal(S_inode(state, "proj/site/same.html"), same_ino);
+    got = S_get(state, "proj/site/same.html");
+    assert_string_equal(got, "same");
+    free(got);
+    /* the old output is the staging folder now, whole, and the mark lists
+     * what differs */
+    assert_int_equal(S_inode(state, "proj/.site.prev/same.html"), same_ino);
+    got = S_get(state, "proj/.site.prev/changed.html");
+    assert_string_equal(got, "before");
+    free(got);
+    got = S_get(state, "proj/.site.synced");
+    assert_non_null(strstr(got, "kvsite-synced 1\n"));
+    free(got);
     output_done(&o);
     assert_false(S_exists(state, "proj/.site.incr"));
+    output_unlock(&o);
+    output_free(&o);
+    assert_int_equal(dl.n, 0);
+
+    /* the next build: the mark brings the staging folder up first */
+    assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
+    assert_int_equal(output_begin_incremental(&o, &dl), 0);
+    d = output_dest_of(&o);
+    assert_int_equal(output_write(&d, "same.html", "again", 5, NULL, &dl, &bytes, NULL), 1);
+    output_note(&o, "same.html");
+    output_note(&o, "changed.html");
+    static const char prev2[] = "changed.html\0same.html";
+    assert_int_equal(output_publish_incremental(&o, prev2, sizeof prev2, &dl), 0);
+    got = S_get(state, "proj/site/changed.html");
+    assert_string_equal(got, "after"); /* copied into the staging folder from the mark */
+    free(got);
+    got = S_get(state, "proj/site/same.html");
+    assert_string_equal(got, "again");
+    free(got);
+    assert_false(S_exists(state, "proj/site/dropped.html"));
+    output_done(&o);
     output_unlock(&o);
     output_free(&o);
     assert_int_equal(dl.n, 0);
     diag_list_free(&dl);
 }
 
+/* limits.output_bytes: a writer refuses the file that would pass the cap,
+ * before writing it (the count is the process's: this test runs first). */
+static void test_write_cap(void **state)
+{
+    char *dir = S_path(state, "out");
+    output_dest d = {.dir = dir, .cap = 10};
+    diag_list dl;
+    diag_list_init(&dl);
+    uint64_t bytes = 0;
+    assert_int_equal(output_write(&d, "a.html", "12345", 5, NULL, &dl, &bytes, NULL), 1);
+    assert_int_equal(output_write(&d, "b.html", "123456", 6, "content/b.md", &dl, &bytes, NULL), -1);
+    assert_int_equal(errno, EFBIG);
+    assert_int_equal(dl.errors, 1);
+    assert_string_equal(dl.v[0].file, "content/b.md");
+    assert_non_null(strstr(dl.v[0].msg, OUTPUT_CAP_MSG));
+    assert_false(S_exists(state, "out/b.html"));
+    assert_int_equal(bytes, 5);
+    diag_list_free(&dl);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_write_check_mode),
+        /* before any other write: the cap counts all of this process's */
+        cmocka_unit_test_setup_teardown(test_write_cap, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_write_full, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_write_incremental, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_write_failure, S_setup, S_teardown),
