@@ -1825,6 +1825,8 @@ EOF
     expect_rc 0
     expect_no_grep site/notes/shadow/index.html "evil"
     expect_grep site/notes/shadow/index.html "Shadow"
+}
+
 # ---------- publishing under faults (issue 14) ----------
 
 # many_notes N: N more notes, so that publishing has many files to move
