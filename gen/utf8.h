@@ -14,6 +14,8 @@ bool utf8_valid(const char *s, size_t len, size_t *bad);
 size_t utf8_char_len(const unsigned char *p);
 /* Code point of a valid sequence of n bytes. */
 uint32_t utf8_decode(const unsigned char *p, size_t n);
+/* Writes code point c (a scalar value) as UTF-8 to out; returns the bytes written. */
+size_t utf8_encode(uint32_t c, char out[4]);
 /* Line and byte column (1-based) of offset off in s. */
 void utf8_position(const char *s, size_t off, int *line, int *col);
 
