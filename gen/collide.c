@@ -214,9 +214,9 @@ static void S_report(claims *cs, const claim *now, const claim *had, clash how)
         buf_printf(&b, " as a file, where %s needs a folder: ", had->path);
         S_who(&b, had);
     } else {
-        buf_printf(&b, ", which differs from %s (", had->path);
+        buf_printf(&b, ", which differs from %s, ", had->path);
         S_who(&b, had);
-        buf_printf(&b, ") only in %s", collide_how(now->path, had->path));
+        buf_printf(&b, ", only in %s", collide_how(now->path, had->path));
     }
     diag_error(cs->dl, now->shown, now->line, now->col, "%s", buf_cstr(&b));
     buf_free(&b);
