@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "collide.h"
 #include "config.h"
 #include "content.h"
 #include "diag.h"
@@ -52,6 +53,7 @@ typedef struct {
     figstore *figs;    /* where decoded records keep their figures; NULL: in memory */
     unsigned char *job_phases; /* render_job_phases */
     strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
+    collide_files template_assets; /* templates/assets/, listed by the plan */
     size_t pages_built;
     uint64_t out_bytes; /* the pages' and the assets' bytes, for limits.output_bytes */
     bool over_cap;     /* past limits.output_bytes: the build stopped */
@@ -131,57 +133,17 @@ static int S_copy_one(build_state *s, const char *to_rel, const char *shown)
     return rc < 0 ? -1 : 0;
 }
 
-/* templates/assets -> assets/, its folders opened and its files read without
- * following symbolic links (none is copied). */
+/* templates/assets -> assets/, as listed when the build was planned
+ * (collide_list_assets). */
 static void S_copy_template_assets(build_state *s)
 {
-    size_t cap = 16, n = 0;
-    char **stack = xmalloc(cap * sizeof *stack);
-    stack[n++] = xstrdup("");
-    size_t count = 0;
-    while (n > 0) {
-        char *rel = stack[--n];
-        char *in = rel[0] ? xasprintf("templates/assets/%s", rel) : xstrdup("templates/assets");
-        int dfd = fs_open_in(s->o->root, in, O_RDONLY | O_DIRECTORY);
-        DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-        free(in);
-        if (!d && dfd >= 0)
-            close(dfd);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d))) {
-                if (e->d_name[0] == '.')
-                    continue;
-                char *child = rel[0] ? xasprintf("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
-                char *shown = xasprintf("templates/assets/%s", child);
-                struct stat st;
-                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-                    S_ISLNK(st.st_mode)) {
-                    diag_error(&s->dl, shown, 0, 0, "symbolic links are not copied: refused");
-                } else if (S_ISDIR(st.st_mode)) {
-                    if (strchr(child, '/') && (size_t)s->cfg.limits.depth < 2 * n + 2) {
-                        diag_error(&s->dl, shown, 0, 0, "folders nested too deep");
-                    } else {
-                        if (n == cap) {
-                            cap *= 2;
-                            stack = xrealloc(stack, cap * sizeof *stack);
-                        }
-                        stack[n++] = child;
-                        child = NULL;
-                    }
-                } else if (S_ISREG(st.st_mode) && ++count <= s->cfg.limits.files) {
-                    char *to = xasprintf("assets/%s", child);
-                    S_copy_one(s, to, shown);
-                    free(to);
-                }
-                free(child);
-                free(shown);
-            }
-            closedir(d);
-        }
-        free(rel);
+    for (size_t i = 0; i < s->template_assets.n; i++) {
+        char *to = xasprintf("assets/%s", s->template_assets.v[i]);
+        char *shown = xasprintf("templates/assets/%s", s->template_assets.v[i]);
+        S_copy_one(s, to, shown);
+        free(to);
+        free(shown);
     }
-    free(stack);
 }
 
 static void S_copy_assets(build_state *s)
@@ -297,6 +259,9 @@ static void S_plan(build_state *s)
         s->env.nreport_sections = s->nreport_sections;
     }
     free(split);
+    /* every output file has one producer: said before anything renders */
+    collide_list_assets(o->root, &s->cfg, &s->template_assets, &s->dl);
+    collide_check(&s->env, &s->template_assets, &s->dl);
     if (!o->check_only) {
         /* beside the output, where the cache goes */
         s->figs = xcalloc(1, sizeof *s->figs);
@@ -622,6 +587,7 @@ static int S_finish(build_state *s)
     sources_free(&s->src);
     config_free(&s->cfg);
     strmap_free(&s->files);
+    collide_files_free(&s->template_assets);
     incr_free(&s->inc);
     output_free(&s->out);
     free(s->job_phases);

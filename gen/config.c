@@ -52,7 +52,7 @@ void config_free(config *c)
     memset(c, 0, sizeof *c);
 }
 
-typedef enum { K_STRING, K_BOOL, K_SIZE, K_INT, K_NUMBER, K_UNVERIFIED, K_MAP } key_kind;
+typedef enum { K_STRING, K_BOOL, K_SIZE, K_INT, K_NUMBER, K_UNVERIFIED, K_MAP, K_PATTERNS } key_kind;
 
 typedef struct {
     const char *path; /* "section.key" */
@@ -69,6 +69,7 @@ static const key_spec S_keys[] = {
     {"description", K_STRING, OFF(description), 0, 0},
     {"author", K_STRING, OFF(author), 0, 0},
     {"params", K_MAP, 0, 0, 0},
+    {"content.allow_active", K_PATTERNS, OFF(allow_active), 0, 0},
     {"markdown.unsafe", K_BOOL, OFF(unsafe_html), 0, 0},
     {"figures.unverified", K_UNVERIFIED, OFF(unverified_error), 0, 0},
     {"figures.tolerance", K_NUMBER, OFF(tolerance), 0, 1},
@@ -172,6 +173,23 @@ static int S_set(config *c, const key_spec *k, const yv *v, const char *file, in
             return -1;
         }
         c->params = v;
+        return 0;
+    case K_PATTERNS:
+        if (v->type != YV_SEQ) {
+            diag_error(dl, file, line, col, "%s must be a list of file patterns, not %s",
+                       k->path, yv_type_a(v->type));
+            return -1;
+        }
+        for (size_t i = 0; i < v->n; i++) {
+            if (v->items[i]->type != YV_STRING || !v->items[i]->str[0]) {
+                diag_error(dl, file, v->items[i]->line, v->items[i]->col,
+                           "%s: every item must be a file pattern (\"demos/*.html\"), not %s",
+                           k->path, v->items[i]->type == YV_STRING ? "an empty string"
+                                                                  : yv_type_a(v->items[i]->type));
+                return -1;
+            }
+        }
+        *(const yv **)(base + k->offset) = v;
         return 0;
     case K_SIZE:
     case K_INT:

@@ -44,6 +44,8 @@ typedef struct {
     config_limits limits;
     yv *doc;                 /* the parsed file (owned), NULL when there is none */
     const yv *params;        /* params: passed to templates as site.params; into doc */
+    const yv *allow_active;  /* content.allow_active: a list of strings (glob patterns
+                              * of content/ files that may run script); into doc */
 } config;
 
 void config_defaults(config *c);

@@ -14,10 +14,9 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "collide.h"
 #include "fsutil.h"
 #include "utf8.h"
-
-#define CONTENT_DIR "content"
 
 /* ---------- small helpers ---------- */
 
@@ -542,6 +541,8 @@ static void S_visit(walker *w, dir_item **stack, size_t *nstack, size_t *capstac
     char *rel = fs_join(dir->rel, name);
     char *shown = fs_join(CONTENT_DIR, rel);
     struct stat st;
+    if (!collide_name_ok(shown, name, w->dl))
+        goto out; /* a file's or a whole folder's */
     if (ent->type == DT_REG) {
         /* readdir knows a plain file: its size is checked where it is read */
         st = (struct stat){.st_mode = S_IFREG};
@@ -866,7 +867,8 @@ int content_load(content_index *idx, const char *root, const config *cfg,
         S_assign_url(idx->pages[i]);
     qsort(idx->pages, idx->npages, sizeof *idx->pages, S_cmp_page_src);
 
-    /* two pages on one URL; names that collide on a case-insensitive file system */
+    /* two pages on one URL; names that collide where letter case or Unicode
+     * normalisation is ignored (collide.h) */
     strmap folded;
     strmap_init(&folded);
     for (size_t i = 0; i < idx->npages; i++) {
@@ -890,16 +892,12 @@ int content_load(content_index *idx, const char *root, const config *cfg,
             continue;
         }
         strmap_put(&idx->by_url, p->url, p);
-        char *low = xstrdup(p->out);
-        for (char *c = low; *c; c++)
-            if (*c >= 'A' && *c <= 'Z')
-                *c = (char)(*c - 'A' + 'a');
+        char *low = collide_fold(p->out);
         page *fprev = strmap_get(&folded, low);
         if (fprev)
             diag_error(dl, where, p->src ? 1 : 0, p->src ? 1 : 0,
-                       "URL %s differs from %s only in letter case: they collide on "
-                       "case-insensitive file systems",
-                       p->url, fprev->url);
+                       "URL %s differs from %s only in %s", p->url, fprev->url,
+                       collide_how(p->url, fprev->url));
         else
             strmap_put(&folded, low, p);
         free(low);

@@ -16,6 +16,9 @@
 #include "strmap.h"
 #include "yv.h"
 
+/* The folder of pages and files, beneath the project root. */
+#define CONTENT_DIR "content"
+
 typedef enum {
     PAGE_REGULAR, /* content/a/b.md */
     PAGE_SECTION, /* content/a/_index.md, or a folder of pages without one */

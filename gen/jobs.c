@@ -5,6 +5,8 @@
 
 #include "buf.h"
 #include "render.h"
+#include "report.h"
+#include "sources.h"
 
 /* In job order after the pages; a kind with one job per item (tags, report
  * sections) takes that many numbers. */
@@ -90,4 +92,27 @@ const char *render_job_file(const render_env *e, size_t job)
     if (k == JOB_PAGE && e->idx->pages[i]->src)
         return e->idx->pages[i]->src;
     return S_KINDS[k].template;
+}
+
+bool jobs_present(const render_env *e, job_kind k, bool have_404)
+{
+    switch (k) {
+    case JOB_TAGS:
+    case JOB_TAG: return e->idx->ntags > 0;
+    case JOB_SOURCES: return sources_present(e->src);
+    case JOB_404: return have_404;
+    default: return true;
+    }
+}
+
+char *jobs_url(const render_env *e, size_t job)
+{
+    size_t i;
+    job_kind k = render_job_kind(e, job, &i);
+    switch (k) {
+    case JOB_PAGE: return xstrdup(e->idx->pages[i]->url);
+    case JOB_TAG: return xstrdup(e->idx->tags[i].url);
+    case JOB_CHECKS_SECTION: return report_path(e->idx, e->report_sections, i);
+    default: return xstrdup(S_KINDS[k].url);
+    }
 }

@@ -12,6 +12,7 @@
 #ifndef KV_JOBS_H
 #define KV_JOBS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct render_env render_env;
@@ -43,6 +44,14 @@ int render_job_phase(const render_env *e, size_t job);
 /* render_job_phase of every job (and of every record, e->nrecords), in a new
  * array (the caller frees it); records past the jobs get UCHAR_MAX. */
 unsigned char *render_job_phases(const render_env *e);
+/* Whether the generated pages of kind k are part of this site: the tag
+ * index and tag pages when a page has tags, the sources page when
+ * checks/sources.yaml exists, 404.html when templates/404.html does
+ * (have_404); the others always. */
+bool jobs_present(const render_env *e, job_kind k, bool have_404);
+/* The site path a job's page is published at ("/a/b/", "/tags/go/",
+ * "/404.html"), whether or not it is present; the caller frees it. */
+char *jobs_url(const render_env *e, size_t job);
 /* File a job's problems are reported at when it fails as a whole (timeout):
  * a page's source, or its kind's template. Static or owned by e. */
 const char *render_job_file(const render_env *e, size_t job);

@@ -430,9 +430,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     const char *title = info->title, *url = info->url;
     char *made_url = NULL;
     /* pages a site may not have */
-    if ((kind == JOB_TAGS && r->e.idx->ntags == 0) ||
-        (kind == JOB_SOURCES && !sources_present(r->e.src)) ||
-        (kind == JOB_404 && !tpl_exists(r->tpl, tname)))
+    if (!jobs_present(&r->e, kind, kind == JOB_404 && tpl_exists(r->tpl, tname)))
         return;
     if (kind == JOB_TAG) {
         title = r->e.idx->tags[index].name;

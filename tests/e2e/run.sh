@@ -166,7 +166,7 @@ t_good_build() {
     fresh good
     kv build
     expect_rc 0
-    : | expect_diags
+    expect_diags </dev/null
     expect_summary '^kvsite: built 5 pages, 11 figures \(9 computed, 1 measured, 1 cited\), 0 warnings, 0 errors in [0-9.]+ s$'
     (cd "$W/site" 2>/dev/null && find . -type f | sed 's|^\./||' | sort) >"$W.files"
     show_diff "list of files in site/" "$FIX/good/expected/files.txt" "$W.files"
@@ -350,7 +350,7 @@ t_good_check_writes_nothing() {
     listing "$W" >"$W.before"
     kv check
     expect_rc 0
-    : | expect_diags
+    expect_diags </dev/null
     expect_summary '^kvsite: checked 5 pages, 11 figures \(9 computed, 1 measured, 1 cited\), 0 warnings, 0 errors in [0-9.]+ s$'
     listing "$W" >"$W.after"
     show_diff "the project after kvsite check" "$W.before" "$W.after"
@@ -794,7 +794,7 @@ fig_expect_fail() {
 fig_expect_pass() {
     kv build
     expect_rc 0
-    : | expect_diags
+    expect_diags </dev/null
     expect_summary "$SUMMARY_OK"
 }
 
@@ -1091,7 +1091,7 @@ Leak: `{lua} leak == nil and "clean" or "LEAK"`, `{lua} string.rep("ab", 2)`,
 EOF
     kv build -j 1
     expect_rc 0
-    : | expect_diags
+    expect_diags </dev/null
     expect_grep site/d/index.html '<p>Leak: clean, abab,'
     expect_grep site/d/index.html 'cdcd, true, 42.</p>'
 }
@@ -1172,14 +1172,14 @@ config_case() {
     cat >"$W/site.yaml"
     kv build
     expect_rc 2
-    printf '%s\n' "$WANT" | expect_diags
+    expect_diags <<<"$WANT" # not a pipe: expect_diags must fail this shell, not a subshell
     expect_summary "$SUMMARY_CONFIG"
     expect_no_file site
     expect_no_staging
 }
 
 t_config_unknown_key() {
-    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, params, markdown, figures, build, feed, limits
+    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, params, content, markdown, figures, build, feed, limits
 site.yaml:4:3: error: unknown key "page_byte" in limits; known keys: page_bytes, front_matter_bytes, data_bytes, template_bytes, output_bytes, files, page_tags, depth, lua_instructions, lua_memory, page_timeout, build_timeout, worker_memory' config_case <<'EOF'
 title: X
 colour: red
@@ -1988,6 +1988,207 @@ t_render_strict() {
     KV_STDIN=$W/content/notes/week-1.md kv render --strict
     expect_rc 0
     [ -s "$W.out" ] || fail "render --strict printed nothing"
+}
+
+# ---------- one producer per output file; file names; active files (issues 14.4, 14.5, 22.4) ----------
+
+# allow_active PATTERN...: the good fixture's content.allow_active, with these
+# patterns besides its own SVG
+allow_active() {
+    local list='"articles/layout.svg"' p
+    for p in "$@"; do list+=", \"$p\""; done
+    sed -i "s|^  allow_active: .*|  allow_active: [$list]|" "$W/site.yaml"
+}
+
+# a page of the good fixture's kind at PATH
+small_page() { printf -- '---\ntitle: %s\n---\nBody.\n' "${2:-A page}" | page "$1"; }
+
+# A file of content/ in the home page's place does not replace it.
+t_collide_home_page() {
+    good_built || return
+    allow_active index.html
+    echo '<p>forged</p>' | page content/index.html
+    kv build
+    expect_failed_build <<'EOF'
+content/index.html: error: would publish /index.html, which content/_index.md publishes too
+EOF
+}
+
+# The checks report, its JSON and the tag and sources pages are kvsite's: a
+# pull request cannot publish a forged report in their place.
+t_collide_generated_pages() {
+    good_built || return
+    allow_active checks/index.html sources/index.html
+    echo '{"figures": []}' | page content/checks.json
+    echo '<p>all verified</p>' | page content/checks/index.html
+    echo '<p>sources</p>' | page content/sources/index.html
+    small_page content/tags.md "Tags"
+    small_page content/tags/kv-cache.md "A tag"
+    kv build
+    expect_failed_build <<'EOF'
+content: error: two pages on one URL /tags/: this page and content/tags.md
+content/checks.json: error: would publish /checks.json, which kvsite writes (the checks report, as JSON)
+content/checks/index.html: error: would publish /checks/index.html, which kvsite writes (the checks report)
+content/sources/index.html: error: would publish /sources/index.html, which kvsite writes (the sources page)
+content/tags.md:1:1: error: would publish /tags/index.html, which kvsite writes (the tag index)
+content/tags/kv-cache.md:1:1: error: would publish /tags/kv-cache/index.html, which kvsite writes (the page of tag "kv-cache")
+EOF
+}
+
+# A folder of pages makes a section page where kvsite's own would be.
+t_collide_generated_section() {
+    good_built || return
+    small_page content/checks/mine.md "Mine"
+    kv build
+    expect_failed_build <<'EOF'
+content/checks: error: would publish /checks/index.html (the section page of content/checks/), which kvsite writes (the checks report)
+EOF
+}
+
+t_collide_checks_page() {
+    good_built || return
+    small_page content/checks.md "Checks"
+    kv build
+    expect_failed_build <<'EOF'
+content/checks.md:1:1: error: would publish /checks/index.html, which kvsite writes (the checks report)
+EOF
+}
+
+t_collide_404_feed_sitemap() {
+    good_built || return
+    allow_active 404.html '*.xml'
+    echo '<p>lost</p>' | page content/404.html
+    echo '<feed/>' | page content/feed.xml
+    echo '<urlset/>' | page content/sitemap.xml
+    kv build
+    expect_failed_build <<'EOF'
+content/404.html: error: would publish /404.html, which kvsite writes (the page for URLs not found)
+content/feed.xml: error: would publish /feed.xml, which kvsite writes (the feed)
+content/sitemap.xml: error: would publish /sitemap.xml, which kvsite writes (the sitemap)
+EOF
+}
+
+# A file beside a page's source, where the page is published.
+t_collide_file_beside_page() {
+    good_built || return
+    allow_active articles/kv-cache/index.html
+    echo '<p>other</p>' | page content/articles/kv-cache/index.html
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/kv-cache/index.html: error: would publish /articles/kv-cache/index.html, which content/articles/kv-cache.md publishes too
+EOF
+}
+
+# content/assets/ against templates/assets/, and a file where a folder must be.
+t_collide_assets_and_folders() {
+    good_built || return
+    echo 'body{}' | page content/assets/css/site.css
+    echo x | page content/sitemap.xml/a.png
+    printf -- '---\ntitle: A\nslug: feed.xml\n---\nBody.\n' | page content/x.md
+    kv build
+    expect_failed_build <<'EOF'
+content/assets/css/site.css: error: would publish /assets/css/site.css, which templates/assets/css/site.css publishes too
+content/sitemap.xml/a.png: error: would publish /sitemap.xml/a.png inside /sitemap.xml, which kvsite writes (the sitemap) as a file
+content/x.md:3:7: error: would publish /feed.xml/index.html inside /feed.xml, which kvsite writes (the feed) as a file
+EOF
+}
+
+# Names that are one file on macOS or Windows: letter case, NFC against NFD
+# (the later name in the walk's order is blamed).
+t_collide_case_and_normalisation() {
+    good_built || return
+    local cafe_nfc=$'caf\xc3\xa9' cafe_nfd=$'cafe\xcc\x81' ete_nfc=$'\xc3\xa9t\xc3\xa9' ete_nfd=$'e\xcc\x81te\xcc\x81'
+    echo x | page content/notes/Photo.png
+    echo x | page content/notes/photo.PNG
+    echo x | page "content/notes/$cafe_nfc.png"
+    echo x | page "content/notes/$cafe_nfd.png"
+    small_page "content/notes/$ete_nfc.md"
+    small_page "content/notes/$ete_nfd.md"
+    echo x | page content/Sitemap.xml
+    allow_active Sitemap.xml
+    kv build
+    expect_failed_build <<EOF
+content/Sitemap.xml: error: would publish /Sitemap.xml, which differs from /sitemap.xml, which kvsite writes (the sitemap), only in letter case: they collide on case-insensitive file systems
+content/notes/$cafe_nfc.png: error: would publish /notes/$cafe_nfc.png, which differs from /notes/$cafe_nfd.png, which content/notes/$cafe_nfd.png publishes too, only in Unicode normalisation (NFC and NFD): they collide on file systems that normalise names (macOS)
+content/notes/photo.PNG: error: would publish /notes/photo.PNG, which differs from /notes/Photo.png, which content/notes/Photo.png publishes too, only in letter case: they collide on case-insensitive file systems
+content/notes/$ete_nfc.md:1:1: error: URL /notes/$ete_nfc/ differs from /notes/$ete_nfd/ only in Unicode normalisation (NFC and NFD): they collide on file systems that normalise names (macOS)
+EOF
+}
+
+# File names that are not UTF-8, or hold control characters, would go into
+# URLs, the sitemap and the feed as they are: refused, the bytes shown escaped.
+t_names_not_utf8_or_control() {
+    good_built || return
+    small_page content/articles/$'bad\xff.md'
+    echo x | page content/$'img\xfe.png'
+    echo x | page content/$'a\001b.png'
+    small_page content/$'dir\033x'/page.md
+    echo x | page templates/assets/$'x\xff.css'
+    kv build
+    expect_failed_build <<'EOF'
+content/a\x01b.png: error: a file or folder name with a control character: refused (rename it)
+content/articles/bad\xff.md: error: a file or folder name that is not UTF-8: refused (it would be published as is in URLs, the sitemap and the feed; rename it)
+content/dir\x1bx: error: a file or folder name with a control character: refused (rename it)
+content/img\xfe.png: error: a file or folder name that is not UTF-8: refused (it would be published as is in URLs, the sitemap and the feed; rename it)
+templates/assets/x\xff.css: error: a file or folder name that is not UTF-8: refused (it would be published as is in URLs, the sitemap and the feed; rename it)
+EOF
+}
+
+# Files a browser runs script from are refused in content/, --strict or not,
+# unless site.yaml's content.allow_active names them.
+t_active_files_refused() {
+    good_built || return
+    local f
+    for f in doc.html logo.svg x.js a.xhtml b.htm c.svgz d.mjs e.XML f.xsl; do
+        echo '<script>alert(1)</script>' | page "content/$f"
+    done
+    kv build
+    expect_failed_build <<'EOF'
+content/a.xhtml: error: refused: a .xhtml file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+content/b.htm: error: refused: a .htm file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+content/c.svgz: error: refused: a .svgz file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+content/d.mjs: error: refused: a .mjs file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+content/doc.html: error: refused: a .html file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+content/e.XML: error: refused: a .XML file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+content/f.xsl: error: refused: a .xsl file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+content/logo.svg: error: refused: a .svg file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+content/x.js: error: refused: a .js file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+EOF
+}
+
+# Allowed by name or by a pattern, whose star stays within one folder.
+t_active_files_allowed() {
+    fresh good
+    allow_active logo.svg 'demos/*.html'
+    echo '<svg/>' | page content/logo.svg
+    echo '<p>demo</p>' | page content/demos/a.html
+    echo '<p>deeper</p>' | page content/demos/sub/b.html
+    kv build --strict
+    expect_rc 1
+    expect_diags <<'EOF'
+content/demos/sub/b.html: error: refused: a .html file can run script in the site's origin (list it in site.yaml's content.allow_active to publish it as it is)
+EOF
+    rm -r "$W/content/demos/sub"
+    kv build --strict
+    expect_rc 0
+    expect_file site/logo.svg
+    expect_file site/demos/a.html
+}
+
+t_config_allow_active_type() {
+    WANT='site.yaml:3:3: error: content.allow_active must be a list of file patterns, not a string' config_case <<'EOF'
+title: X
+content:
+  allow_active: "*.svg"
+EOF
+}
+
+t_config_allow_active_items() {
+    WANT='site.yaml:3:27: error: content.allow_active: every item must be a file pattern ("demos/*.html"), not an integer' config_case <<'EOF'
+title: X
+content:
+  allow_active: ["a.svg", 1]
+EOF
 }
 
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------

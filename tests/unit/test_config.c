@@ -248,7 +248,7 @@ static void test_unknown_top_level_key(void **state)
 {
     S_expect_error(state, "title: x\ntitel: y\n", 2, 1,
                    "unknown key \"titel\"; known keys: title, base_url, language, description, "
-                   "author, params, markdown, figures, build, feed, limits");
+                   "author, params, content, markdown, figures, build, feed, limits");
 }
 
 static void test_unknown_key_in_section(void **state)
@@ -268,7 +268,30 @@ static void test_dotted_key_is_unknown(void **state)
     /* keys nest: "markdown.unsafe" written as one top-level key is not a setting */
     S_expect_error(state, "markdown.unsafe: true\n", 1, 1,
                    "unknown key \"markdown.unsafe\"; known keys: title, base_url, language, "
-                   "description, author, params, markdown, figures, build, feed, limits");
+                   "description, author, params, content, markdown, figures, build, feed, limits");
+}
+
+/* content.allow_active: a list of non-empty strings, kept as the YAML list */
+static void test_allow_active(void **state)
+{
+    config c;
+    diag_list dl;
+    assert_null(((config){0}).allow_active);
+    assert_int_equal(S_load(state, "content:\n  allow_active: [logo.svg, \"demos/*.html\"]\n", &c, &dl),
+                     0);
+    assert_non_null(c.allow_active);
+    assert_int_equal(c.allow_active->n, 2);
+    assert_string_equal(c.allow_active->items[1]->str, "demos/*.html");
+    config_free(&c);
+    diag_list_free(&dl);
+    S_expect_error(state, "content:\n  allow_active: logo.svg\n", 2, 3,
+                   "content.allow_active must be a list of file patterns, not a string");
+    S_expect_error(state, "content:\n  allow_active: [a.svg, \"\"]\n", 2, 25,
+                   "content.allow_active: every item must be a file pattern (\"demos/*.html\"), "
+                   "not an empty string");
+    S_expect_error(state, "content:\n  allow_active: [[a]]\n", 2, 18,
+                   "content.allow_active: every item must be a file pattern (\"demos/*.html\"), "
+                   "not a list");
 }
 
 static void test_every_error_is_reported(void **state)
@@ -561,6 +584,7 @@ int main(void)
         T(test_unknown_top_level_key),
         T(test_unknown_key_in_section),
         T(test_dotted_key_is_unknown),
+        T(test_allow_active),
         T(test_every_error_is_reported),
         T(test_type_errors),
         T(test_type_names_read_as_english),
