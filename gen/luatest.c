@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "config.h"
 #include "fsutil.h"
+#include "paths.h"
 #include "sandbox.h"
 
 typedef struct {
@@ -61,7 +62,7 @@ int luatest_main(int argc, char **argv)
     config cfg;
     config_defaults(&cfg);
     sandbox_opts so = {root, cfg.limits.lua_instructions * 10, cfg.limits.lua_memory * 4,
-                       cfg.limits.data_bytes, cfg.limits.depth};
+                       cfg.limits.data_bytes, cfg.limits.depth, paths_get()->checks};
     sandbox *sb = sandbox_new(&so);
     config_free(&cfg);
     if (!sb) {

@@ -413,6 +413,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
     sb->limit = (size_t)-1;
     sb->env_ref = sb->loaded_ref = sb->exprs_ref = sb->used_ref = sb->tenv_ref = LUA_NOREF;
     sb->checks_fd = fs_open_in(o->root, CHECKS_DIR, O_RDONLY | O_DIRECTORY);
+    sb->library_fd = o->library ? fs_root_open(o->library) : -1;
     strmap_init(&sb->data_cache);
     sb->shared.tolerance = 0.05; /* figures.tolerance's default; see sandbox_set_tolerance */
     sb->arith = arith_new();
@@ -466,6 +467,8 @@ void sandbox_free(sandbox *sb)
     free(sb->err_file);
     if (sb->checks_fd >= 0)
         close(sb->checks_fd);
+    if (sb->library_fd >= 0)
+        close(sb->library_fd);
     free(sb->root);
     free(sb);
 }

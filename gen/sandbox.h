@@ -38,6 +38,8 @@ typedef struct {
     size_t memory;           /* Lua heap a page may use above the worker's baseline */
     size_t data_bytes;       /* cap on one file read by require() or data() */
     int depth;               /* nesting cap for data files */
+    const char *library;     /* the installed checks library (paths.h), looked in after
+                                root/checks; NULL: none */
 } sandbox_opts;
 
 typedef struct {
