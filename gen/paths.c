@@ -42,9 +42,10 @@ int paths_resolve(const char *exe, paths_share *out)
         out->starter = S_dir(share, "starter");
     } else {
         /* a build tree: the repository is the folder above build/ (or
-         * build/san/); it is recognised by its sources, so a stray share/
-         * folder elsewhere is not taken for one */
-        const char *up[] = {"..", "../.."};
+         * build/san/, or their tests/ for the unit tests); it is recognised
+         * by its sources, so a stray share/ folder elsewhere is not taken
+         * for one */
+        const char *up[] = {"..", "../..", "../../.."};
         for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
             char *repo = xasprintf("%s/%s", dir, up[i]);
             char *marker = xasprintf("%s/gen/paths.c", repo);

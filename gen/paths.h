@@ -3,7 +3,8 @@
  *
  * An installed binary at <prefix>/bin/kvsite finds them under
  * <prefix>/share/kvsite/{theme,checks,starter}; a binary in a build tree
- * (build/kvsite, build/san/kvsite) finds the repository's share/theme,
+ * (build/kvsite, build/san/kvsite; up to three folders below the
+ * repository) finds the repository's share/theme,
  * checks/ and share/starter. Nothing is looked up on $PATH or in the
  * environment: the binary's own location (/proc/self/exe) decides, so a
  * build tree and an installed copy each use their own data.
@@ -20,7 +21,7 @@ typedef struct {
 } paths_share;
 
 /* Fills *out for a binary at exe (an absolute path): the installed layout
- * first, then a repository up to two folders above the binary. Each field is
+ * first, then a repository up to three folders above the binary. Each field is
  * an absolute, resolved path of an existing folder, or NULL. Returns 0 when
  * at least one was found, -1 when none was. */
 int paths_resolve(const char *exe, paths_share *out);
