@@ -62,13 +62,14 @@ int luatest_main(int argc, char **argv)
     config cfg;
     config_defaults(&cfg);
     sandbox_opts so = {root, cfg.limits.lua_instructions * 10, cfg.limits.lua_memory * 4,
-                       cfg.limits.data_bytes, cfg.limits.depth, paths_get()->checks};
+                       cfg.limits.data_bytes, cfg.limits.depth};
     sandbox *sb = sandbox_new(&so);
     config_free(&cfg);
     if (!sb) {
         fprintf(stderr, "kvsite lua-test: cannot start Lua\n");
         return 70;
     }
+    sandbox_set_library(sb, paths_get()->checks);
     int passed = 0, failed = 0;
     for (int i = first; i < argc; i++) {
         run_state rs = {argv[i], 0, 0, verbose};

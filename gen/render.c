@@ -83,13 +83,14 @@ renderer *render_new(const render_env *e)
     r->e = *e;
     const config *c = e->cfg;
     sandbox_opts so = {e->root, c->limits.lua_instructions, c->limits.lua_memory,
-                       c->limits.data_bytes, c->limits.depth, paths_get()->checks};
+                       c->limits.data_bytes, c->limits.depth};
     r->sb = sandbox_new(&so);
     if (!r->sb) {
         free(r);
         return NULL;
     }
     sandbox_set_tolerance(r->sb, c->tolerance);
+    sandbox_set_library(r->sb, paths_get()->checks);
     r->tpl = tpl_new(r->sb, e->root, c->limits.template_bytes, c->limits.output_bytes);
     tpl_set_theme(r->tpl, theme_dir(c, e->root));
     tpl_set_field_reader(r->tpl, lv_read_field, r);

@@ -38,8 +38,6 @@ typedef struct {
     size_t memory;           /* Lua heap a page may use above the worker's baseline */
     size_t data_bytes;       /* cap on one file read by require() or data() */
     int depth;               /* nesting cap for data files */
-    const char *library;     /* the installed checks library (paths.h), looked in after
-                                root/checks; NULL: none */
 } sandbox_opts;
 
 typedef struct {
@@ -51,6 +49,9 @@ typedef struct {
 
 /* Returns NULL only if Lua cannot start (memory). */
 sandbox *sandbox_new(const sandbox_opts *o);
+/* The installed checks library (paths.h): require and data look there for a
+ * file that root/checks does not have. dir NULL: none (the default). */
+void sandbox_set_library(sandbox *sb, const char *dir);
 void sandbox_free(sandbox *sb);
 lua_State *sandbox_lua(sandbox *sb);
 
