@@ -27,7 +27,15 @@ KVSITE    := $(B)/kvsite
 DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
                liblua5.4-dev libyaml-dev libcmocka-dev python3
 
-.PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck
+.PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
+
+# `make install` (PREFIX, DESTDIR as usual): the binary, and beside it under
+# share/kvsite/ the default theme, the checks library (its modules, not the bundled
+# site's measurements) and the starter sites of `kvsite new`. The binary finds
+# them from its own location (gen/paths.c).
+PREFIX    ?= /usr/local
+BINDIR     = $(DESTDIR)$(PREFIX)/bin
+SHAREDIR   = $(DESTDIR)$(PREFIX)/share/kvsite
 
 all: site
 
@@ -72,6 +80,21 @@ check-site: $(KVSITE)
 check-e2e: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/run.sh
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/hostile.sh
+	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/firsthour.sh
+
+install: $(KVSITE)
+	install -d $(BINDIR) $(SHAREDIR)/checks
+	install -m 755 $(KVSITE) $(BINDIR)/kvsite
+	install -m 644 checks/*.lua checks/README.md $(SHAREDIR)/checks/
+	@set -e; for d in theme starter; do \
+	    (cd share/$$d && find . -type f) | while read -r f; do \
+	        install -D -m 644 "share/$$d/$$f" "$(SHAREDIR)/$$d/$$f" || exit 1; \
+	    done; \
+	done; echo "installed $(BINDIR)/kvsite and $(SHAREDIR)"
+
+uninstall:
+	rm -f $(BINDIR)/kvsite
+	rm -rf $(SHAREDIR)
 
 check-spec: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) BUILD_DIR=$(abspath $(B)) bash tests/spec/run.sh

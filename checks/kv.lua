@@ -355,6 +355,7 @@ end)
 
 -- Sorted preset ids.
 M.presets = models.ids
+M.add_model = models.add
 
 -- dtypes, re-exported: kv.dtype "q8_0" (a table), kv.bytes_per_value, kv.ratio_f16,
 -- kv.group_quant{bits=..., group=..., scale_bytes=..., zero_bytes=...}.

@@ -1,8 +1,21 @@
--- models: model presets for kv.model, from /work/shared/facts/models.tsv (one row each).
+-- models: model presets for kv.model. The library's own come from a table of published
+-- model configurations (models.tsv, one row each, checked against the config files and
+-- model cards it names); a site adds its own in checks/models.yaml, merged over these.
 --
 -- Every preset is a spec in kv.model's language (see kv.lua and README.md) plus `name`,
 -- `max_context` and `source`. Numbers are copied from models.tsv; `source` says which
 -- columns and config copies they come from. models.get returns a fresh copy.
+--
+-- checks/models.yaml (optional, in the site's checks/):
+--   my-model:
+--     name: My-Model-7B
+--     layers: 32
+--     kv_heads: 8
+--     head_dim: 128
+--     max_context: 32768
+--     source: "config.json of org/my-model-7b"
+-- A preset with the id of a library preset replaces it. models.add (kv.add_model) adds one
+-- for the current page only, with the same checks.
 
 local fail = require "fail"
 
@@ -89,6 +102,85 @@ local PRESETS = {
       .. "(62 layers if the MTP layer is cached: {layers = 62})",
   },
 }
+
+-- The shape of a preset, as a site writes it: field -> "integer" or "string".
+local FIELDS = {
+  name = "string", source = "string", attention = "string", other = "string",
+  layers = "integer", q_heads = "integer", kv_heads = "integer", head_dim = "integer",
+  head_dim_v = "integer", window = "integer", latent = "integer", every = "integer",
+  cla = "integer", max_context = "integer",
+}
+local REQUIRED = {"name", "layers", "kv_heads", "head_dim", "source"}
+
+-- Checks one preset written by a site; returns its spec or nil and a message.
+local function S_check(where, id, p)
+  if type(id) ~= "string" or not id:match("^[a-z0-9][a-z0-9._-]*$") or #id > 64 then
+    return nil, string.format("%s: model id %s must be lower-case letters, digits, '.', '_' "
+      .. "and '-' (at most 64)", where, fail.show(id))
+  end
+  if type(p) ~= "table" then
+    return nil, string.format("%s: model %q must be a map of fields, got %s", where, id, type(p))
+  end
+  local spec = {}
+  for k, v in pairs(p) do
+    local want = FIELDS[k]
+    if not want then
+      return nil, string.format("%s: model %q: unknown field %s; known: %s", where, id,
+        fail.show(k), fail.keys(FIELDS))
+    end
+    local ok = want == "string" and type(v) == "string"
+      or want == "integer" and math.type(v) == "integer"
+    if not ok then
+      return nil, string.format("%s: model %q: %s must be %s, got %s", where, id, k,
+        want == "string" and "a string" or "an integer", fail.show(v))
+    end
+    spec[k] = v
+  end
+  for _, k in ipairs(REQUIRED) do
+    if spec[k] == nil then
+      return nil, string.format("%s: model %q: %s is missing (required: %s)", where, id, k,
+        table.concat(REQUIRED, ", "))
+    end
+  end
+  return spec
+end
+
+-- The library's own ids, before a site adds any (sorted).
+local LIBRARY_IDS = {}
+for k in pairs(PRESETS) do LIBRARY_IDS[#LIBRARY_IDS + 1] = k end
+table.sort(LIBRARY_IDS)
+M.library_ids = fail.api(function() return table.move(LIBRARY_IDS, 1, #LIBRARY_IDS, 1, {}) end)
+
+-- The site's checks/models.yaml, when there is one (data looks in the site's checks/
+-- before the library, which has none).
+do
+  local ok, doc = pcall(data, "models.yaml")
+  if not ok then
+    local msg = tostring(doc)
+    if not (msg:find("no such file", 1, true) or msg:find("no checks/ folder", 1, true)) then
+      error(msg, 0)
+    end
+  elseif type(doc) ~= "table" then
+    error("checks/models.yaml: must be a map of model id to preset, got " .. type(doc), 0)
+  else
+    for id, p in pairs(doc) do
+      local spec, why = S_check("checks/models.yaml", id, p)
+      if not spec then error(why, 0) end
+      PRESETS[id] = spec
+    end
+  end
+end
+
+-- Adds (or replaces) preset `id` for the current page: add{id = "x", name = ..., ...}.
+M.add = fail.api(function(p)
+  if type(p) ~= "table" then fail.raisef("kv.add_model: expects a table, got %s", type(p)) end
+  local id, fields = p.id, {}
+  for k, v in pairs(p) do if k ~= "id" then fields[k] = v end end
+  local spec, why = S_check("kv.add_model", id, fields)
+  if not spec then fail.raise(why) end
+  PRESETS[id] = spec
+  return id
+end)
 
 -- Sorted preset ids.
 M.ids = fail.api(function()

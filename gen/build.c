@@ -32,6 +32,7 @@
 #include "render.h"
 #include "sources.h"
 #include "strmap.h"
+#include "theme.h"
 
 typedef struct {
     const build_opts *o;
@@ -114,13 +115,13 @@ static void S_note_extra(build_state *s, const char *rel)
 
 /* Copies the file shown (its path in the project) to to_rel in the output,
  * read without following links (fs_read_in). */
-static int S_copy_one(build_state *s, const char *to_rel, const char *shown)
+static int S_copy_from(build_state *s, const char *from, const char *to_rel, const char *shown)
 {
     S_note_extra(s, to_rel);
     if (!output_writes(&s->out))
         return 0;
     buf b = BUF_INIT;
-    int rc = fs_read_in(s->o->root, shown, s->cfg.limits.output_bytes, &b);
+    int rc = fs_read_in(from, shown, s->cfg.limits.output_bytes, &b);
     if (rc != FS_OK) {
         diag_error(&s->dl, shown, 0, 0, "cannot copy to %s: %s", to_rel,
                    fs_strerror(rc, s->cfg.limits.output_bytes));
@@ -131,6 +132,18 @@ static int S_copy_one(build_state *s, const char *to_rel, const char *shown)
     rc = output_write(&d, to_rel, b.ptr, b.len, NULL, &s->dl, &s->out.extra_bytes, NULL);
     buf_free(&b);
     return rc < 0 ? -1 : 0;
+}
+
+static int S_copy_one(build_state *s, const char *to_rel, const char *shown)
+{
+    return S_copy_from(s, s->o->root, to_rel, shown);
+}
+
+/* The theme's assets the site does not override (theme.h). */
+static void S_copy_theme_asset(void *ctx, const char *from, const char *to)
+{
+    build_state *s = ctx;
+    S_copy_from(s, theme_dir(&s->cfg, s->o->root), to, from);
 }
 
 /* templates/assets -> assets/, as listed when the build was planned
@@ -153,6 +166,9 @@ static void S_copy_assets(build_state *s)
         S_copy_one(s, a->out, a->src);
     }
     S_copy_template_assets(s);
+    const char *theme = theme_dir(&s->cfg, s->o->root);
+    if (theme)
+        theme_assets(theme, s->o->root, s->cfg.limits.files, S_copy_theme_asset, s);
 }
 
 /* ---------- the steps ---------- */

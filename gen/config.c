@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "fsutil.h"
+#include "theme.h"
 
 #define CONFIG_FILE "site.yaml"
 #define CONFIG_MAX_BYTES (1u << 20)
@@ -23,6 +24,7 @@ void config_defaults(config *c)
     c->language = xstrdup("en");
     c->description = xstrdup("");
     c->author = xstrdup("");
+    c->theme = xstrdup("");
     c->tolerance = 0.05;
     c->feed_entries = 20;
     c->limits.page_bytes = 4u << 20;
@@ -48,6 +50,7 @@ void config_free(config *c)
     free(c->language);
     free(c->description);
     free(c->author);
+    free(c->theme);
     yv_free(c->doc);
     memset(c, 0, sizeof *c);
 }
@@ -68,6 +71,7 @@ static const key_spec S_keys[] = {
     {"language", K_STRING, OFF(language), 0, 0},
     {"description", K_STRING, OFF(description), 0, 0},
     {"author", K_STRING, OFF(author), 0, 0},
+    {"theme", K_STRING, OFF(theme), 0, 0},
     {"params", K_MAP, 0, 0, 0},
     {"content.allow_active", K_PATTERNS, OFF(allow_active), 0, 0},
     {"markdown.unsafe", K_BOOL, OFF(unsafe_html), 0, 0},
@@ -505,7 +509,7 @@ int config_ceilings(config *c, const char *spec, diag_list *dl)
 
 int config_load(config *c, const char *root, diag_list *dl)
 {
-    if (S_load(c, root, dl) != 0)
+    if (S_load(c, root, dl) != 0 || theme_check(c, dl) != 0)
         return -1;
     return config_ceilings(c, getenv("KVSITE_LIMITS"), dl);
 }

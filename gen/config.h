@@ -36,6 +36,8 @@ typedef struct {
     char *language;
     char *description;
     char *author;
+    char *theme;       /* "default", "none", or "" (the default theme when there is no
+                          templates/ folder): see theme.h */
     bool unsafe_html;        /* markdown.unsafe */
     bool unverified_error;   /* figures.unverified: error */
     double tolerance;        /* figures.tolerance, relative, for approximate quotes */

@@ -170,19 +170,31 @@ static bool S_safe_relpath(const char *p)
 }
 
 /* Opens rel under checks/ without following any symbolic link and without
- * "..", so nothing outside checks/ is reached (fs_open_beneath). Returns an fd
- * the caller reads with fs_read_fd and closes, or -1 with a reason in why. */
+ * "..", so nothing outside checks/ is reached (fs_open_beneath); a file that
+ * is not there is looked for, by the same rules, in the installed checks
+ * library (the search path: the site's checks/, then the library). Returns an
+ * fd the caller reads with fs_read_fd and closes, or -1 with a reason in why. */
 static int S_checks_open(sandbox *sb, const char *rel, const char **why)
 {
     if (!S_safe_relpath(rel)) {
         *why = "not a plain relative path under checks/ (no \"..\", no absolute paths, no dotfiles)";
         return -1;
     }
+    bool lib = sb->library_fd >= 0;
     if (sb->checks_fd < 0) {
-        *why = "there is no checks/ folder";
-        return -1;
+        int fd = lib ? fs_open_beneath(sb->library_fd, rel, O_RDONLY) : -1;
+        if (fd < 0)
+            *why = lib ? "there is no checks/ folder, and the checks library has no such file"
+                       : "there is no checks/ folder";
+        return fd;
     }
     int fd = fs_open_beneath(sb->checks_fd, rel, O_RDONLY);
+    if (fd < 0 && errno == ENOENT && lib) {
+        fd = fs_open_beneath(sb->library_fd, rel, O_RDONLY);
+        if (fd < 0)
+            *why = "no such file under checks/ nor in the checks library";
+        return fd;
+    }
     if (fd < 0)
         *why = errno == ENOENT                    ? "no such file under checks/"
                : errno == ELOOP || errno == EXDEV ? "a symbolic link (nothing under checks/ is read through one): refused"

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "config.h"
 #include "fsutil.h"
+#include "paths.h"
 #include "sandbox.h"
 
 typedef struct {
@@ -68,6 +69,7 @@ int luatest_main(int argc, char **argv)
         fprintf(stderr, "kvsite lua-test: cannot start Lua\n");
         return 70;
     }
+    sandbox_set_library(sb, paths_get()->checks);
     int passed = 0, failed = 0;
     for (int i = first; i < argc; i++) {
         run_state rs = {argv[i], 0, 0, verbose};

@@ -10,7 +10,9 @@
 #include "diag.h"
 #include "fsutil.h"
 #include "luatest.h"
+#include "paths.h"
 #include "render.h"
+#include "scaffold.h"
 
 static const char *S_usage =
     "usage: kvsite build [-C DIR] [-o OUT] [--strict] [-j N] [--drafts] [--no-cache]\n"
@@ -18,6 +20,8 @@ static const char *S_usage =
     "       kvsite check [-C DIR] [--strict] [-j N] [--drafts] [--limits NAME=N,...] [--no-unsafe]\n"
     "       kvsite render [--unsafe] [--strict]  Markdown on stdin -> HTML on stdout\n"
     "       kvsite lua-test [-C DIR] FILE...  run Lua tests in the sandbox\n"
+    "       kvsite new DIR [--lang en|zh]  a new site from the starter, ready to build\n"
+    "       kvsite new page [-C DIR] SECTION/NAME  a new page with front matter\n"
     "       kvsite --help | --version\n"
     "\n"
     "build   renders DIR (default .) into OUT (default DIR/site), verifying every\n"
@@ -147,6 +151,7 @@ int main(int argc, char **argv)
     if (argc < 2)
         return S_usage_error("no command");
     const char *cmd = argv[1];
+    paths_get(); /* the share folder, found once before any thread or worker starts */
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(S_usage, stdout);
         return 0;
@@ -163,6 +168,8 @@ int main(int argc, char **argv)
         return S_render(argc - 1, argv + 1);
     if (strcmp(cmd, "lua-test") == 0)
         return luatest_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "new") == 0)
+        return scaffold_main(argc - 1, argv + 1);
     char msg[200];
     snprintf(msg, sizeof msg, "unknown command \"%s\"", cmd);
     return S_usage_error(msg);

@@ -14,12 +14,14 @@
 #include "luaview.h"
 #include "markdown.h"
 #include "output.h"
+#include "paths.h"
 #include "quote.h"
 #include "render_state.h"
 #include "report.h"
 #include "sandbox.h"
 #include "stamp.h"
 #include "template.h"
+#include "theme.h"
 
 /* ---------- the renderer's shared state (render_state.h) ---------- */
 
@@ -88,7 +90,9 @@ renderer *render_new(const render_env *e)
         return NULL;
     }
     sandbox_set_tolerance(r->sb, c->tolerance);
+    sandbox_set_library(r->sb, paths_get()->checks);
     r->tpl = tpl_new(r->sb, e->root, c->limits.template_bytes, c->limits.output_bytes);
+    tpl_set_theme(r->tpl, theme_dir(c, e->root));
     tpl_set_field_reader(r->tpl, lv_read_field, r);
     tpl_set_list_reader(r->tpl, &lv_list_reader, r);
     md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,

@@ -403,6 +403,13 @@ static int S_setup(lua_State *L)
     return 0;
 }
 
+void sandbox_set_library(sandbox *sb, const char *dir)
+{
+    if (sb->library_fd >= 0)
+        close(sb->library_fd);
+    sb->library_fd = dir ? fs_root_open(dir) : -1;
+}
+
 void sandbox_set_tolerance(sandbox *sb, double tolerance) { sb->shared.tolerance = tolerance; }
 
 sandbox *sandbox_new(const sandbox_opts *o)
@@ -413,6 +420,7 @@ sandbox *sandbox_new(const sandbox_opts *o)
     sb->limit = (size_t)-1;
     sb->env_ref = sb->loaded_ref = sb->exprs_ref = sb->used_ref = sb->tenv_ref = LUA_NOREF;
     sb->checks_fd = fs_open_in(o->root, CHECKS_DIR, O_RDONLY | O_DIRECTORY);
+    sb->library_fd = -1;
     strmap_init(&sb->data_cache);
     sb->shared.tolerance = 0.05; /* figures.tolerance's default; see sandbox_set_tolerance */
     sb->arith = arith_new();
@@ -466,6 +474,8 @@ void sandbox_free(sandbox *sb)
     free(sb->err_file);
     if (sb->checks_fd >= 0)
         close(sb->checks_fd);
+    if (sb->library_fd >= 0)
+        close(sb->library_fd);
     free(sb->root);
     free(sb);
 }

@@ -49,6 +49,9 @@ typedef struct {
 
 /* Returns NULL only if Lua cannot start (memory). */
 sandbox *sandbox_new(const sandbox_opts *o);
+/* The installed checks library (paths.h): require and data look there for a
+ * file that root/checks does not have. dir NULL: none (the default). */
+void sandbox_set_library(sandbox *sb, const char *dir);
 void sandbox_free(sandbox *sb);
 lua_State *sandbox_lua(sandbox *sb);
 

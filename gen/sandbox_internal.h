@@ -69,6 +69,7 @@ struct sandbox {
 
     /* ---- hostlib.c: what the host functions keep ---- */
     int checks_fd;     /* root/checks, opened without following links; -1: none */
+    int library_fd;    /* the checks library (sandbox_set_library), searched second; -1: none */
     int loaded_ref;    /* require: this page's module instances by name */
     int modules_ref;   /* require: the compiled chunks of checks/NAME.lua, per worker */
     int kvsite_ref;       /* the kvsite table's functions: hostlib_open_kvsite */

@@ -12,6 +12,7 @@
 
 #include "fsutil.h"
 #include "strmap.h"
+#include "theme.h"
 
 #define TEMPLATES_DIR "templates"
 #define INCLUDE_DEPTH_MAX 16
@@ -19,6 +20,7 @@
 struct templates {
     sandbox *sb;
     char *root;
+    char *theme; /* the theme folder looked in after templates/ (theme.h), or NULL */
     size_t max_bytes, max_output;
     int cache_ref;  /* registry table: name -> compiled function */
     int depth;      /* include nesting */
@@ -719,6 +721,8 @@ static int S_open(const templates *t, const char *name, const char **why)
     struct stat st;
     if (fd < 0 && (errno == ELOOP || errno == EXDEV))
         *why = "a symbolic link (templates are read without following any): refused";
+    else if (fd < 0 && errno == ENOENT && t->theme)
+        return theme_open(t->theme, name); /* the site's own template wins */
     if (fd >= 0 && (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode))) {
         close(fd);
         fd = -1;
@@ -894,7 +898,14 @@ void tpl_free(templates *t)
     buf_free(&t->row);
     strmap_free(&t->found);
     free(t->root);
+    free(t->theme);
     free(t);
+}
+
+void tpl_set_theme(templates *t, const char *dir)
+{
+    free(t->theme);
+    t->theme = dir ? xstrdup(dir) : NULL;
 }
 
 const buf *tpl_inputs(const templates *t) { return &t->inputs; }

@@ -29,7 +29,11 @@ typedef struct templates templates;
 templates *tpl_new(sandbox *sb, const char *root, size_t max_bytes, size_t max_output);
 void tpl_free(templates *t);
 
-/* True when templates/<name> exists as a regular file. */
+/* Looks up names missing from templates/ in the theme folder dir (theme.h);
+ * NULL: none. Copied. */
+void tpl_set_theme(templates *t, const char *dir);
+
+/* True when templates/<name> (or the theme's <name>) exists as a regular file. */
 bool tpl_exists(const templates *t, const char *name);
 
 /* Renders templates/<name> in the current page environment and appends the

@@ -1065,6 +1065,7 @@ with open(sys.argv[1], 'r+b') as f:
 
 t_fs_missing_templates() {
     rm -rf "$P/templates"
+    printf 'theme: none\n' >>"$P/site.yaml" # no default theme to fall back on
     build
     expect_fail 1 'templates/page\.html'
 }

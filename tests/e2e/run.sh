@@ -1025,7 +1025,7 @@ EOF
 }
 t_sandbox_require_os() {
     lua_case 'local os = require "os"' <<'EOF'
-content/x.md:5:1: error: in {lua} block: require "os": checks/os.lua: no such file under checks/
+content/x.md:5:1: error: in {lua} block: require "os": checks/os.lua: no such file under checks/ nor in the checks library
 EOF
 }
 t_sandbox_data_parent() {

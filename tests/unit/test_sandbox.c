@@ -522,6 +522,42 @@ static void test_require_size_cap_and_no_checks(void **state)
     S_expect_error(f, "return data 'x.yaml'", "data \"x.yaml\": there is no checks/ folder");
 }
 
+/* The installed checks library (sandbox_opts.library) is looked in after the
+ * site's checks/: for modules and data, with the same rules, and only for
+ * files the site does not have. */
+static void test_require_library(void **state)
+{
+    fx *f = *state;
+    char *lib = xasprintf("%s/lib", f->other);
+    S_write(f->other, "lib/libmod.lua", "return {v = 7}");
+    S_write(f->other, "lib/m.lua", "return {twice = function() return 'library' end}");
+    S_write(f->other, "lib/d/x.yaml", "a: 1");
+    S_write(f->other, "lib/outside.lua", "return {}");
+    S_sb(f);
+    sandbox_set_library(f->sb, lib);
+    S_expect(f, "return require('libmod').v", "7");
+    S_expect(f, "return require('m').twice(2)", "4"); /* the site's own wins */
+    S_expect(f, "return data('d/x.yaml').a", "1");
+    S_expect_error(f, "return require 'none'",
+                   "require \"none\": checks/none.lua: no such file under checks/ nor in the "
+                   "checks library");
+    S_expect_error(f, "return require '../lib/outside'",
+                   "require \"../lib/outside\": module names are lower-case letters, digits "
+                   "and _ (a file checks/NAME.lua)");
+    sandbox_page_end(f->sb);
+    sandbox_free(f->sb);
+    f->sb = NULL;
+    /* a site without checks/ uses the library alone */
+    f->o.root = f->other;
+    S_sb(f);
+    sandbox_set_library(f->sb, lib);
+    S_expect(f, "return require('m').twice(2)", "library");
+    S_expect_error(f, "return data 'none.yaml'",
+                   "data \"none.yaml\": there is no checks/ folder, and the checks library has "
+                   "no such file");
+    free(lib);
+}
+
 /* ---- data ----------------------------------------------------------------- */
 
 static void test_data_kinds(void **state)
@@ -1513,6 +1549,7 @@ int main(void)
         T(test_page_isolation),
         T(test_expression_cache_keeps_no_page),
         T(test_require_from_checks),
+        T(test_require_library),
         T(test_require_refusals),
         T(test_require_error_then_retry),
         T(test_require_size_cap_and_no_checks),
