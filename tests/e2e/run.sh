@@ -1827,6 +1827,37 @@ EOF
     expect_grep site/notes/shadow/index.html "Shadow"
 }
 
+# ---------- issue 14: front matter keys, templates that start to exist, kvsite's own links ----------
+
+# A template looked up and missing is an input: when it starts to exist, the
+# pages that looked for it are rendered again with it (the front matter's
+# template:, the section's page.html and section.html, a pcall'd include).
+t_incremental_template_appears() {
+    fresh good
+    kv build
+    expect_rc 0
+    mkdir -p "$W/templates/notes"
+    { printf '<!-- notes card -->\n'; cat "$W/templates/page.html"; } >"$W/templates/notes/page.html"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/week-1/index.html "<!-- notes card -->"
+    same_as_full page
+    { printf '<!-- notes map -->\n'; cat "$W/templates/section.html"; } >"$W/templates/notes/section.html"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/index.html "<!-- notes map -->"
+    same_as_full section
+    # an include a template tries under pcall, that starts to exist
+    printf '{%% local ok, extra = pcall(include, "partials/extra.html") %%}{{{ ok and extra or "" }}}\n' >>"$W/templates/notes/page.html"
+    kv build
+    expect_rc 0
+    printf '<!-- extra partial -->\n' >"$W/templates/partials/extra.html"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/week-1/index.html "<!-- extra partial -->"
+    same_as_full include
+}
+
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------
 
 # A project with the real checks library, the good fixture's templates and a home page.
