@@ -3,6 +3,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -100,6 +101,7 @@ renderer *render_new(const render_env *e)
         r->phase = r->own_phase = render_job_phases(e);
     buf_init(&r->scratch);
     strmap_init(&r->tag_urls);
+    r->params_page = SIZE_MAX;
     return r;
 }
 
@@ -240,22 +242,47 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
     strmap_free(&seen);
 }
 
-/* Renders the template `tname` for the current environment into out_rel. */
-static void S_finish(renderer *r, const char *tname, const char *out_rel, page_record *rec,
-                     const char *file)
+/* Renders the template `tname` for the current environment into out_rel;
+ * 0 when the template ran to its end. */
+static int S_finish(renderer *r, const char *tname, const char *out_rel, page_record *rec,
+                    const char *file)
 {
     if (!tpl_exists(r->tpl, tname)) {
         diag_error(&rec->diags, file, 0, 0, "template templates/%s not found", tname);
-        return;
+        return -1;
     }
     buf html = BUF_INIT;
-    if (tpl_render(r->tpl, tname, &html, &rec->diags) == 0) {
+    int rc = tpl_render(r->tpl, tname, &html, &rec->diags);
+    if (rc == 0) {
         char *tfile = xasprintf("templates/%s", tname);
         S_scan_links(r, &html, tfile, rec);
         free(tfile);
         S_write(r, out_rel, &html, rec, file);
     }
     buf_free(&html);
+    return rc;
+}
+
+/* A front matter key that kvsite does not read and no template read while
+ * the page rendered is a slip ("darft: true" publishes the page): a warning,
+ * an error with --strict. Keys for templates alone go under params:. */
+static void S_check_front_keys(const renderer *r, const page *p, page_record *rec)
+{
+    const yv *fm = p->front;
+    for (size_t k = 0; k < (fm && fm->type == YV_MAP ? fm->n : 0); k++) {
+        const char *key = fm->keys[k];
+        if (r->params_read[k] || content_front_key_known(p, key))
+            continue;
+        const char *hint = content_front_key_hint(p, key);
+        if (hint)
+            diag_warning(&rec->diags, p->src, fm->key_lines[k], fm->key_cols[k],
+                         "unknown front matter key \"%s\"; did you mean %s?", key, hint);
+        else
+            diag_warning(&rec->diags, p->src, fm->key_lines[k], fm->key_cols[k],
+                         "unknown front matter key \"%s\": no template reads page.params.%s "
+                         "(keys for templates go under params:)",
+                         key, key);
+    }
 }
 
 static void S_collect_inputs(renderer *r, page_record *rec)
@@ -343,6 +370,11 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
         size_t nkids = 0;
         size_t *kids = p->kind != PAGE_REGULAR ? content_children(r->e.idx, p, &nkids) : NULL;
         page_env_args args = {r, job, p, &res, kids, nkids};
+        bool track = p->front && p->front->type == YV_MAP && p->front->n;
+        if (track) {
+            r->params_page = job;
+            r->params_read = xcalloc(p->front->n, 1);
+        }
         lua_pushcfunction(L, S_page_env);
         lua_pushlightuserdata(L, &args);
         sandbox_error err;
@@ -350,8 +382,13 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
             diag_error(&rec->diags, file, 0, 0, "preparing the page for its template: %s",
                        err.msg);
             sandbox_error_free(&err);
-        } else {
-            S_finish(r, tname, p->out, rec, file);
+        } else if (S_finish(r, tname, p->out, rec, file) == 0 && track) {
+            S_check_front_keys(r, p, rec);
+        }
+        if (track) {
+            free(r->params_read);
+            r->params_read = NULL;
+            r->params_page = SIZE_MAX;
         }
         free(kids);
         free(tname);
