@@ -1858,6 +1858,85 @@ t_incremental_template_appears() {
     same_as_full include
 }
 
+# Front matter keys: one kvsite does not know and no template reads is a slip
+# (a warning with a suggestion, an error with --strict); keys for templates go
+# under params:, or are read by the page's template.
+t_front_matter_unknown_keys() {
+    fresh good
+    page content/notes/slips.md <<'EOF'
+---
+title: Slips
+darft: true
+tag: [kv]
+summery: "Short."
+mood: calm
+params: {colour: blue}
+---
+Body.
+EOF
+    kv build
+    expect_rc 0
+    expect_diags <<'EOF'
+content/notes/slips.md:3:1: warning: unknown front matter key "darft"; did you mean draft?
+content/notes/slips.md:4:1: warning: unknown front matter key "tag"; did you mean tags?
+content/notes/slips.md:5:1: warning: unknown front matter key "summery"; did you mean summary?
+content/notes/slips.md:6:1: warning: unknown front matter key "mood": no template reads page.params.mood (keys for templates go under params:)
+EOF
+    kv check --strict
+    expect_rc 1
+    expect_summary ' 4 errors'
+    # a key the page's template reads (by name, or through pairs) is the page's own
+    mkdir -p "$W/templates/notes"
+    { cat "$W/templates/page.html"
+      printf '{%% for _, P in ipairs({page.params}) do %%}<p>{{ P.mood }}</p>{%% end %%}<p>{{ page.params.colour }}</p>\n'
+      printf '{%% for k in pairs(page.params) do %%}{%% if k == "darft" then %%}<i>{{ k }}</i>{%% end %%}{%% end %%}\n'
+    } >"$W/templates/notes/page.html"
+    kv check --strict
+    expect_rc 0
+    sed -i '$d' "$W/templates/notes/page.html"
+    kv check --strict
+    expect_rc 1
+    expect_diags <<'EOF'
+content/notes/slips.md:3:1: error: unknown front matter key "darft"; did you mean draft?
+content/notes/slips.md:4:1: error: unknown front matter key "tag"; did you mean tags?
+content/notes/slips.md:5:1: error: unknown front matter key "summery"; did you mean summary?
+EOF
+    sed -i '3,5d' "$W/content/notes/slips.md"
+    kv build --strict
+    expect_rc 0
+    expect_grep site/notes/slips/index.html "<p>calm</p><p>blue</p>"
+}
+
+# params: must be a map, and may not repeat a top-level key; a page without a
+# title names the key that looks like it.
+t_front_matter_params_and_title() {
+    good_built || return
+    page content/notes/a.md <<'EOF'
+---
+title: A
+mood: calm
+params:
+  mood: calm
+  extra: 1
+---
+Body.
+EOF
+    page content/notes/b.md <<'EOF'
+---
+title: B
+params: [mood]
+---
+Body.
+EOF
+    printf -- '---\ntittle: C\n---\nBody.\n' | page content/notes/c.md
+    kv build
+    expect_failed_build <<'EOF'
+content/notes/a.md:5:3: error: "mood" is both a top-level front matter key and a key of params:
+content/notes/b.md:3:9: error: front matter "params" must be a map of keys for templates, not a list
+content/notes/c.md:2:1: error: front matter has no "title"; did you mean title, not "tittle"?
+EOF
+}
+
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------
 
 # A project with the real checks library, the good fixture's templates and a home page.
