@@ -564,11 +564,6 @@ static bool S_loop_field(lua_State *L, templates *t, int item, const loop_piece 
     } else {
         lua_pushstring(L, name);
         lua_rawget(L, item);
-        /* a field a metatable makes (a page's params) is Lua's to read */
-        if (lua_isnil(L, -1) && lua_getmetatable(L, item)) {
-            lua_pop(L, 2);
-            return false;
-        }
     }
     int vt = lua_type(L, -1);
     bool ok = vt == LUA_TNIL || vt == LUA_TBOOLEAN || vt == LUA_TNUMBER || vt == LUA_TSTRING;
