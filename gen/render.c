@@ -21,6 +21,7 @@
 #include "sandbox.h"
 #include "stamp.h"
 #include "template.h"
+#include "url.h"
 
 /* ---------- the renderer's shared state (render_state.h) ---------- */
 
@@ -225,8 +226,14 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
             continue;
         buf_clear(&u);
         if (f->tier == FIG_CITED) {
+            /* checked as the page's own link, at the figure: the sources
+             * page must have the key's anchor (an unknown key has its error) */
             buf_puts(&u, "/sources/#");
             buf_puts(&u, f->expr);
+            if (f->ok && !strmap_get(&seen, buf_cstr(&u))) {
+                rec->links = xrealloc(rec->links, (rec->nlinks + 1) * sizeof *rec->links);
+                rec->links[rec->nlinks++] = (md_link){xstrdup(buf_cstr(&u)), f->line, f->col, NULL};
+            }
         } else {
             /* the report page's site path: its URL without the base path */
             buf_puts(&u, r->report_url ? r->report_url + strlen(base) : "/checks/");
@@ -455,6 +462,53 @@ static int S_generated_env(lua_State *L)
     return 0;
 }
 
+/* Every figure outside a link links to its row in the report of its group:
+ * the report page must have an element with the row's id (a report template
+ * that lists no rows breaks every one). Checked here, where the report's
+ * ids and the figures it lists are at hand, with one error per page at its
+ * first figure whose row is missing. */
+static void S_check_report_rows(renderer *r, size_t group, page_record *rec)
+{
+    strmap ids;
+    strmap_init(&ids);
+    for (size_t i = 0; i < rec->nids; i++)
+        strmap_put(&ids, rec->ids[i], (void *)1);
+    size_t njobs = group == REPORT_GROUP_ALL ? r->e.nrecords : r->e.idx->npages;
+    const size_t *groups = group == REPORT_GROUP_ALL ? NULL : render_groups(r);
+    for (size_t j = 0; j < njobs; j++) {
+        if (groups && groups[j] != group)
+            continue;
+        const page_record *pr = render_record(r, j);
+        if (!pr || !pr->nfigs)
+            continue;
+        const figure *figs = record_figures(pr, r->e.figs, &r->figs_buf);
+        r->figs_now = NULL; /* the buffer is reused here */
+        if (!figs)
+            continue; /* checks.json says so */
+        const figure *first = NULL;
+        size_t more = 0;
+        for (size_t k = 0; k < pr->nfigs; k++) {
+            const figure *f = &figs[k];
+            /* a cited figure links to /sources/, checked with the page's links */
+            if (f->tier == FIG_CITED || url_fragment_in(&ids, f->anchor))
+                continue;
+            if (first)
+                more++;
+            else
+                first = f;
+        }
+        if (!first)
+            continue;
+        char *also = more ? xasprintf("; so do %zu more figures on this page", more) : NULL;
+        diag_error(&rec->diags, pr->src, first->line, first->col,
+                   "broken link to %s#%s: %s has no heading or anchor with id \"%s\", this "
+                   "figure's row in the checks report%s",
+                   rec->url, first->anchor, rec->url, first->anchor, also ? also : "");
+        free(also);
+    }
+    strmap_free(&ids);
+}
+
 static void S_render_generated(renderer *r, job_kind kind, size_t index, page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
@@ -480,6 +534,10 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     sandbox_page_begin(r->sb, tpath, &rec->diags);
     r->cur_file = tpath;
     r->cur_rec = rec;
+    bool report = kind == JOB_CHECKS || kind == JOB_CHECKS_SECTION;
+    size_t group = kind == JOB_CHECKS_SECTION ? index
+                   : r->e.nreport_sections    ? REPORT_GROUP_ROOT
+                                              : REPORT_GROUP_ALL;
     char *full_url = render_full_url(r, url);
     generated_env_args args = {r, kind, index, title, url, full_url};
     lua_pushcfunction(L, S_generated_env);
@@ -492,8 +550,8 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     }
     free(full_url);
     char *out = kind == JOB_404 ? xstrdup("404.html") : xasprintf("%sindex.html", url + 1);
-    if (ready)
-        S_finish(r, tname, out, rec, tpath);
+    if (ready && S_finish(r, tname, out, rec, tpath) == 0 && report)
+        S_check_report_rows(r, group, rec);
     free(out);
     /* the ids a link may name (report rows, sources) were read from the output */
     const char *swallowed = sandbox_swallowed_limit(r->sb);

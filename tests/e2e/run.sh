@@ -878,6 +878,8 @@ EOF
 
 t_fig_cite_unknown() {
     fresh bare
+    # the sources page has an anchor per key, as cited figures link to them
+    printf '{%% for _, s in ipairs(site.sources) do %%}<p id="{{ s.key }}">{{ s.title }}</p>{%% end %%}\n' >>"$W/templates/sources.html"
     fig_page f <<'EOF'
 Known `3× {cite known}`, unknown `2× {cite nokey}`.
 EOF
@@ -1934,6 +1936,42 @@ EOF
 content/notes/a.md:5:3: error: "mood" is both a top-level front matter key and a key of params:
 content/notes/b.md:3:9: error: front matter "params" must be a map of keys for templates, not a list
 content/notes/c.md:2:1: error: front matter has no "title"; did you mean title, not "tittle"?
+EOF
+}
+
+# kvsite's own links are checked like the Markdown's: a report template that
+# lists no rows leaves every figure's link to its row dangling (one error per
+# page, at its first figure, with a count); a sources page without the keys'
+# anchors, every cited figure's.
+t_links_report_rows() {
+    good_built || return
+    sed -i 's/ipairs(site.figures.list)/ipairs(site.figures.rows or {})/' "$W/templates/checks.html"
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/kv-cache.md:18:33: error: broken link to /checks/#articles-kv-cache-1: /checks/ has no heading or anchor with id "articles-kv-cache-1", this figure's row in the checks report; so do 8 more figures on this page
+content/notes/week-1.md:11:21: error: broken link to /checks/#notes-week-1-1: /checks/ has no heading or anchor with id "notes-week-1-1", this figure's row in the checks report
+EOF
+}
+
+t_links_sources_anchors() {
+    good_built || return
+    sed -i 's/id="{{ *[a-z_.]*key *}}"//g; s/id="{{ *[a-z_.]*anchor *}}"//g' "$W/templates/sources.html"
+    grep -q 'id=' "$W/templates/sources.html" && { fail "fixture: sources.html still writes ids"; return; }
+    kv build
+    expect_rc 1
+    grep -q '^content/articles/kv-cache.md:[0-9]*:[0-9]*: error: broken link to /sources/#[^:]*: /sources/ has no heading or anchor with id' "$W.err" ||
+        fail "no located error for the cited figure's link: $(head -n 3 "$W.err")"
+}
+
+# A template's broken links in one page's output: three errors, then a count.
+t_links_template_count() {
+    good_built || return
+    sed -i 's|<tr id="{{ f.anchor }}">|<tr id="{{ f.anchor }}"><td><a href="#no-{{ f.anchor }}">x</a></td>|' "$W/templates/checks.html"
+    kv build
+    expect_failed_build <<'EOF'
+templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-1: /checks/ has no heading or anchor with id "no-articles-kv-cache-1"
+templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-2: /checks/ has no heading or anchor with id "no-articles-kv-cache-2"
+templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-3: /checks/ has no heading or anchor with id "no-articles-kv-cache-3" (and 8 more broken links of templates/checks.html in the output for /checks/)
 EOF
 }
 
