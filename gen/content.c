@@ -163,6 +163,109 @@ static char *S_string_field(const yv *v, const char *key, const char *file, diag
     return NULL;
 }
 
+/* ---------- front matter keys ---------- */
+
+/* The keys kvsite reads itself; any other key is for templates. */
+static const char *const S_KNOWN_KEYS[] = {"title", "date",   "updated", "tags",    "draft",
+                                           "slug",  "template", "weight", "summary", "params"};
+
+bool content_front_key_known(const page *p, const char *key)
+{
+    for (size_t k = 0; k < sizeof S_KNOWN_KEYS / sizeof *S_KNOWN_KEYS; k++)
+        if (!strcmp(key, S_KNOWN_KEYS[k]))
+            return true;
+    /* a section's (or home's) _index.md names its pages' template */
+    return p->kind != PAGE_REGULAR && !strcmp(key, "page_template");
+}
+
+/* Optimal string alignment distance (edits and swaps of neighbours) of two
+ * short strings, in bytes; SIZE_MAX past FM_KEY_MAX. */
+#define FM_KEY_MAX 32
+static size_t S_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > FM_KEY_MAX || m > FM_KEY_MAX)
+        return SIZE_MAX;
+    size_t d[FM_KEY_MAX + 1][FM_KEY_MAX + 1];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        for (size_t j = 1; j <= m; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t v = d[i - 1][j - 1] + cost;
+            if (d[i - 1][j] + 1 < v)
+                v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    }
+    return d[n][m];
+}
+
+const char *content_front_key_hint(const page *p, const char *key)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX, n = strlen(key);
+    size_t nknown = sizeof S_KNOWN_KEYS / sizeof *S_KNOWN_KEYS;
+    for (size_t k = 0; k <= nknown; k++) {
+        const char *known = k < nknown ? S_KNOWN_KEYS[k]
+                            : p->kind != PAGE_REGULAR ? "page_template" : NULL;
+        if (!known)
+            continue;
+        size_t d = S_distance(key, known);
+        /* a slip, not another word: at most 2 edits, and fewer than a third
+         * of the longer name ("tag" is tags, "foo" is not tags) */
+        size_t longer = n > strlen(known) ? n : strlen(known);
+        if (d < best_d && d <= 2 && 3 * d <= longer) {
+            best = known;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+/* params: a map of keys for templates, merged into page.params; a key both
+ * there and at the top level is an error, since one would hide the other. */
+static void S_check_params(const yv *fm, const yv *pm, const char *file, diag_list *dl)
+{
+    if (pm->type != YV_MAP) {
+        diag_error(dl, file, pm->line, pm->col,
+                   "front matter \"params\" must be a map of keys for templates, not %s",
+                   yv_type_a(pm->type));
+        return;
+    }
+    for (size_t k = 0; k < pm->n; k++) {
+        if (strcmp(pm->keys[k], "params") != 0 && !yv_get(fm, pm->keys[k]))
+            continue;
+        diag_error(dl, file, pm->key_lines[k], pm->key_cols[k],
+                   "\"%s\" is both a top-level front matter key and a key of params:",
+                   pm->keys[k]);
+    }
+}
+
+/* A hint for a page without a title: a key that looks like a slip of it. */
+static void S_no_title(const page *p, const yv *fm, const char *file, diag_list *dl)
+{
+    for (size_t k = 0; k < (fm->type == YV_MAP ? fm->n : 0); k++) {
+        const char *hint = content_front_key_known(p, fm->keys[k])
+                               ? NULL
+                               : content_front_key_hint(p, fm->keys[k]);
+        if (hint && !strcmp(hint, "title")) {
+            diag_error(dl, file, fm->key_lines[k], fm->key_cols[k],
+                       "front matter has no \"title\"; did you mean title, not \"%s\"?",
+                       fm->keys[k]);
+            return;
+        }
+    }
+    diag_error(dl, file, 2, 1, "front matter has no \"title\"");
+}
+
 int content_parse_page(page *p, const char *text, size_t len, const config *cfg, diag_list *dl)
 {
     const char *file = p->src;
@@ -299,11 +402,13 @@ int content_parse_page(page *p, const char *text, size_t len, const config *cfg,
                 free(slug);
                 p->tags[p->ntags++] = xstrdup(tv->str);
             }
+        } else if (strcmp(key, "params") == 0) {
+            S_check_params(fm, v, file, dl);
         }
     }
     (void)bad;
     if (!p->title && dl->errors == errors)
-        diag_error(dl, file, 2, 1, "front matter has no \"title\"");
+        S_no_title(p, fm, file, dl);
     return dl->errors == errors ? 0 : -1;
 }
 

@@ -102,6 +102,13 @@ void content_index_free(content_index *idx);
 int content_parse_page(page *p, const char *text, size_t len, const config *cfg,
                        diag_list *dl);
 
+/* Front matter keys: whether kvsite reads key itself (title, date, ...,
+ * params:, and page_template: in a section's _index.md); any other key is
+ * for templates, as page.params.<key>. content_front_key_hint names the
+ * known key that key looks like a slip of ("darft": "draft"), or NULL. */
+bool content_front_key_known(const page *p, const char *key);
+const char *content_front_key_hint(const page *p, const char *key);
+
 /* Pages listed under a section or home, in listing order (weight, then date
  * newest first, then title). Returns a malloc'ed array of indices; caller frees. */
 size_t *content_children(const content_index *idx, const page *section, size_t *n);

@@ -270,9 +270,55 @@ static void S_idset_free(void *set)
     free(set);
 }
 
+/* A template's broken links in one page's output: the first few each with
+ * its error, then how many more, not one line per link (a report template
+ * whose rows all link to a missing anchor would print thousands). */
+#define BROKEN_SHOWN 3
+typedef struct {
+    const char *file;
+    char *msg[BROKEN_SHOWN];
+    size_t n;
+} tpl_broken;
+
+static void S_broken(tpl_broken **v, size_t *n, const char *file, char *msg)
+{
+    size_t i = 0;
+    while (i < *n && strcmp((*v)[i].file, file))
+        i++;
+    if (i == *n) {
+        *v = xrealloc(*v, (*n + 1) * sizeof **v);
+        (*v)[(*n)++] = (tpl_broken){file, {NULL}, 0};
+    }
+    tpl_broken *b = &(*v)[i];
+    if (b->n < BROKEN_SHOWN)
+        b->msg[b->n] = msg;
+    else
+        free(msg);
+    b->n++;
+}
+
+static void S_broken_flush(tpl_broken *v, size_t *n, const char *url, diag_list *dl)
+{
+    for (size_t i = 0; i < *n; i++) {
+        size_t shown = v[i].n < BROKEN_SHOWN ? v[i].n : BROKEN_SHOWN;
+        for (size_t k = 0; k < shown; k++) {
+            if (k + 1 == shown && v[i].n > shown)
+                diag_error(dl, v[i].file, 0, 0,
+                           "%s (and %zu more broken links of %s in the output for %s)",
+                           v[i].msg[k], v[i].n - shown, v[i].file, url);
+            else
+                diag_error(dl, v[i].file, 0, 0, "%s", v[i].msg[k]);
+            free(v[i].msg[k]);
+        }
+    }
+    *n = 0;
+}
+
 void links_check(const page_record *records, size_t njobs, const bool *only,
                  const strmap *page_urls, const strmap *files, diag_list *dl)
 {
+    tpl_broken *broken = NULL;
+    size_t nbroken = 0;
     strmap pages, reported, idsets;
     strmap_init(&pages);
     strmap_init(&reported);
@@ -320,9 +366,13 @@ void links_check(const page_record *records, size_t njobs, const bool *only,
                 continue;
             }
             if (!target && !strmap_get(files, path)) {
-                diag_error(dl, file, l->line, l->col,
-                           "broken link to %s: no page or file there%s%s", l->target,
-                           l->file ? "; in the output for " : "", l->file ? r->url : "");
+                if (l->file)
+                    S_broken(&broken, &nbroken, l->file,
+                             xasprintf("broken link to %s: no page or file there; in the "
+                                       "output for %s", l->target, r->url));
+                else
+                    diag_error(dl, file, l->line, l->col,
+                               "broken link to %s: no page or file there", l->target);
             } else if (target && frag && frag[0]) {
                 /* each target's ids as a set, made on first use */
                 strmap *set = strmap_get(&idsets, target->url);
@@ -334,14 +384,20 @@ void links_check(const page_record *records, size_t njobs, const bool *only,
                     strmap_put(&idsets, target->url, set);
                 }
                 bool found = url_fragment_in(set, frag);
-                if (!found)
+                if (!found && l->file)
+                    S_broken(&broken, &nbroken, l->file,
+                             xasprintf("broken link to %s: %s has no heading or anchor with "
+                                       "id \"%s\"", l->target, target->url, frag));
+                else if (!found)
                     diag_error(dl, file, l->line, l->col,
                                "broken link to %s: %s has no heading or anchor with id \"%s\"",
                                l->target, target->url, frag);
             }
             free(path);
         }
+        S_broken_flush(broken, &nbroken, r->url, dl);
     }
+    free(broken);
     strmap_free(&pages);
     strmap_free(&reported);
     strmap_free_with(&idsets, S_idset_free);

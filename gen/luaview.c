@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "luadata.h"
+#include "luaorder.h"
 #include "render_state.h"
 #include "report.h"
 
@@ -150,6 +151,8 @@ static const char *S_kind_name(page_kind k)
 static const char S_BRIEF_KEY = 0; /* its address keys a brief's page index */
 static const char *const S_BRIEF_META = "kvsite.brief";
 
+static void S_push_params(renderer *r, size_t i);
+
 /* __index of a page brief: params on first use. */
 static int S_brief_index(lua_State *L)
 {
@@ -163,17 +166,7 @@ static int S_brief_index(lua_State *L)
     lua_pop(L, 1);
     if (i < 0 || (size_t)i >= r->e.idx->npages)
         return 0;
-    const page *p = r->e.idx->pages[i];
-    if (p->front) {
-        if (luadata_push(L, p->front) != 0)
-            return lua_error(L);
-        if (lua_isnil(L, -1)) {
-            lua_pop(L, 1);
-            lua_newtable(L);
-        }
-    } else {
-        lua_newtable(L);
-    }
+    S_push_params(r, (size_t)i);
     lua_pushliteral(L, "params");
     lua_pushvalue(L, -2);
     lua_rawset(L, 1);
@@ -202,19 +195,125 @@ static void S_push_tags_of(renderer *r, const page *p)
     }
 }
 
-/* Pushes a page's front matter as a table ({} for none). */
-static void S_push_params(lua_State *L, const page *p)
+/* A tracked key of a page's params was read: upvalues 1 the renderer, 2
+ * the job generation the table was made in, 3 key -> front matter position
+ * of the keys not read yet, 4 their values. The key's value moves into the
+ * table, where later reads find it without this call. */
+static void S_params_mark(lua_State *L, int t, int key)
 {
-    if (p->front) {
-        if (luadata_push(L, p->front) != 0)
-            lua_error(L);
-        if (lua_isnil(L, -1)) {
-            lua_pop(L, 1);
-            lua_newtable(L);
-        }
-    } else {
-        lua_newtable(L);
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    lua_pushvalue(L, key);
+    if (lua_rawget(L, lua_upvalueindex(3)) == LUA_TNUMBER) {
+        lua_Integer at = lua_tointeger(L, -1);
+        /* a table kept past its page marks nothing on another */
+        if (r->job_gen == (uint64_t)lua_tointeger(L, lua_upvalueindex(2)) && r->params_read)
+            r->params_read[at] = 1;
+        lua_pushvalue(L, key);
+        lua_pushnil(L);
+        lua_rawset(L, lua_upvalueindex(3));
+        lua_pushvalue(L, key);
+        lua_pushvalue(L, key);
+        lua_rawget(L, lua_upvalueindex(4));
+        lua_rawset(L, t);
     }
+    lua_pop(L, 1);
+}
+
+static int S_params_index(lua_State *L)
+{
+    S_params_mark(L, 1, 2);
+    lua_pushvalue(L, 2);
+    lua_rawget(L, 1);
+    return 1;
+}
+
+/* pairs(params) reads every key. Upvalue 5: the ordered next. */
+static int S_params_pairs(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, lua_upvalueindex(3))) {
+        lua_pop(L, 1);
+        int key = lua_gettop(L);
+        S_params_mark(L, 1, key);
+        /* the key left the table being traversed: start again */
+        lua_settop(L, key - 1);
+        lua_pushnil(L);
+    }
+    lua_pushvalue(L, lua_upvalueindex(5));
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
+/* Pushes page i's params: its front matter as a table, with the keys of
+ * params: in place of params ({} for none). For the page being rendered
+ * (r->params_page), the keys kvsite does not read are kept aside and noted
+ * as read when a template first reads them (or pairs() over the table). */
+static void S_push_params(renderer *r, size_t i)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const page *p = r->e.idx->pages[i];
+    if (!p->front) {
+        lua_newtable(L);
+        return;
+    }
+    if (luadata_push(L, p->front) != 0)
+        lua_error(L);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        return;
+    }
+    const yv *pm = yv_get(p->front, "params");
+    if (pm && pm->type == YV_MAP) {
+        for (size_t k = 0; k < pm->n; k++) {
+            if (luadata_push(L, pm->items[k]) != 0)
+                lua_error(L);
+            lua_setfield(L, -2, pm->keys[k]);
+        }
+        lua_pushnil(L);
+        lua_setfield(L, -2, "params");
+    }
+    if (i != r->params_page || !r->params_read)
+        return;
+    int t = lua_gettop(L);
+    lua_pushlightuserdata(L, r);
+    lua_pushinteger(L, (lua_Integer)r->job_gen);
+    lua_newtable(L); /* key -> position */
+    lua_newtable(L); /* key -> value */
+    bool any = false;
+    for (size_t k = 0; k < p->front->n; k++) {
+        const char *key = p->front->keys[k];
+        if (content_front_key_known(p, key))
+            continue;
+        any = true;
+        lua_pushinteger(L, (lua_Integer)k);
+        lua_setfield(L, t + 3, key);
+        lua_getfield(L, t, key);
+        lua_setfield(L, t + 4, key);
+        lua_pushnil(L);
+        lua_setfield(L, t, key);
+    }
+    if (!any) {
+        lua_settop(L, t);
+        return;
+    }
+    lua_createtable(L, 0, 3);
+    for (int k = 1; k <= 4; k++)
+        lua_pushvalue(L, t + k);
+    lua_pushcclosure(L, S_params_index, 4);
+    lua_setfield(L, -2, "__index");
+    for (int k = 1; k <= 4; k++)
+        lua_pushvalue(L, t + k);
+    luaorder_push(L); /* next, pairs */
+    lua_pop(L, 1);
+    lua_pushcclosure(L, S_params_pairs, 5);
+    lua_setfield(L, -2, "__pairs");
+    lua_pushliteral(L, "locked");
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, t);
+    lua_settop(L, t);
 }
 
 /* A page in a list (page.pages, site.pages, a tag's pages): a read-only
@@ -284,7 +383,7 @@ static bool S_brief_field(lua_State *L, void *obj, int at, const char *k)
             if (slot == 1)
                 S_push_tags_of(r, p);
             else
-                S_push_params(L, p);
+                S_push_params(r, o->i);
             lua_pushvalue(L, -1);
             lua_setiuservalue(L, at, slot);
         }

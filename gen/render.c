@@ -3,6 +3,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include "stamp.h"
 #include "template.h"
 #include "theme.h"
+#include "url.h"
 
 /* ---------- the renderer's shared state (render_state.h) ---------- */
 
@@ -104,6 +106,7 @@ renderer *render_new(const render_env *e)
         r->phase = r->own_phase = render_job_phases(e);
     buf_init(&r->scratch);
     strmap_init(&r->tag_urls);
+    r->params_page = SIZE_MAX;
     return r;
 }
 
@@ -228,8 +231,14 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
             continue;
         buf_clear(&u);
         if (f->tier == FIG_CITED) {
+            /* checked as the page's own link, at the figure: the sources
+             * page must have the key's anchor (an unknown key has its error) */
             buf_puts(&u, "/sources/#");
             buf_puts(&u, f->expr);
+            if (f->ok && !strmap_get(&seen, buf_cstr(&u))) {
+                rec->links = xrealloc(rec->links, (rec->nlinks + 1) * sizeof *rec->links);
+                rec->links[rec->nlinks++] = (md_link){xstrdup(buf_cstr(&u)), f->line, f->col, NULL};
+            }
         } else {
             /* the report page's site path: its URL without the base path */
             buf_puts(&u, r->report_url ? r->report_url + strlen(base) : "/checks/");
@@ -245,22 +254,47 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
     strmap_free(&seen);
 }
 
-/* Renders the template `tname` for the current environment into out_rel. */
-static void S_finish(renderer *r, const char *tname, const char *out_rel, page_record *rec,
-                     const char *file)
+/* Renders the template `tname` for the current environment into out_rel;
+ * 0 when the template ran to its end. */
+static int S_finish(renderer *r, const char *tname, const char *out_rel, page_record *rec,
+                    const char *file)
 {
     if (!tpl_exists(r->tpl, tname)) {
         diag_error(&rec->diags, file, 0, 0, "template templates/%s not found", tname);
-        return;
+        return -1;
     }
     buf html = BUF_INIT;
-    if (tpl_render(r->tpl, tname, &html, &rec->diags) == 0) {
+    int rc = tpl_render(r->tpl, tname, &html, &rec->diags);
+    if (rc == 0) {
         char *tfile = xasprintf("templates/%s", tname);
         S_scan_links(r, &html, tfile, rec);
         free(tfile);
         S_write(r, out_rel, &html, rec, file);
     }
     buf_free(&html);
+    return rc;
+}
+
+/* A front matter key that kvsite does not read and no template read while
+ * the page rendered is a slip ("darft: true" publishes the page): a warning,
+ * an error with --strict. Keys for templates alone go under params:. */
+static void S_check_front_keys(const renderer *r, const page *p, page_record *rec)
+{
+    const yv *fm = p->front;
+    for (size_t k = 0; k < (fm && fm->type == YV_MAP ? fm->n : 0); k++) {
+        const char *key = fm->keys[k];
+        if (r->params_read[k] || content_front_key_known(p, key))
+            continue;
+        const char *hint = content_front_key_hint(p, key);
+        if (hint)
+            diag_warning(&rec->diags, p->src, fm->key_lines[k], fm->key_cols[k],
+                         "unknown front matter key \"%s\"; did you mean %s?", key, hint);
+        else
+            diag_warning(&rec->diags, p->src, fm->key_lines[k], fm->key_cols[k],
+                         "unknown front matter key \"%s\": no template reads page.params.%s "
+                         "(keys for templates go under params:)",
+                         key, key);
+    }
 }
 
 /* The end of a page's or generated page's job: a limit that its Lua
@@ -359,6 +393,11 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
         size_t nkids = 0;
         size_t *kids = p->kind != PAGE_REGULAR ? content_children(r->e.idx, p, &nkids) : NULL;
         page_env_args args = {r, job, p, &res, kids, nkids};
+        bool track = p->front && p->front->type == YV_MAP && p->front->n;
+        if (track) {
+            r->params_page = job;
+            r->params_read = xcalloc(p->front->n, 1);
+        }
         lua_pushcfunction(L, S_page_env);
         lua_pushlightuserdata(L, &args);
         sandbox_error err;
@@ -366,8 +405,13 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
             diag_error(&rec->diags, file, 0, 0, "preparing the page for its template: %s",
                        err.msg);
             sandbox_error_free(&err);
-        } else {
-            S_finish(r, tname, p->out, rec, file);
+        } else if (S_finish(r, tname, p->out, rec, file) == 0 && track) {
+            S_check_front_keys(r, p, rec);
+        }
+        if (track) {
+            free(r->params_read);
+            r->params_read = NULL;
+            r->params_page = SIZE_MAX;
         }
         free(kids);
         free(tname);
@@ -426,6 +470,53 @@ static int S_generated_env(lua_State *L)
     return 0;
 }
 
+/* Every figure outside a link links to its row in the report of its group:
+ * the report page must have an element with the row's id (a report template
+ * that lists no rows breaks every one). Checked here, where the report's
+ * ids and the figures it lists are at hand, with one error per page at its
+ * first figure whose row is missing. */
+static void S_check_report_rows(renderer *r, size_t group, page_record *rec)
+{
+    strmap ids;
+    strmap_init(&ids);
+    for (size_t i = 0; i < rec->nids; i++)
+        strmap_put(&ids, rec->ids[i], (void *)1);
+    size_t njobs = group == REPORT_GROUP_ALL ? r->e.nrecords : r->e.idx->npages;
+    const size_t *groups = group == REPORT_GROUP_ALL ? NULL : render_groups(r);
+    for (size_t j = 0; j < njobs; j++) {
+        if (groups && groups[j] != group)
+            continue;
+        const page_record *pr = render_record(r, j);
+        if (!pr || !pr->nfigs)
+            continue;
+        const figure *figs = record_figures(pr, r->e.figs, &r->figs_buf);
+        r->figs_now = NULL; /* the buffer is reused here */
+        if (!figs)
+            continue; /* checks.json says so */
+        const figure *first = NULL;
+        size_t more = 0;
+        for (size_t k = 0; k < pr->nfigs; k++) {
+            const figure *f = &figs[k];
+            /* a cited figure links to /sources/, checked with the page's links */
+            if (f->tier == FIG_CITED || url_fragment_in(&ids, f->anchor))
+                continue;
+            if (first)
+                more++;
+            else
+                first = f;
+        }
+        if (!first)
+            continue;
+        char *also = more ? xasprintf("; so do %zu more figures on this page", more) : NULL;
+        diag_error(&rec->diags, pr->src, first->line, first->col,
+                   "broken link to %s#%s: %s has no heading or anchor with id \"%s\", this "
+                   "figure's row in the checks report%s",
+                   rec->url, first->anchor, rec->url, first->anchor, also ? also : "");
+        free(also);
+    }
+    strmap_free(&ids);
+}
+
 static void S_render_generated(renderer *r, job_kind kind, size_t index, page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
@@ -449,6 +540,10 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     sandbox_page_begin(r->sb, tpath, &rec->diags);
     r->cur_file = tpath;
     r->cur_rec = rec;
+    bool report = kind == JOB_CHECKS || kind == JOB_CHECKS_SECTION;
+    size_t group = kind == JOB_CHECKS_SECTION ? index
+                   : r->e.nreport_sections    ? REPORT_GROUP_ROOT
+                                              : REPORT_GROUP_ALL;
     char *full_url = render_full_url(r, url);
     generated_env_args args = {r, kind, index, title, url, full_url};
     lua_pushcfunction(L, S_generated_env);
@@ -461,8 +556,8 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     }
     free(full_url);
     char *out = kind == JOB_404 ? xstrdup("404.html") : xasprintf("%sindex.html", url + 1);
-    if (ready)
-        S_finish(r, tname, out, rec, tpath);
+    if (ready && S_finish(r, tname, out, rec, tpath) == 0 && report)
+        S_check_report_rows(r, group, rec);
     free(out);
     /* the ids a link may name (report rows, sources) were read from the output */
     S_job_end(r, rec, tpath);

@@ -43,6 +43,11 @@ struct renderer {
     const figure *figs_now;
     size_t figs_job;
     char *report_url;   /* full URL of the report page listing the current page */
+    /* reads of page.params.<key> for the page being rendered, by its front
+     * matter's key position, while params_page is that page's index (else
+     * SIZE_MAX): a key neither kvsite nor a template reads is a slip */
+    size_t params_page;
+    unsigned char *params_read;
 };
 
 /* The record of an earlier phase's job, noted as read; NULL when the current

@@ -34,6 +34,7 @@ struct templates {
     buf row;   /* scratch of _oloop */
     strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
                        run for every page, opened only once per name */
+    strmap noted;   /* "templates/..." paths already in inputs */
 };
 
 /* ---------- translation ---------- */
@@ -731,6 +732,22 @@ static int S_open(const templates *t, const char *name, const char **why)
     return fd;
 }
 
+/* Notes templates/<name> as an input of what this worker renders, once,
+ * before it is opened: a template that is looked up and missing is an input
+ * too, since the page changes when it starts to exist (incremental builds). */
+static void S_note_input(templates *t, const char *name)
+{
+    if (!S_safe_name(name))
+        return;
+    char *rel = fs_join(TEMPLATES_DIR, name);
+    if (!strmap_get(&t->noted, rel)) {
+        strmap_put(&t->noted, rel, (void *)1);
+        buf_puts(&t->inputs, rel);
+        buf_putc(&t->inputs, '\0');
+    }
+    free(rel);
+}
+
 bool tpl_exists(const templates *t, const char *name)
 {
     uintptr_t known = (uintptr_t)strmap_get(&t->found, name);
@@ -742,8 +759,10 @@ bool tpl_exists(const templates *t, const char *name)
     bool there = fd >= 0 || errno == ELOOP;
     if (fd >= 0)
         close(fd);
-    /* the cache is an implementation detail of a const lookup */
+    /* the cache and the inputs are implementation details of a const lookup */
     strmap_put((strmap *)&t->found, name, (void *)(uintptr_t)(there ? 1 : 2));
+    if (!there)
+        S_note_input((templates *)t, name);
     return there;
 }
 
@@ -763,6 +782,7 @@ static int S_compiled(lua_State *L, templates *t, const char *name)
         return -1;
     }
     char *rel = fs_join(TEMPLATES_DIR, name);
+    S_note_input(t, name); /* before reading: its absence counts too */
     const char *why;
     int fd = S_open(t, name, &why);
     buf text = BUF_INIT;
@@ -777,8 +797,6 @@ static int S_compiled(lua_State *L, templates *t, const char *name)
         buf_free(&text);
         return -1;
     }
-    buf_puts(&t->inputs, rel);
-    buf_putc(&t->inputs, '\0');
     buf lua = BUF_INIT;
     diag_list dl;
     diag_list_init(&dl);
@@ -882,6 +900,7 @@ templates *tpl_new(sandbox *sb, const char *root, size_t max_bytes, size_t max_o
     t->max_bytes = max_bytes;
     t->max_output = max_output;
     strmap_init(&t->found);
+    strmap_init(&t->noted);
     lua_State *L = sandbox_lua(sb);
     lua_newtable(L);
     t->cache_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -897,6 +916,7 @@ void tpl_free(templates *t)
     buf_free(&t->shown);
     buf_free(&t->row);
     strmap_free(&t->found);
+    strmap_free(&t->noted);
     free(t->root);
     free(t->theme);
     free(t);

@@ -805,7 +805,7 @@ static const char kv_tags_html[] =
  * 100,000s of figures would have it: the index lists the sections with their
  * totals and the root pages' figures, each section page its own figures. */
 #define KV_FIGURE_ROWS                                                                        \
-    "{% for _, f in ipairs(report.figures.list) do %}<tr><td><a href=\"{{ f.page_url }}\">"   \
+    "{% for _, f in ipairs(report.figures.list) do %}<tr id=\"{{ f.anchor }}\"><td><a href=\"{{ f.page_url }}\">" \
     "{{ f.src }}</a></td><td>{{ f.line }}</td><td>{{ f.quote }}</td><td>{{ f.expr }}</td>"    \
     "<td>{{ f.value }}</td><td>{{ f.tier }}</td><td>{{ f.status }}</td></tr>\n{% end %}"
 

@@ -946,7 +946,7 @@ fine:
   title: F
   url: "https://example.org/a?b=1&c=2"
 YAML
-    printf '<ul>\n{%% for _, s in ipairs(site.sources) do %%}<li><a href="{{ safe_url(s.url) }}">{{ s.title }}</a></li>\n{%% end %%}</ul>\n' \
+    printf '<ul>\n{%% for _, s in ipairs(site.sources) do %%}<li id="{{ s.key }}"><a href="{{ safe_url(s.url) }}">{{ s.title }}</a></li>\n{%% end %%}</ul>\n' \
         >"$P/templates/sources.html"
     build
     expect_ok

@@ -878,6 +878,8 @@ EOF
 
 t_fig_cite_unknown() {
     fresh bare
+    # the sources page has an anchor per key, as cited figures link to them
+    printf '{%% for _, s in ipairs(site.sources) do %%}<p id="{{ s.key }}">{{ s.title }}</p>{%% end %%}\n' >>"$W/templates/sources.html"
     fig_page f <<'EOF'
 Known `3× {cite known}`, unknown `2× {cite nokey}`.
 EOF
@@ -2188,6 +2190,152 @@ t_config_allow_active_items() {
 title: X
 content:
   allow_active: ["a.svg", 1]
+EOF
+}
+
+# ---------- issue 14: front matter keys, templates that start to exist, kvsite's own links ----------
+
+# A template looked up and missing is an input: when it starts to exist, the
+# pages that looked for it are rendered again with it (the front matter's
+# template:, the section's page.html and section.html, a pcall'd include).
+t_incremental_template_appears() {
+    fresh good
+    kv build
+    expect_rc 0
+    mkdir -p "$W/templates/notes"
+    { printf '<!-- notes card -->\n'; cat "$W/templates/page.html"; } >"$W/templates/notes/page.html"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/week-1/index.html "<!-- notes card -->"
+    same_as_full page
+    { printf '<!-- notes map -->\n'; cat "$W/templates/section.html"; } >"$W/templates/notes/section.html"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/index.html "<!-- notes map -->"
+    same_as_full section
+    # an include a template tries under pcall, that starts to exist
+    printf '{%% local ok, extra = pcall(include, "partials/extra.html") %%}{{{ ok and extra or "" }}}\n' >>"$W/templates/notes/page.html"
+    kv build
+    expect_rc 0
+    printf '<!-- extra partial -->\n' >"$W/templates/partials/extra.html"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/week-1/index.html "<!-- extra partial -->"
+    same_as_full include
+}
+
+# Front matter keys: one kvsite does not know and no template reads is a slip
+# (a warning with a suggestion, an error with --strict); keys for templates go
+# under params:, or are read by the page's template.
+t_front_matter_unknown_keys() {
+    fresh good
+    page content/notes/slips.md <<'EOF'
+---
+title: Slips
+darft: true
+tag: [kv]
+summery: "Short."
+mood: calm
+params: {colour: blue}
+---
+Body.
+EOF
+    kv build
+    expect_rc 0
+    expect_diags <<'EOF'
+content/notes/slips.md:3:1: warning: unknown front matter key "darft"; did you mean draft?
+content/notes/slips.md:4:1: warning: unknown front matter key "tag"; did you mean tags?
+content/notes/slips.md:5:1: warning: unknown front matter key "summery"; did you mean summary?
+content/notes/slips.md:6:1: warning: unknown front matter key "mood": no template reads page.params.mood (keys for templates go under params:)
+EOF
+    kv check --strict
+    expect_rc 1
+    expect_summary ' 4 errors'
+    # a key the page's template reads (by name, or through pairs) is the page's own
+    mkdir -p "$W/templates/notes"
+    { cat "$W/templates/page.html"
+      printf '{%% for _, P in ipairs({page.params}) do %%}<p>{{ P.mood }}</p>{%% end %%}<p>{{ page.params.colour }}</p>\n'
+      printf '{%% for k in pairs(page.params) do %%}{%% if k == "darft" then %%}<i>{{ k }}</i>{%% end %%}{%% end %%}\n'
+    } >"$W/templates/notes/page.html"
+    kv check --strict
+    expect_rc 0
+    sed -i '$d' "$W/templates/notes/page.html"
+    kv check --strict
+    expect_rc 1
+    expect_diags <<'EOF'
+content/notes/slips.md:3:1: error: unknown front matter key "darft"; did you mean draft?
+content/notes/slips.md:4:1: error: unknown front matter key "tag"; did you mean tags?
+content/notes/slips.md:5:1: error: unknown front matter key "summery"; did you mean summary?
+EOF
+    sed -i '3,5d' "$W/content/notes/slips.md"
+    kv build --strict
+    expect_rc 0
+    expect_grep site/notes/slips/index.html "<p>calm</p><p>blue</p>"
+}
+
+# params: must be a map, and may not repeat a top-level key; a page without a
+# title names the key that looks like it.
+t_front_matter_params_and_title() {
+    good_built || return
+    page content/notes/a.md <<'EOF'
+---
+title: A
+mood: calm
+params:
+  mood: calm
+  extra: 1
+---
+Body.
+EOF
+    page content/notes/b.md <<'EOF'
+---
+title: B
+params: [mood]
+---
+Body.
+EOF
+    printf -- '---\ntittle: C\n---\nBody.\n' | page content/notes/c.md
+    kv build
+    expect_failed_build <<'EOF'
+content/notes/a.md:5:3: error: "mood" is both a top-level front matter key and a key of params:
+content/notes/b.md:3:9: error: front matter "params" must be a map of keys for templates, not a list
+content/notes/c.md:2:1: error: front matter has no "title"; did you mean title, not "tittle"?
+EOF
+}
+
+# kvsite's own links are checked like the Markdown's: a report template that
+# lists no rows leaves every figure's link to its row dangling (one error per
+# page, at its first figure, with a count); a sources page without the keys'
+# anchors, every cited figure's.
+t_links_report_rows() {
+    good_built || return
+    sed -i 's/ipairs(site.figures.list)/ipairs(site.figures.rows or {})/' "$W/templates/checks.html"
+    kv build
+    expect_failed_build <<'EOF'
+content/articles/kv-cache.md:18:33: error: broken link to /checks/#articles-kv-cache-1: /checks/ has no heading or anchor with id "articles-kv-cache-1", this figure's row in the checks report; so do 8 more figures on this page
+content/notes/week-1.md:11:21: error: broken link to /checks/#notes-week-1-1: /checks/ has no heading or anchor with id "notes-week-1-1", this figure's row in the checks report
+EOF
+}
+
+t_links_sources_anchors() {
+    good_built || return
+    sed -i 's/id="{{ *[a-z_.]*key *}}"//g; s/id="{{ *[a-z_.]*anchor *}}"//g' "$W/templates/sources.html"
+    grep -q 'id=' "$W/templates/sources.html" && { fail "fixture: sources.html still writes ids"; return; }
+    kv build
+    expect_rc 1
+    grep -q '^content/articles/kv-cache.md:[0-9]*:[0-9]*: error: broken link to /sources/#[^:]*: /sources/ has no heading or anchor with id' "$W.err" ||
+        fail "no located error for the cited figure's link: $(head -n 3 "$W.err")"
+}
+
+# A template's broken links in one page's output: three errors, then a count.
+t_links_template_count() {
+    good_built || return
+    sed -i 's|<tr id="{{ f.anchor }}">|<tr id="{{ f.anchor }}"><td><a href="#no-{{ f.anchor }}">x</a></td>|' "$W/templates/checks.html"
+    kv build
+    expect_failed_build <<'EOF'
+templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-1: /checks/ has no heading or anchor with id "no-articles-kv-cache-1"
+templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-2: /checks/ has no heading or anchor with id "no-articles-kv-cache-2"
+templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-3: /checks/ has no heading or anchor with id "no-articles-kv-cache-3" (and 8 more broken links of templates/checks.html in the output for /checks/)
 EOF
 }
 

@@ -65,7 +65,7 @@ static void S_site(const char *dir)
     S_put(dir, "templates/tags.html", "<!-- tags.html -->\n{{ page.title }}\n");
     S_put(dir, "templates/checks.html",
           "<!-- checks.html -->\n"
-          "{% for _, f in ipairs(site.figures.list) do %}\n<p>{{ f.quote }}</p>\n{% end %}\n");
+          "{% for _, f in ipairs(site.figures.list) do %}\n<p id=\"{{ f.anchor }}\">{{ f.quote }}</p>\n{% end %}\n");
     S_put(dir, "templates/404.html", "<!-- 404.html -->\nnot here\n");
     S_put(dir, "content/_index.md", "---\ntitle: Home\n---\nWelcome.\n");
     S_put(dir, "content/notes/_index.md", "---\ntitle: Notes\n---\n");
@@ -259,7 +259,7 @@ static void test_jobs(void **state)
     S_out_is(&s, "tags/memory/index.html",
              "<!-- tag.html -->\n<h1>memory</h1>\n<li>KV cache</li>\n");
     S_out_is(&s, "tags/index.html", "<!-- tags.html -->\nTags\n");
-    S_out_is(&s, "checks/index.html", "<!-- checks.html -->\n<p>4</p>\n");
+    S_out_is(&s, "checks/index.html", "<!-- checks.html -->\n<p id=\"notes-kv-1\">4</p>\n");
     S_out_is(&s, "404.html", "<!-- 404.html -->\nnot here\n");
     S_out_has(&s, "checks.json", "2+2");
     /* no checks/sources.yaml: the sources page is not made */
