@@ -80,7 +80,7 @@ typedef struct {
     int threads; /* most threads that parse pages: 0 = build.jobs, else the online
                   * CPUs; 1 = all on the calling thread. Small sites use fewer, and
                   * so does a small limits.worker_memory (see content.c). */
-    /* Incremental builds: fills what content_parse_page would set for
+    /* Incremental builds: fills what fm_parse_page would set for
      * p->src from the last build, when that file is unchanged; returns false
      * when it cannot (the file is then read and parsed). May be NULL; it
      * is called from several threads at once. */
@@ -97,25 +97,13 @@ int content_load(content_index *idx, const char *root, const config *cfg,
                  const content_opts *opts, diag_list *dl);
 void content_index_free(content_index *idx);
 
-/* Splits a page's text into front matter and body; exported for tests and for
- * the render command. On success sets *front (owned by caller) and body offsets. */
-int content_parse_page(page *p, const char *text, size_t len, const config *cfg,
-                       diag_list *dl);
-
-/* Front matter keys: whether kvsite reads key itself (title, date, ...,
- * params:, and page_template: in a section's _index.md); any other key is
- * for templates, as page.params.<key>. content_front_key_hint names the
- * known key that key looks like a slip of ("darft": "draft"), or NULL. */
-bool content_front_key_known(const page *p, const char *key);
-const char *content_front_key_hint(const page *p, const char *key);
-
 /* Pages listed under a section or home, in listing order (weight, then date
  * newest first, then title). Returns a malloc'ed array of indices; caller frees. */
 size_t *content_children(const content_index *idx, const page *section, size_t *n);
 /* Every regular page, newest first. Caller frees. */
 size_t *content_by_date(const content_index *idx, size_t *n);
 
-/* What content_parse_page sets (title, dates, summary, slug, template,
+/* What fm_parse_page (frontmatter.h) sets (title, dates, summary, slug, template,
  * tags, draft, weight, body position, front matter) as bytes, for the build
  * cache; content_page_decode sets those fields of p back (0), or leaves them
  * empty and returns -1 when the bytes are not well-formed. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "frontmatter.h"
 #include "luadata.h"
 #include "luaorder.h"
 #include "render_state.h"
@@ -285,7 +286,7 @@ static void S_push_params(renderer *r, size_t i)
     bool any = false;
     for (size_t k = 0; k < p->front->n; k++) {
         const char *key = p->front->keys[k];
-        if (content_front_key_known(p, key))
+        if (fm_key_known(p, key))
             continue;
         any = true;
         lua_pushinteger(L, (lua_Integer)k);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "frontmatter.h"
 #include "fsutil.h"
 #include "helpers.h"
 #include "jobs.h"
@@ -283,9 +284,9 @@ static void S_check_front_keys(const renderer *r, const page *p, page_record *re
     const yv *fm = p->front;
     for (size_t k = 0; k < (fm && fm->type == YV_MAP ? fm->n : 0); k++) {
         const char *key = fm->keys[k];
-        if (r->params_read[k] || content_front_key_known(p, key))
+        if (r->params_read[k] || fm_key_known(p, key))
             continue;
-        const char *hint = content_front_key_hint(p, key);
+        const char *hint = fm_key_hint(p, key);
         if (hint)
             diag_warning(&rec->diags, p->src, fm->key_lines[k], fm->key_cols[k],
                          "unknown front matter key \"%s\"; did you mean %s?", key, hint);

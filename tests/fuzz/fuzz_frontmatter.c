@@ -1,4 +1,4 @@
-/* fuzz_frontmatter: a whole page file through content_parse_page (front
+/* fuzz_frontmatter: a whole page file through fm_parse_page (front
  * matter split, YAML, field checks), the same bytes through the three data
  * parsers of yv.h, and every tree that comes out through luadata_push into a
  * Lua state, as `data "x.yaml"` would. Seeds are Markdown pages and data files.
@@ -14,6 +14,7 @@
 #include "config.h"
 #include "content.h"
 #include "diag.h"
+#include "frontmatter.h"
 #include "luadata.h"
 #include "yv.h"
 
@@ -74,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     page p;
     memset(&p, 0, sizeof p);
     p.src = "content/fuzz.md";
-    if (content_parse_page(&p, text, size, &S_cfg, &dl) == 0) {
+    if (fm_parse_page(&p, text, size, &S_cfg, &dl) == 0) {
         if (!p.title || p.body_off > size || p.body_line < 2)
             __builtin_trap();
         if (p.front)

@@ -19,6 +19,7 @@
 #include "buf.h"
 #include "config.h"
 #include "content.h"
+#include "frontmatter.h"
 #include "diag.h"
 #include "fsutil.h"
 
@@ -295,21 +296,12 @@ static int S_parse(const config *cfg, const char *text, page *p, diag_list *dl)
     memset(p, 0, sizeof *p);
     p->src = "content/x.md";
     diag_list_init(dl);
-    return content_parse_page(p, text, strlen(text), cfg, dl);
+    return fm_parse_page(p, text, strlen(text), cfg, dl);
 }
 
 static void S_page_clear(page *p)
 {
-    free(p->title);
-    free(p->date);
-    free(p->updated);
-    free(p->summary);
-    free(p->slug);
-    free(p->template_name);
-    for (size_t i = 0; i < p->ntags; i++)
-        free(p->tags[i]);
-    free(p->tags);
-    yv_free(p->front);
+    fm_page_clear(p);
     memset(p, 0, sizeof *p);
 }
 
@@ -1048,28 +1040,6 @@ static void test_threads_same_index(void **state)
     free(one);
 }
 
-static void test_front_key_hints(void **state)
-{
-    (void)state;
-    page reg = {.kind = PAGE_REGULAR}, sec = {.kind = PAGE_SECTION};
-    assert_true(content_front_key_known(&reg, "draft"));
-    assert_true(content_front_key_known(&reg, "params"));
-    assert_false(content_front_key_known(&reg, "mood"));
-    assert_false(content_front_key_known(&reg, "page_template"));
-    assert_true(content_front_key_known(&sec, "page_template"));
-    assert_string_equal(content_front_key_hint(&reg, "darft"), "draft");
-    assert_string_equal(content_front_key_hint(&reg, "tag"), "tags");
-    assert_string_equal(content_front_key_hint(&reg, "summery"), "summary");
-    assert_string_equal(content_front_key_hint(&reg, "tittle"), "title");
-    assert_string_equal(content_front_key_hint(&reg, "Title"), "title");
-    assert_null(content_front_key_hint(&reg, "mood"));
-    assert_null(content_front_key_hint(&reg, "foo"));
-    assert_null(content_front_key_hint(&reg, "page_templat"));
-    assert_string_equal(content_front_key_hint(&sec, "page_templat"), "page_template");
-    /* long keys are not compared (a bounded table) */
-    assert_null(content_front_key_hint(&reg, "titleeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"));
-}
-
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -1100,7 +1070,6 @@ int main(void)
         T(test_depth_cap),
         T(test_threads_same_index),
         cmocka_unit_test(test_slugify),
-        cmocka_unit_test(test_front_key_hints),
         cmocka_unit_test(test_safe_segment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
