@@ -25,7 +25,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 KVSITE    := $(B)/kvsite
 
 DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
-               liblua5.4-dev libyaml-dev libcmocka-dev python3
+               liblua5.4-dev libyaml-dev libcmocka-dev python3 procps
 
 .PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
 
