@@ -50,7 +50,7 @@ $(B)/libkvsite.a: $(LIB_OBJ)
 $(KVSITE): $(B)/obj/main.o $(B)/libkvsite.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/tests/%: tests/unit/%.c $(B)/libkvsite.a $(wildcard gen/*.h) | $(B)/tests
+$(B)/tests/%: tests/unit/%.c $(B)/libkvsite.a $(wildcard gen/*.h tests/unit/*.h) | $(B)/tests
 	$(CC) $(CFLAGS) -Igen $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libkvsite.a \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs cmocka)
 

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "buf.h"
 #include "config.h"
 #include "diag.h"
@@ -23,21 +25,8 @@
 
 /* ---- fixtures: one temporary project root per test ------------------------ */
 
-static int S_setup(void **state)
-{
-    char *dir = strdup("/tmp/kvsite-test-config-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    *state = dir;
-    return 0;
-}
-
-static int S_teardown(void **state)
-{
-    fs_remove_tree(*state);
-    free(*state);
-    return 0;
-}
+static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-test-config-XXXXXX"); }
+static int S_teardown(void **state) { return tmpdir_teardown(state); }
 
 static void S_site(void **state, const char *yaml)
 {

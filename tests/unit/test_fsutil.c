@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "buf.h"
 #include "fsutil.h"
 
@@ -28,21 +30,8 @@
 
 /* ---- fixtures ------------------------------------------------------------- */
 
-static int S_setup(void **state)
-{
-    char *dir = strdup("/tmp/kvsite-test-fsutil-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    *state = dir;
-    return 0;
-}
-
-static int S_teardown(void **state)
-{
-    fs_remove_tree(*state);
-    free(*state);
-    return 0;
-}
+static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-test-fsutil-XXXXXX"); }
+static int S_teardown(void **state) { return tmpdir_teardown(state); }
 
 /* root/rel, malloc'ed */
 static char *S_path(void **state, const char *rel)

@@ -15,39 +15,15 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "buf.h"
 #include "fsutil.h"
 #include "luatest.h"
 
-static void S_put(const char *dir, const char *rel, const char *text)
-{
-    char *p = xasprintf("%s/%s", dir, rel);
-    char *slash = strrchr(p, '/');
-    *slash = '\0';
-    assert_int_equal(fs_mkdir_p(p), 0);
-    *slash = '/';
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    free(p);
-}
 
-static int S_setup(void **state)
-{
-    char *dir = strdup("/tmp/kvsite-test-luatest-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    *state = dir;
-    return 0;
-}
-
-static int S_teardown(void **state)
-{
-    fs_remove_tree(*state);
-    free(*state);
-    return 0;
-}
+static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-test-luatest-XXXXXX"); }
+static int S_teardown(void **state) { return tmpdir_teardown(state); }
 
 /* luatest_main("lua-test", args...) run in dir, what it prints (stdout,
  * then stderr, which only usage errors use) in *out (malloc'ed). */
@@ -108,7 +84,7 @@ static const char *const S_mixed =
 static void test_counts(void **state)
 {
     const char *dir = *state;
-    S_put(dir, "t_mixed.lua", S_mixed);
+    tmpdir_put(dir, "t_mixed.lua", S_mixed);
     char *out;
     assert_int_equal(S_run(dir, &out, 1, "t_mixed.lua"), 1);
     assert_string_equal(out, "FAIL t_mixed.lua: breaks: t_mixed.lua:3: boom\n"
@@ -127,8 +103,8 @@ static void test_counts(void **state)
 static void test_all_pass(void **state)
 {
     const char *dir = *state;
-    S_put(dir, "t_a.lua", "test('a', function() end)\ntest('b', function() end)\n");
-    S_put(dir, "t_b.lua", "test('c', function() assert(math.max(2, 3) == 3) end)\n");
+    tmpdir_put(dir, "t_a.lua", "test('a', function() end)\ntest('b', function() end)\n");
+    tmpdir_put(dir, "t_b.lua", "test('c', function() assert(math.max(2, 3) == 3) end)\n");
     char *out;
     assert_int_equal(S_run(dir, &out, 2, "t_a.lua", "t_b.lua"), 0);
     assert_string_equal(out, "3 passed, 0 failed\n");
@@ -140,9 +116,9 @@ static void test_all_pass(void **state)
 static void test_broken_files(void **state)
 {
     const char *dir = *state;
-    S_put(dir, "t_syntax.lua", "test('x', function() end)\nlocal = 1\n");
-    S_put(dir, "t_ok.lua", "test('fine', function() end)\n");
-    S_put(dir, "t_obj.lua", "test('table error', function() error({}) end)\n");
+    tmpdir_put(dir, "t_syntax.lua", "test('x', function() end)\nlocal = 1\n");
+    tmpdir_put(dir, "t_ok.lua", "test('fine', function() end)\n");
+    tmpdir_put(dir, "t_obj.lua", "test('table error', function() error({}) end)\n");
     char *out;
     assert_int_equal(S_run(dir, &out, 4, "t_syntax.lua", "t_missing.lua", "t_obj.lua", "t_ok.lua"),
                      1);
@@ -157,8 +133,8 @@ static void test_broken_files(void **state)
 static void test_project(void **state)
 {
     const char *dir = *state;
-    S_put(dir, "proj/checks/twice.lua", "return { of = function(x) return 2 * x end }\n");
-    S_put(dir, "t_req.lua",
+    tmpdir_put(dir, "proj/checks/twice.lua", "return { of = function(x) return 2 * x end }\n");
+    tmpdir_put(dir, "t_req.lua",
           "local twice = require 'twice'\n"
           "test('twice', function() assert(twice.of(21) == 42) end)\n");
     char *out;

@@ -17,26 +17,15 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "buf.h"
 #include "diag.h"
 #include "fsutil.h"
 #include "output.h"
 
-static int S_setup(void **state)
-{
-    char *dir = strdup("/tmp/kvsite-test-output-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    *state = dir;
-    return 0;
-}
-
-static int S_teardown(void **state)
-{
-    fs_remove_tree(*state);
-    free(*state);
-    return 0;
-}
+static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-test-output-XXXXXX"); }
+static int S_teardown(void **state) { return tmpdir_teardown(state); }
 
 static char *S_path(void **state, const char *rel)
 {

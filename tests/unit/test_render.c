@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "buf.h"
 #include "config.h"
 #include "content.h"
@@ -32,51 +34,38 @@
 
 /* ---------- the site ---------- */
 
-static void S_put(const char *dir, const char *rel, const char *text)
-{
-    char *p = xasprintf("%s/%s", dir, rel);
-    char *slash = strrchr(p, '/');
-    *slash = '\0';
-    assert_int_equal(fs_mkdir_p(p), 0);
-    *slash = '/';
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    free(p);
-}
 
 /* Every template names itself first, so a test sees which one a page got. */
 static void S_site(const char *dir)
 {
-    S_put(dir, "site.yaml", "title: Tiny\nbase_url: https://example.org/\n");
-    S_put(dir, "templates/page.html",
+    tmpdir_put(dir, "site.yaml", "title: Tiny\nbase_url: https://example.org/\n");
+    tmpdir_put(dir, "templates/page.html",
           "<!-- page.html -->\n<title>{{ page.title }}</title>\n{{{ page.content }}}\n");
-    S_put(dir, "templates/special.html", "<!-- special.html -->\n{{ page.title }}\n");
-    S_put(dir, "templates/doc.html", "<!-- doc.html -->\n{{ page.title }}\n");
-    S_put(dir, "templates/guides/page.html", "<!-- guides/page.html -->\n{{ page.title }}\n");
-    S_put(dir, "templates/section.html",
+    tmpdir_put(dir, "templates/special.html", "<!-- special.html -->\n{{ page.title }}\n");
+    tmpdir_put(dir, "templates/doc.html", "<!-- doc.html -->\n{{ page.title }}\n");
+    tmpdir_put(dir, "templates/guides/page.html", "<!-- guides/page.html -->\n{{ page.title }}\n");
+    tmpdir_put(dir, "templates/section.html",
           "<!-- section.html -->\n<h1>{{ page.title }}</h1>\n"
           "{% for _, p in ipairs(page.pages) do %}\n<li>{{ p.title }}</li>\n{% end %}\n");
-    S_put(dir, "templates/home.html", "<!-- home.html -->\n<h1>{{ site.title }}</h1>\n");
-    S_put(dir, "templates/tag.html",
+    tmpdir_put(dir, "templates/home.html", "<!-- home.html -->\n<h1>{{ site.title }}</h1>\n");
+    tmpdir_put(dir, "templates/tag.html",
           "<!-- tag.html -->\n<h1>{{ page.tag }}</h1>\n"
           "{% for _, p in ipairs(page.pages) do %}\n<li>{{ p.title }}</li>\n{% end %}\n");
-    S_put(dir, "templates/tags.html", "<!-- tags.html -->\n{{ page.title }}\n");
-    S_put(dir, "templates/checks.html",
+    tmpdir_put(dir, "templates/tags.html", "<!-- tags.html -->\n{{ page.title }}\n");
+    tmpdir_put(dir, "templates/checks.html",
           "<!-- checks.html -->\n"
           "{% for _, f in ipairs(site.figures.list) do %}\n<p id=\"{{ f.anchor }}\">{{ f.quote }}</p>\n{% end %}\n");
-    S_put(dir, "templates/404.html", "<!-- 404.html -->\nnot here\n");
-    S_put(dir, "content/_index.md", "---\ntitle: Home\n---\nWelcome.\n");
-    S_put(dir, "content/notes/_index.md", "---\ntitle: Notes\n---\n");
-    S_put(dir, "content/notes/kv.md",
+    tmpdir_put(dir, "templates/404.html", "<!-- 404.html -->\nnot here\n");
+    tmpdir_put(dir, "content/_index.md", "---\ntitle: Home\n---\nWelcome.\n");
+    tmpdir_put(dir, "content/notes/_index.md", "---\ntitle: Notes\n---\n");
+    tmpdir_put(dir, "content/notes/kv.md",
           "---\ntitle: KV cache\ndate: 2024-01-02\ntags: [memory]\n---\n"
           "The cache holds `4 {= 2+2}` blocks.\n");
-    S_put(dir, "content/notes/odd.md",
+    tmpdir_put(dir, "content/notes/odd.md",
           "---\ntitle: Odd\ntemplate: special.html\n---\nOdd one.\n");
-    S_put(dir, "content/guides/start.md", "---\ntitle: Start\n---\nStart here.\n");
-    S_put(dir, "content/docs/_index.md", "---\ntitle: Docs\npage_template: doc.html\n---\n");
-    S_put(dir, "content/docs/api.md", "---\ntitle: API\n---\nThe API.\n");
+    tmpdir_put(dir, "content/guides/start.md", "---\ntitle: Start\n---\nStart here.\n");
+    tmpdir_put(dir, "content/docs/_index.md", "---\ntitle: Docs\npage_template: doc.html\n---\n");
+    tmpdir_put(dir, "content/docs/api.md", "---\ntitle: API\n---\nThe API.\n");
 }
 
 /* ---------- a build's render_env, as build.c makes it ---------- */
@@ -289,11 +278,11 @@ static const diag *S_diag(const page_record *rec, const char *has)
 static void test_template_lookup(void **state)
 {
     const char *dir = *state;
-    S_put(dir, "content/guides/own.md", "---\ntitle: Own\ntemplate: special.html\n---\nx\n");
-    S_put(dir, "content/docs/own.md", "---\ntitle: Own doc\ntemplate: special.html\n---\nx\n");
-    S_put(dir, "content/lost/_index.md", "---\ntitle: Lost\npage_template: gone.html\n---\n");
-    S_put(dir, "content/lost/p.md", "---\ntitle: P\n---\nx\n");
-    S_put(dir, "templates/notes/section.html", "<!-- notes/section.html -->\n{{ page.title }}\n");
+    tmpdir_put(dir, "content/guides/own.md", "---\ntitle: Own\ntemplate: special.html\n---\nx\n");
+    tmpdir_put(dir, "content/docs/own.md", "---\ntitle: Own doc\ntemplate: special.html\n---\nx\n");
+    tmpdir_put(dir, "content/lost/_index.md", "---\ntitle: Lost\npage_template: gone.html\n---\n");
+    tmpdir_put(dir, "content/lost/p.md", "---\ntitle: P\n---\nx\n");
+    tmpdir_put(dir, "templates/notes/section.html", "<!-- notes/section.html -->\n{{ page.title }}\n");
     site s;
     S_load(&s, dir);
     S_render_all(&s);
@@ -315,7 +304,7 @@ static void test_template_lookup(void **state)
 static void test_failing_figure(void **state)
 {
     const char *dir = *state;
-    S_put(dir, "content/notes/bad.md",
+    tmpdir_put(dir, "content/notes/bad.md",
           "---\ntitle: Bad\n---\nFirst line.\n\nIt holds `5 {= 2+2}` blocks.\n");
     site s;
     S_load(&s, dir);
@@ -343,8 +332,8 @@ static void test_failing_figure(void **state)
 static void test_missing_template(void **state)
 {
     const char *dir = *state;
-    S_put(dir, "content/notes/lost.md", "---\ntitle: Lost\ntemplate: nosuch.html\n---\nx\n");
-    S_put(dir, "templates/guides/page.html", "<!-- guides/page.html -->\n{{ page.nosuch.x }}\n");
+    tmpdir_put(dir, "content/notes/lost.md", "---\ntitle: Lost\ntemplate: nosuch.html\n---\nx\n");
+    tmpdir_put(dir, "templates/guides/page.html", "<!-- guides/page.html -->\n{{ page.nosuch.x }}\n");
     char *tag_tpl = xasprintf("%s/templates/tag.html", dir);
     assert_int_equal(unlink(tag_tpl), 0);
     free(tag_tpl);

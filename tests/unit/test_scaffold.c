@@ -12,25 +12,14 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "buf.h"
 #include "fsutil.h"
 #include "scaffold.h"
 
-static int S_setup(void **state)
-{
-    char *dir = strdup("/tmp/kvsite-test-scaffold-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    *state = dir;
-    return 0;
-}
-
-static int S_teardown(void **state)
-{
-    fs_remove_tree(*state);
-    free(*state);
-    return 0;
-}
+static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-test-scaffold-XXXXXX"); }
+static int S_teardown(void **state) { return tmpdir_teardown(state); }
 
 static void S_put(const char *root, const char *rel, const char *text)
 {

@@ -17,24 +17,13 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "stamp.h"
 #include "fsutil.h"
 
-static int S_setup(void **state)
-{
-    char *dir = strdup("/tmp/kvsite-test-stamp-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    *state = dir;
-    return 0;
-}
-
-static int S_teardown(void **state)
-{
-    fs_remove_tree(*state);
-    free(*state);
-    return 0;
-}
+static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-test-stamp-XXXXXX"); }
+static int S_teardown(void **state) { return tmpdir_teardown(state); }
 
 static void S_put(void **state, const char *rel, const char *text)
 {

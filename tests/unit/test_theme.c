@@ -12,27 +12,16 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "buf.h"
 #include "config.h"
 #include "fsutil.h"
 #include "paths.h"
 #include "theme.h"
 
-static int S_setup(void **state)
-{
-    char *dir = strdup("/tmp/kvsite-test-theme-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    *state = dir;
-    return 0;
-}
-
-static int S_teardown(void **state)
-{
-    fs_remove_tree(*state);
-    free(*state);
-    return 0;
-}
+static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-test-theme-XXXXXX"); }
+static int S_teardown(void **state) { return tmpdir_teardown(state); }
 
 static void S_put(const char *root, const char *rel, const char *text)
 {
