@@ -279,15 +279,12 @@ static void S_plan(build_state *s)
     collide_list_assets(o->root, &s->cfg, &s->template_assets, &s->dl);
     collide_check(&s->env, &s->template_assets, &s->dl);
     if (!o->check_only) {
-        /* beside the output, where the cache goes */
+        /* an unnamed file in the state folder, where the cache goes */
         s->figs = xcalloc(1, sizeof *s->figs);
-        char *side = output_side_path(&s->out, "figs");
-        *strrchr(side, '/') = '\0';
-        if (figstore_open(s->figs, side) != 0) {
+        if (figstore_open(s->figs, s->out.state_dir) != 0) {
             free(s->figs); /* not fatal: the figures stay in memory */
             s->figs = NULL;
         }
-        free(side);
         s->env.figs = s->figs;
     }
     s->njobs = render_job_count(&s->env);

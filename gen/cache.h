@@ -1,5 +1,5 @@
 /* cache: what the last successful build knew about each page, for
- * incremental builds. One file beside the output (.<out>.cache) holds, for
+ * incremental builds. One file in the state folder (.kvsite/<out>.cache) holds, for
  * every job of that build, the page's encoded record and four fingerprints:
  *
  *   deps       its source file and every template and checks/ file it read

@@ -1,11 +1,11 @@
 /* incremental: what lets a build do less than everything. Two mechanisms,
- * both in files beside the output folder:
+ * both in files of the state folder beside the output (output.h):
  *
- *   the stamp (.<out>.stamp): the stamp of every input file and of every
+ *   the stamp (.kvsite/<out>.stamp): the stamp of every input file and of every
  *     output file of the last successful build. When neither changed, the
  *     build is up to date and does nothing but print that build's warnings
  *     again;
- *   the cache (.<out>.cache, cache.h is its format): each job's record and
+ *   the cache (.kvsite/<out>.cache, cache.h is its format): each job's record and
  *     fingerprints. When the site as a whole did not change (the global key),
  *     the build is incremental: a job whose own inputs, output file and the
  *     records it read did not change is taken from the cache, not rendered.

@@ -115,20 +115,43 @@ static bool S_within(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-/* The lock and the staging folder, beside the output folder. */
+/* kvsite's state folder beside the output ("<parent>/.kvsite"): made on
+ * demand, refused when it is a link or not a folder (writes through it
+ * could land anywhere). It stays on the output's file system: the staging
+ * folder in it is swapped with the output by one rename. */
+static int S_state_dir(const output *o, diag_list *dl)
+{
+    struct stat st;
+    if (mkdir(o->state_dir, 0777) != 0 && errno != EEXIST) {
+        diag_error(dl, NULL, 0, 0, "cannot create kvsite's state folder %s: %s", o->state_dir,
+                   strerror(errno));
+        return -1;
+    }
+    if (lstat(o->state_dir, &st) != 0) {
+        diag_error(dl, NULL, 0, 0, "kvsite's state folder %s: %s", o->state_dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        diag_error(dl, NULL, 0, 0, "kvsite's state folder %s %s: refused", o->state_dir,
+                   S_ISLNK(st.st_mode) ? "is a symbolic link" : "exists and is not a folder");
+        return -1;
+    }
+    return 0;
+}
+
+/* The lock and the staging folder, in the state folder. */
 static int S_lock_and_stage(output *o, diag_list *dl)
 {
-    char *slash = strrchr(o->out_abs, '/');
-    char *parent = slash == o->out_abs ? xstrdup("/") : xstrndup(o->out_abs, (size_t)(slash - o->out_abs));
+    if (S_state_dir(o, dl) != 0)
+        return -1;
     /* one build at a time per output folder */
-    char *lock = xasprintf("%s/.%s.lock", parent, slash + 1);
+    char *lock = output_side_path(o, "lock");
     o->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (o->lock_fd < 0 || flock(o->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         diag_error(dl, NULL, 0, 0, "%s: %s", lock,
                    errno == EWOULDBLOCK ? "another kvsite build is writing this output"
                                         : strerror(errno));
         free(lock);
-        free(parent);
         return -1;
     }
     free(lock);
@@ -136,8 +159,7 @@ static int S_lock_and_stage(output *o, diag_list *dl)
      * build rewrites only what changed in it and then swaps it with the
      * output. Reusing files keeps the file system from allocating thousands
      * of inodes per build. */
-    o->staging = xasprintf("%s/.%s.prev", parent, slash + 1);
-    free(parent);
+    o->staging = output_side_path(o, "prev");
     struct stat sst;
     if (lstat(o->staging, &sst) == 0 && !S_ISDIR(sst.st_mode))
         fs_remove_tree(o->staging);
@@ -189,13 +211,20 @@ int output_setup(output *o, const char *root, const char *root_real, const char 
         diag_error(dl, NULL, 0, 0, "output %s exists and is not a folder", o->out_abs);
         return -1;
     }
+    char *slash = strrchr(o->out_abs, '/');
+    if (!strcmp(slash + 1, OUTPUT_STATE_DIR)) {
+        diag_error(dl, NULL, 0, 0, "output %s: that name is kvsite's state folder", o->out_abs);
+        return -1;
+    }
+    o->state_dir = slash == o->out_abs ? xstrdup("/" OUTPUT_STATE_DIR)
+                                       : xasprintf("%.*s/" OUTPUT_STATE_DIR,
+                                                   (int)(slash - o->out_abs), o->out_abs);
     return check_only ? 0 : S_lock_and_stage(o, dl);
 }
 
 char *output_side_path(const output *o, const char *what)
 {
-    char *slash = strrchr(o->out_abs, '/');
-    return xasprintf("%.*s/.%s.%s", (int)(slash - o->out_abs), o->out_abs, slash + 1, what);
+    return xasprintf("%s/%s.%s", o->state_dir, strrchr(o->out_abs, '/') + 1, what);
 }
 
 /* ---------- the staging folder's scan ---------- */
@@ -415,7 +444,7 @@ int output_publish(output *o, diag_list *dl)
 
 /* ---------- the staging folder as a copy of the output ---------- */
 
-/* The mark (.<out>.synced): "the staging folder holds the output's files,
+/* The mark (.kvsite/<out>.synced): "the staging folder holds the output's files,
  * byte for byte, except those listed" (NUL-separated after its first line:
  * the files the last publish changed, to be copied from the output or
  * removed). It is removed before the staging folder is touched, and written
@@ -591,5 +620,6 @@ void output_free(output *o)
     buf_free(&o->scan.empty_dirs);
     free(o->incr_dir);
     free(o->out_abs);
+    free(o->state_dir);
     free(o->staging);
 }

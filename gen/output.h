@@ -5,12 +5,18 @@
  * writes into, the folder an incremental build writes its changed files to,
  * the sweep of stale files, and publishing.
  *
- * A full build writes into the staging folder (.<out>.prev, the output of the
+ * kvsite's state lives in one folder beside the output, <parent>/.kvsite
+ * (OUTPUT_STATE_DIR): for the output <out>, <out>.lock, the staging folder
+ * <out>.prev, <out>.incr, <out>.synced, and the cache and stamp build.c
+ * keeps; nothing else goes there. It is on the output's file system, as
+ * the swap below needs.
+ *
+ * A full build writes into the staging folder (<out>.prev, the output of the
  * build before the last one: only what changed is rewritten) and publishes by
  * swapping it with the output. An incremental build writes the files whose
- * bytes differ from the published ones into .<out>.incr; to publish, the
+ * bytes differ from the published ones into <out>.incr; to publish, the
  * staging folder is made the output's copy (after an incremental build it
- * is one but for the files a mark file, .<out>.synced, lists), those files
+ * is one but for the files a mark file, <out>.synced, lists), those files
  * are moved into it, and it is swapped with the output the same way. Either
  * way the output is the old one or the new one, whenever the build stops. */
 #ifndef KV_OUTPUT_H
@@ -27,6 +33,9 @@
 #include "strmap.h"
 
 struct stat;
+
+/* The state folder's name, beside the output. */
+#define OUTPUT_STATE_DIR ".kvsite"
 
 /* Where one file goes. */
 typedef struct {
@@ -81,6 +90,7 @@ typedef struct {
 /* One build's output. Everything in it is owned by it (output_free). */
 typedef struct {
     char *out_abs;     /* the final output folder, absolute */
+    char *state_dir;   /* <its parent>/.kvsite: made by output_setup unless check_only */
     char *staging;     /* NULL in check mode */
     char *incr_dir;    /* output_begin_incremental's folder; NULL before */
     bool incremental;  /* files go to incr_dir, compared with out_abs's */
@@ -95,11 +105,11 @@ typedef struct {
 void output_init(output *o);
 /* Works out the output folder (out: relative to root unless absolute; NULL
  * for <root>/site), refuses one that would replace the project or its
- * sources, and, unless check_only, takes the lock and makes the staging
- * folder. 0, or -1 with an error in dl. */
+ * sources, and, unless check_only, makes the state folder, takes the lock
+ * and makes the staging folder. 0, or -1 with an error in dl. */
 int output_setup(output *o, const char *root, const char *root_real, const char *out,
                  bool check_only, diag_list *dl);
-/* The file beside the output folder a build keeps: "<parent>/.<out>.<what>".
+/* A file of the state folder a build keeps: "<state_dir>/<out>.<what>".
  * Malloc'ed. */
 char *output_side_path(const output *o, const char *what);
 
@@ -111,7 +121,7 @@ void output_scan_stop(output *o);
  * folder with links planted in it is emptied. */
 void output_scan_finish(output *o);
 
-/* From here on, files go to a folder of their own (.<out>.incr), moved into
+/* From here on, files go to a folder of their own (<out>.incr), moved into
  * the output when the build succeeds. -1 (an error in dl) when the folder
  * cannot be made: the build is then not incremental. */
 int output_begin_incremental(output *o, diag_list *dl);

@@ -3,6 +3,7 @@
  * incremental rebuild that renders only what changed, a failed build that
  * leaves the output as it was, and kvsite check, which writes nothing. What
  * build_run prints goes to a file (stderr is redirected) and is checked. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -120,6 +121,25 @@ static ino_t S_inode(void **state, const char *rel)
     return st.st_ino;
 }
 
+/* The project holds no state file but in .kvsite/, which holds only site.*. */
+static void S_assert_state_only(void **state)
+{
+    DIR *d = opendir(*state);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        if (!strncmp(e->d_name, ".site", 5))
+            fail_msg("beside the output: %s", e->d_name);
+    closedir(d);
+    char *sdir = xasprintf("%s/.kvsite", (char *)*state);
+    d = opendir(sdir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strncmp(e->d_name, "site.", 5))
+            fail_msg("in the state folder: %s", e->d_name);
+    closedir(d);
+    free(sdir);
+}
+
 static void test_full_build(void **state)
 {
     char *log;
@@ -133,11 +153,14 @@ static void test_full_build(void **state)
     assert_true(S_has(state, "site/feed.xml", "<title>B</title>"));
     assert_true(S_has(state, "site/sitemap.xml", "<loc>/a/</loc>"));
     assert_true(S_has(state, "site/checks/index.html", ""));
-    /* what the next build reads beside the output */
-    assert_true(S_has(state, ".site.stamp", "kvsite-stamp 4\n"));
-    char *cache = S_get(state, ".site.cache");
+    /* what the next build reads, in the state folder beside the output */
+    assert_true(S_has(state, ".kvsite/site.stamp", "kvsite-stamp 4\n"));
+    char *cache = S_get(state, ".kvsite/site.cache");
     assert_non_null(cache);
     free(cache);
+    /* and only there: nothing else of kvsite's lands beside the output, and
+     * the state folder holds the output's files and nothing else */
+    S_assert_state_only(state);
 }
 
 static void test_up_to_date_then_incremental(void **state)
@@ -166,12 +189,13 @@ static void test_up_to_date_then_incremental(void **state)
     assert_true(S_has(state, "site/b/index.html", "Page b, changed."));
     /* the output was swapped in whole (the staging folder, made its copy):
      * the old output, a's file with it, is the staging folder now */
-    assert_int_equal(S_inode(state, ".site.prev/a/index.html"), a);
-    assert_int_equal(S_inode(state, ".site.prev/b/index.html"), b);
+    assert_int_equal(S_inode(state, ".kvsite/site.prev/a/index.html"), a);
+    assert_int_equal(S_inode(state, ".kvsite/site.prev/b/index.html"), b);
     assert_int_not_equal(S_inode(state, "site/b/index.html"), b);
-    char *dir = xasprintf("%s/.site.incr", (char *)*state);
+    char *dir = xasprintf("%s/.kvsite/site.incr", (char *)*state);
     assert_false(fs_exists(dir)); /* moved in and removed */
     free(dir);
+    S_assert_state_only(state);
     /* and a build with --no-cache renders everything again, to the same bytes */
     char *before = S_get(state, "site/b/index.html");
     assert_int_equal(S_run(state, false, true, &log), 0);
@@ -197,6 +221,21 @@ static void test_failed_build_keeps_output(void **state)
     assert_string_equal(after, before);
     free(after);
     free(before);
+    S_assert_state_only(state);
+}
+
+/* A failed first build leaves no output and nothing beside it but the state
+ * folder. */
+static void test_failed_first_build(void **state)
+{
+    char *log;
+    S_put(*state, "content/a.md", "---\ntitle: A\n---\nA [broken](/nowhere/) link.\n");
+    assert_int_equal(S_run(state, false, false, &log), 1);
+    free(log);
+    char *site = xasprintf("%s/site", (char *)*state);
+    assert_false(fs_exists(site));
+    free(site);
+    S_assert_state_only(state);
 }
 
 static void test_check_writes_nothing(void **state)
@@ -206,9 +245,9 @@ static void test_check_writes_nothing(void **state)
     if (!strstr(log, "kvsite: checked 3 pages"))
         fail_msg("%s", log);
     free(log);
-    char *site = xasprintf("%s/site", (char *)*state), *prev = xasprintf("%s/.site.prev", (char *)*state);
+    char *site = xasprintf("%s/site", (char *)*state), *prev = xasprintf("%s/.kvsite", (char *)*state);
     assert_false(fs_exists(site));
-    assert_false(fs_exists(prev));
+    assert_false(fs_exists(prev)); /* no state folder either */
     free(site);
     free(prev);
 }
@@ -241,6 +280,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_full_build, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_up_to_date_then_incremental, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_failed_build_keeps_output, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_failed_first_build, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_check_writes_nothing, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_configuration_errors, S_setup, S_teardown),
     };

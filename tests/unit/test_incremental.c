@@ -60,6 +60,8 @@ static int S_setup(void **state)
     diag_list_init(&f->dl);
     output_init(&f->out);
     f->out.out_abs = xasprintf("%s/site", f->dir);
+    f->out.state_dir = xasprintf("%s/" OUTPUT_STATE_DIR, f->dir);
+    mkdir(f->out.state_dir, 0777);
     incr_init(&f->inc);
     f->inc.root = f->dir;
     f->inc.cfg = &f->cfg;
@@ -148,7 +150,7 @@ static void test_no_cache_no_incremental(void **state)
     assert_false(incr_possible(&f->inc, false));
     assert_false(f->inc.global_known);
     /* a garbage cache file reads as none */
-    S_put(f->dir, ".site.cache", "not a cache");
+    S_put(f->dir, ".kvsite/site.cache", "not a cache");
     incr_read_cache(&f->inc, true);
     assert_int_equal(f->inc.prev.njobs, 0);
     assert_false(incr_possible(&f->inc, false));

@@ -3,6 +3,7 @@
  * output folder's checks and lock, the staging scan and sweep, and both
  * publishes. Every test works in its own temporary folder, set up with plain
  * POSIX calls. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -79,6 +80,20 @@ static ino_t S_inode(void **state, const char *rel)
     assert_int_equal(stat(p, &st), 0);
     free(p);
     return st.st_ino;
+}
+
+/* How many entries the folder rel holds. */
+static int S_count(void **state, const char *rel)
+{
+    char *p = S_path(state, rel);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    free(p);
+    return n;
 }
 
 /* ---- the writer ---- */
@@ -223,6 +238,7 @@ static void test_setup_refuses(void **state)
         {"missing/site", "parent folder does not exist"},
         {"/", "replace the project"}, /* it contains every project */
         {"..", "replace the project"},
+        {".kvsite", "kvsite's state folder"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         diag_list dl;
@@ -249,11 +265,24 @@ static void test_setup_lock_and_staging(void **state)
     output a, b;
     assert_int_equal(S_try_setup(state, NULL, false, &dl, &a), 0);
     assert_non_null(strstr(a.out_abs, "/proj/site"));
-    assert_true(S_exists(state, "proj/.site.prev"));
-    assert_true(S_exists(state, "proj/.site.lock"));
+    assert_true(S_exists(state, "proj/.kvsite/site.prev"));
+    assert_true(S_exists(state, "proj/.kvsite/site.lock"));
     char *side = output_side_path(&a, "cache");
-    assert_string_equal(side + strlen(side) - strlen("/proj/.site.cache"), "/proj/.site.cache");
+    assert_string_equal(side + strlen(side) - strlen("/proj/.kvsite/site.cache"), "/proj/.kvsite/site.cache");
     free(side);
+    /* the state folder is made on demand (0777 & umask), holds only the
+     * output's files, and nothing else lands beside the output */
+    mode_t mask = umask(022);
+    umask(mask);
+    struct stat st;
+    char *sdir = S_path(state, "proj/.kvsite");
+    assert_int_equal(lstat(sdir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0777 & ~mask);
+    assert_string_equal(a.state_dir, sdir);
+    free(sdir);
+    assert_int_equal(S_count(state, "proj"), 1);
+    assert_int_equal(S_count(state, "proj/.kvsite"), 2);
     /* a second build of the same output waits for none: it is refused */
     assert_int_equal(S_try_setup(state, NULL, false, &dl, &b), -1);
     assert_non_null(strstr(dl.v[0].msg, "another kvsite build"));
@@ -267,10 +296,41 @@ static void test_setup_lock_and_staging(void **state)
     assert_int_equal(S_try_setup(state, "other", true, &dl, &a), 0);
     assert_null(a.staging);
     assert_false(output_writes(&a));
-    assert_false(S_exists(state, "proj/.other.prev"));
+    assert_false(S_exists(state, "proj/.kvsite/other.prev"));
+    assert_false(S_exists(state, "proj/.kvsite/other.lock"));
     output_unlock(&a);
     output_free(&a);
     diag_list_free(&dl);
+}
+
+/* A state folder that is a link or not a folder is refused: the lock, the
+ * staging folder and the cache would go wherever it leads. */
+static void test_state_dir_refused(void **state)
+{
+    S_mkdir(state, "proj");
+    S_mkdir(state, "elsewhere");
+    char *target = S_path(state, "elsewhere"), *link = S_path(state, "proj/.kvsite");
+    assert_int_equal(symlink(target, link), 0);
+    for (int i = 0; i < 2; i++) {
+        diag_list dl;
+        diag_list_init(&dl);
+        output o;
+        assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), -1);
+        assert_int_equal(dl.errors, 1);
+        const char *why = i == 0 ? "is a symbolic link: refused" : "is not a folder: refused";
+        if (!strstr(dl.v[0].msg, why) || !strstr(dl.v[0].msg, "/proj/.kvsite"))
+            fail_msg("%s", dl.v[0].msg);
+        assert_null(o.staging);
+        assert_int_equal(o.lock_fd, -1);
+        output_unlock(&o);
+        output_free(&o);
+        diag_list_free(&dl);
+        assert_int_equal(S_count(state, "elsewhere"), 0);
+        assert_int_equal(unlink(link), 0);
+        S_put(state, "proj/.kvsite", "a file");
+    }
+    free(target);
+    free(link);
 }
 
 /* A full build: the scan sees what the staging folder held, the sweep keeps
@@ -284,10 +344,10 @@ static void test_scan_sweep_publish(void **state)
     diag_list_init(&dl);
     output o;
     assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
-    S_mkdir(state, "proj/.site.prev/stale");
-    S_put(state, "proj/.site.prev/stale/gone.html", "stale");
-    S_mkdir(state, "proj/.site.prev/empty");
-    S_put(state, "proj/.site.prev/kept.html", "old bytes");
+    S_mkdir(state, "proj/.kvsite/site.prev/stale");
+    S_put(state, "proj/.kvsite/site.prev/stale/gone.html", "stale");
+    S_mkdir(state, "proj/.kvsite/site.prev/empty");
+    S_put(state, "proj/.kvsite/site.prev/kept.html", "old bytes");
     output_scan_start(&o);
     output_scan_finish(&o);
     assert_true(output_writes(&o));
@@ -301,8 +361,8 @@ static void test_scan_sweep_publish(void **state)
     assert_int_equal(o.extra_bytes, 7);
     assert_string_equal(o.extras.ptr, "feed.xml");
     output_sweep(&o);
-    assert_false(S_exists(state, "proj/.site.prev/stale"));
-    assert_false(S_exists(state, "proj/.site.prev/empty"));
+    assert_false(S_exists(state, "proj/.kvsite/site.prev/stale"));
+    assert_false(S_exists(state, "proj/.kvsite/site.prev/empty"));
     assert_int_equal(output_publish(&o, &dl), 0);
     char *got = S_get(state, "proj/site/kept.html");
     assert_string_equal(got, "new bytes");
@@ -311,7 +371,7 @@ static void test_scan_sweep_publish(void **state)
     assert_string_equal(got, "<feed/>");
     free(got);
     /* the old output is the next build's staging folder */
-    got = S_get(state, "proj/.site.prev/old-output.html");
+    got = S_get(state, "proj/.kvsite/site.prev/old-output.html");
     assert_string_equal(got, "published");
     free(got);
     assert_int_equal(dl.n, 0);
@@ -331,13 +391,13 @@ static void test_scan_planted_link(void **state)
     diag_list_init(&dl);
     output o;
     assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
-    char *target = S_path(state, "victim"), *link = S_path(state, "proj/.site.prev/assets");
+    char *target = S_path(state, "victim"), *link = S_path(state, "proj/.kvsite/site.prev/assets");
     assert_int_equal(symlink(target, link), 0);
-    S_put(state, "proj/.site.prev/x.html", "x");
+    S_put(state, "proj/.kvsite/site.prev/x.html", "x");
     output_scan_finish(&o); /* no thread started: scanned here */
-    assert_false(S_exists(state, "proj/.site.prev/assets"));
-    assert_false(S_exists(state, "proj/.site.prev/x.html"));
-    assert_true(S_exists(state, "proj/.site.prev"));
+    assert_false(S_exists(state, "proj/.kvsite/site.prev/assets"));
+    assert_false(S_exists(state, "proj/.kvsite/site.prev/x.html"));
+    assert_true(S_exists(state, "proj/.kvsite/site.prev"));
     char *got = S_get(state, "victim/precious");
     assert_string_equal(got, "keep me");
     free(got);
@@ -384,15 +444,15 @@ static void test_publish_incremental(void **state)
     free(got);
     /* the old output is the staging folder now, whole, and the mark lists
      * what differs */
-    assert_int_equal(S_inode(state, "proj/.site.prev/same.html"), same_ino);
-    got = S_get(state, "proj/.site.prev/changed.html");
+    assert_int_equal(S_inode(state, "proj/.kvsite/site.prev/same.html"), same_ino);
+    got = S_get(state, "proj/.kvsite/site.prev/changed.html");
     assert_string_equal(got, "before");
     free(got);
-    got = S_get(state, "proj/.site.synced");
+    got = S_get(state, "proj/.kvsite/site.synced");
     assert_non_null(strstr(got, "kvsite-synced 1\n"));
     free(got);
     output_done(&o);
-    assert_false(S_exists(state, "proj/.site.incr"));
+    assert_false(S_exists(state, "proj/.kvsite/site.incr"));
     output_unlock(&o);
     output_free(&o);
     assert_int_equal(dl.n, 0);
@@ -453,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_rel),
         cmocka_unit_test_setup_teardown(test_setup_refuses, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_setup_lock_and_staging, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_state_dir_refused, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_scan_sweep_publish, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_scan_planted_link, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_publish_incremental, S_setup, S_teardown),
