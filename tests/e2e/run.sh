@@ -116,11 +116,13 @@ listing() {
     hashes "$1"
 }
 
-# Builds stage next to the output (.site.prev is kept on purpose: the next
-# build reuses it); nothing named after a process may be left behind.
+# Builds stage in the state folder beside the output (.kvsite/site.prev is
+# kept on purpose: the next build reuses it); nothing named after a process
+# may be left behind.
 expect_no_staging() {
     local left
-    left=$(find "$(dirname "$W")" "$W" -maxdepth 1 \( -name '.*.staging-*' -o -name '.*.old-*' \) 2>/dev/null | head -n 3)
+    left=$( (find "$(dirname "$W")" "$W" -maxdepth 1 \( -name '.*.staging-*' -o -name '.*.old-*' \)
+             find "$W/.kvsite" -maxdepth 1 -name '*.old-*') 2>/dev/null | head -n 3)
     [ -z "$left" ] || fail "staging folder left behind: $left"
 }
 
@@ -293,6 +295,42 @@ t_good_output_folder() {
     [ -f "$W/../abs/articles/kv-cache/index.html" ] || fail "-C DIR -o /abs/OUT wrote nothing there"
     expect_no_file site
     expect_no_staging
+}
+
+# kvsite's state goes in one folder beside the output, .kvsite/, named after
+# the output (site.*, out.*), and nowhere else; an older kvsite's .site.*
+# files are left alone. A state folder that is a link or a file is refused.
+t_good_state_folder() {
+    fresh good
+    printf 'an old cache\n' >"$W/.site.cache"
+    kv build
+    expect_rc 0
+    kv build -o out
+    expect_rc 0
+    [ "$(cd "$W" && find . -maxdepth 1 -name '.site*' | sort | tr '\n' ' ')" = "./.site.cache " ] ||
+        fail "beside the output: $(cd "$W" && find . -maxdepth 1 -name '.site*' -o -maxdepth 1 -name '.out*')"
+    expect_grep .site.cache "an old cache"
+    [ -f "$W/.kvsite/site.lock" ] && [ -f "$W/.kvsite/site.cache" ] && [ -f "$W/.kvsite/out.stamp" ] ||
+        fail "no state in .kvsite/: $(ls -A "$W/.kvsite" 2>&1 | tr '\n' ' ')"
+    local other
+    other=$(cd "$W/.kvsite" && find . -mindepth 1 -maxdepth 1 ! -name 'site.*' ! -name 'out.*')
+    [ -z "$other" ] || fail "more than the outputs' state in .kvsite/: $other"
+    # a link: refused, nothing written where it leads
+    fresh good
+    mkdir "$W/../elsewhere"
+    ln -s ../elsewhere "$W/.kvsite"
+    kv build
+    expect_rc 2
+    grep -qF "/.kvsite is a symbolic link: refused" "$W.err" || fail "no clear error: $(cat "$W.err")"
+    [ -z "$(ls -A "$W/../elsewhere")" ] || fail "wrote through the link: $(ls -A "$W/../elsewhere")"
+    expect_no_file site
+    # a file: refused
+    rm "$W/.kvsite"
+    printf 'x\n' >"$W/.kvsite"
+    kv build
+    expect_rc 2
+    grep -qF "/.kvsite exists and is not a folder: refused" "$W.err" || fail "no clear error: $(cat "$W.err")"
+    expect_no_file site
 }
 
 t_good_reproducible() {
@@ -1317,7 +1355,7 @@ t_cache_incremental_equals_full() {
     hashes "$W/site" >"$W.inc"
     [ -d "$W/site/extra/p3" ] && fail "a deleted page survived"
     [ -d "$W/site/extra/p2" ] && fail "a renamed page survived under its old name"
-    rm -rf "$W/site" "$W/.site.prev" "$W/.site.stamp"
+    rm -rf "$W/site" "$W/.kvsite/site.prev" "$W/.kvsite/site.stamp"
     kv build --no-cache -o full
     expect_rc 0
     hashes "$W/full" >"$W.full"
@@ -1334,9 +1372,9 @@ t_full_build_sweeps_staging() {
     listing "$W/site" >"$W.l0"
     kv build --no-cache
     expect_rc 0
-    mkdir -p "$W/.site.prev/old" "$W/.site.prev/empty/deeper" "$W/.site.prev/notes/gone"
-    printf 'stale\n' >"$W/.site.prev/old/x.html"
-    printf 'stale\n' >"$W/.site.prev/notes/gone/index.html"
+    mkdir -p "$W/.kvsite/site.prev/old" "$W/.kvsite/site.prev/empty/deeper" "$W/.kvsite/site.prev/notes/gone"
+    printf 'stale\n' >"$W/.kvsite/site.prev/old/x.html"
+    printf 'stale\n' >"$W/.kvsite/site.prev/notes/gone/index.html"
     kv build --no-cache
     expect_rc 0
     listing "$W/site" >"$W.l1"
@@ -1621,7 +1659,7 @@ t_incremental_no_cache() {
     expect_rc 0
     rendered 1
     # a damaged cache is ignored: a full build, no error
-    printf 'garbage' >"$W/.site.cache"
+    printf 'garbage' >"$W/.kvsite/site.cache"
     printf '\nAnd again.\n' >>"$W/content/notes/week-1.md"
     kv build
     expect_rc 0
@@ -1638,7 +1676,7 @@ t_incremental_cache_cannot_lie() {
         fresh good
         kv build
         expect_rc 0
-        python3 - "$W/.site.cache" "$from" "$to" <<'EOF' || fail "cannot patch the cache"
+        python3 - "$W/.kvsite/site.cache" "$from" "$to" <<'EOF' || fail "cannot patch the cache"
 import sys
 p, a, b = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
 data = open(p, "rb").read()
@@ -1911,7 +1949,7 @@ t_incremental_publish_fails() {
     chattr +i "$W/site/notes" 2>/dev/null || return 0 # no CAP_LINUX_IMMUTABLE: not testable here
     printf '<!-- edited -->\n' >>"$W/templates/partials/head.html"
     kv build
-    chattr -i "$W/site/notes" "$W/.site.prev/notes" 2>/dev/null
+    chattr -i "$W/site/notes" "$W/.kvsite/site.prev/notes" 2>/dev/null
     listing "$W/site" >"$W.now"
     if [ "$RC" -eq 0 ]; then
         kv build --no-cache -o "$W.newsite"
@@ -1981,7 +2019,7 @@ t_failed_build_leaves_no_staging() {
     hashes "$W/site" >"$W.snap2"
     cmp -s "$W.snap" "$W.snap2" || fail "site/ changed although the build failed"
     local left
-    left=$(find "$W/.site.prev" "$W/.site.incr" -type f 2>/dev/null | head -n 3)
+    left=$(find "$W/.kvsite/site.prev" "$W/.kvsite/site.incr" -type f 2>/dev/null | head -n 3)
     [ -z "$left" ] || fail "the failed build left files beside the output: $left"
     rm "$W/content/notes/broken.md"
     kv build
