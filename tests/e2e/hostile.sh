@@ -11,7 +11,7 @@
 #   - the exit status (1 for content, 2 for site.yaml and usage), no crash or
 #     sanitizer report, no hang (a hard timeout of $CASE_TIMEOUT s);
 #   - every expected diagnostic, matched as a regex on `file:line:col: error:`;
-#   - site/ byte for byte as it was, no .site.staging-* or .site.prev.old-* left;
+#   - site/ byte for byte as it was, no .site.staging-* or .kvsite/site.prev.old-* left;
 #   - nothing outside the project changed (the canary folder and its parent).
 # Cases where hostile input must come out safely escaped expect exit 0 and grep
 # the output instead.
@@ -120,7 +120,7 @@ common_checks() {
         why "crash report: $(grep -m1 -E 'AddressSanitizer|LeakSanitizer|runtime error:|Lua panic|internal error|crashed \(signal' "$LOG")"
     fi
     local left
-    left=$(find "$W" -maxdepth 3 \( -name '.*.staging-*' -o -name '.*.prev.old-*' \) 2>/dev/null | head -1)
+    left=$(find "$W" -maxdepth 4 \( -name '.*.staging-*' -o -name '*.prev.old-*' \) 2>/dev/null | head -1)
     [ -n "$left" ] && why "left behind: ${left#"$W"/}"
     [ "$(outside_hash)" = "$OUTSIDE_BEFORE" ] && [ "$(outside_hash)" = "$CANARY" ] ||
         why "something outside the project changed: $(cd "$W" && find . -path ./proj -prune -o -newer "$tmp/base/stamp" -print | head -3 | tr '\n' ' ')"
@@ -701,7 +701,7 @@ t_tpl_symlink_out() {
     ln -sf ../../../canary/secret.html "$P/templates/partials/head.html"
     build
     expect_fail 1 "templates/partials/head\.html.*(symbolic link|outside|refused)"
-    grep -rqs 'secret outside the project' "$P/site" "$P/.site.prev" && why "the secret was rendered"
+    grep -rqs 'secret outside the project' "$P/site" "$P/.kvsite" && why "the secret was rendered"
 }
 
 t_tpl_markdown_inline_bytes() {
@@ -1022,11 +1022,11 @@ t_fs_site_is_a_symlink() {
 t_fs_staging_symlinks() {
     # the staging folder of the next build lives in the project: a pull request
     # can commit one whose entries point outside
-    rm -rf "$P/.site.prev"
-    mkdir -p "$P/.site.prev/assets"
-    ln -s ../../canary/dir "$P/.site.prev/notes"
-    ln -s ../../canary/secret.html "$P/.site.prev/index.html"
-    ln -s ../../../canary/secret.html "$P/.site.prev/assets/x.css"
+    rm -rf "$P/.kvsite/site.prev"
+    mkdir -p "$P/.kvsite/site.prev/assets"
+    ln -s ../../../canary/dir "$P/.kvsite/site.prev/notes"
+    ln -s ../../../canary/secret.html "$P/.kvsite/site.prev/index.html"
+    ln -s ../../../../canary/secret.html "$P/.kvsite/site.prev/assets/x.css"
     build
     common_checks
     [ "$(cat "$W/canary/secret.html")" = '<p>secret outside the project</p>' ] || why "canary/secret.html was written"
@@ -1034,12 +1034,22 @@ t_fs_staging_symlinks() {
 }
 
 t_fs_lock_symlink() {
-    rm -rf "$P/.site.lock" "$P/.site.prev"
-    ln -s ../canary/lock "$P/.site.lock"
-    ln -s ../canary/dir "$P/.site.prev"
+    mkdir -p "$P/.kvsite"
+    rm -rf "$P/.kvsite/site.lock" "$P/.kvsite/site.prev"
+    ln -s ../../canary/lock "$P/.kvsite/site.lock"
+    ln -s ../../canary/dir "$P/.kvsite/site.prev"
     build
     common_checks
     [ ! -e "$W/canary/lock" ] || why "canary/lock was created"
+    [ -z "$(ls "$W/canary/dir" | grep -v keep.txt)" ] || why "files were written into canary/dir"
+}
+
+t_fs_state_dir_symlink() {
+    # the state folder itself committed as a link out of the project: refused
+    rm -rf "$P/.kvsite"
+    ln -s ../canary/dir "$P/.kvsite"
+    build
+    expect_fail 2 "\.kvsite is a symbolic link: refused"
     [ -z "$(ls "$W/canary/dir" | grep -v keep.txt)" ] || why "files were written into canary/dir"
 }
 
@@ -1117,7 +1127,7 @@ t_fs_many_files() {
 # no_leak: LEAKED7f3a is nowhere in the output folders or the log.
 no_leak() {
     local hit
-    hit=$(grep -rls LEAKED7f3a "$P/site" "$P"/.site.* "$LOG" 2>/dev/null | head -3 | tr '\n' ' ')
+    hit=$(grep -rls LEAKED7f3a "$P/site" "$P/.kvsite" "$LOG" 2>/dev/null | head -3 | tr '\n' ' ')
     [ -z "$hit" ] || why "the secret outside the project leaked into: $hit"
 }
 
