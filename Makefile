@@ -116,4 +116,4 @@ deps:
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PKGS)
 
 clean:
-	rm -rf build site .site.staging* .site.old*
+	rm -rf build site .kvsite .site.staging* .site.old*

@@ -123,7 +123,7 @@ t_new_en_builds_strict() {
     expect_file "$S/site/assets/theme.css"
     expect_file "$S/site/404.html"
     expect_no_grep "$S/site/articles/first-figures/index.html" '跳到正文'
-    expect_grep "$S/.gitignore" '.site.*'
+    expect_grep "$S/.gitignore" '.kvsite/'
     expect_grep "$S/.github/workflows/kvsite.yml" 'build --strict'
     expect_grep "$S/.github/workflows/kvsite.yml" 'actions/deploy-pages'
     # a changed figure fails the strict build at its line
