@@ -23,16 +23,7 @@ static config S_cfg;
 
 static void S_page_clear(page *p)
 {
-    free(p->title);
-    free(p->date);
-    free(p->updated);
-    free(p->summary);
-    free(p->slug);
-    free(p->template_name);
-    for (size_t i = 0; i < p->ntags; i++)
-        free(p->tags[i]);
-    free(p->tags);
-    yv_free(p->front);
+    fm_page_clear(p);
     memset(p, 0, sizeof *p);
 }
 
