@@ -2507,27 +2507,6 @@ EOF
 
 # ---------- running ----------
 
-cases=$(grep -oE '^t_[a-z0-9_]+\(\)' "${BASH_SOURCE[0]}" | sed 's/()$//')
-if [ $# -gt 0 ]; then
-    cases=$(for c in "$@"; do echo "t_${c#t_}"; done)
-fi
-passed=0 failed=0
-for fn in $cases; do
-    CASE=${fn#t_}
-    WHY="" DIFFS="" RC=0
-    if ! declare -F "$fn" >/dev/null; then
-        fail "no such case"
-    else
-        "$fn"
-    fi
-    if [ -z "$WHY" ]; then
-        echo "ok $CASE"
-        passed=$((passed + 1))
-    else
-        echo "FAIL $CASE: $WHY"
-        [ -n "$DIFFS" ] && printf '%s' "$DIFFS"
-        failed=$((failed + 1))
-    fi
-done
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+# shellcheck source=cases.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cases.sh"
+run_cases "${BASH_SOURCE[0]}" "$@"
