@@ -121,7 +121,9 @@ static int S_format_number(lua_State *L)
     return 1;
 }
 
-/* date(d, fmt): fmt with %Y %m %d %H %M %S (and %%), from "YYYY-MM-DD[ HH:MM[:SS]]". */
+/* date(d, fmt): fmt with %Y %m %d %H %M %S (and %%), from "YYYY-MM-DD[ HH:MM[:SS]]".
+ * %-m, %-d, ... drop leading zeros, as GNU strftime does: Chinese dates are
+ * written 2024年3月5日, not 2024年03月05日. */
 static int S_date(lua_State *L)
 {
     const char *d = luaL_optstring(L, 1, "");
@@ -154,12 +156,18 @@ static int S_date(lua_State *L)
         }
         f++;
         const char *keys = "YmdHMS";
+        bool unpadded = *f == '-' && f[1] && strchr(keys, f[1]);
+        if (unpadded)
+            f++;
         const char *k = strchr(keys, *f);
         if (*f == '%')
             buf_putc(&b, '%');
-        else if (k)
-            buf_puts(&b, part[k - keys]);
-        else {
+        else if (k) {
+            const char *digits = part[k - keys];
+            while (unpadded && digits[0] == '0' && digits[1])
+                digits++;
+            buf_puts(&b, digits);
+        } else {
             buf_putc(&b, '%');
             buf_putc(&b, *f);
         }

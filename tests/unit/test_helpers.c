@@ -58,6 +58,9 @@ static void test_date(void **state)
     S_is("return date('2024-03-05 14:07', '%Y%m%d %H:%M:%S %% %q')", "20240305 14:07:00 % %q");
     S_is("return date('2024-03-05T14:07:09')", "2024-03-05");
     S_is("return date('', '%Y')", "");
+    S_is("return date('2024-03-05 04:00', '%Y年%-m月%-d日 %-H:%M')", "2024年3月5日 4:00");
+    S_is("return date('2024-12-10', '%-m/%-d %-q %-')", "12/10 %-q %-");
+    S_is("return date('2024-01-01 00:00', '%-H')", "0");
     S_is("return date(nil)", "");
     char out[256];
     assert_int_not_equal(S_eval("return date('March 5')", out, sizeof out), 0);
