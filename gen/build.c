@@ -311,6 +311,7 @@ static void S_choose(build_state *s)
         s->env.same_dir = s->out.out_abs;
     } else if (s->out.staging) {
         output_unmark(&s->out);
+        s->env.diff_dir = output_dest_of(&s->out).diff_dir; /* what the records say differs */
         output_scan_finish(&s->out);
         S_trace(s, "staging scanned");
     }
@@ -520,7 +521,18 @@ static void S_publish(build_state *s)
     } else if (s->dl.errors == 0 && s->out.staging) {
         output_sweep(&s->out);
         S_trace(s, "swept");
-        if (output_publish(&s->out, &s->dl) != 0)
+        buf fresh = BUF_INIT; /* the pages whose bytes the old output lacks */
+        for (size_t j = 0; j < s->njobs; j++) {
+            const page_record *r = &s->records[j];
+            if (r->out_changed && r->url && r->url[0] && r->out_bytes > 0) {
+                char *rel = output_rel(r->url);
+                buf_put(&fresh, rel, strlen(rel) + 1);
+                free(rel);
+            }
+        }
+        int rc = output_publish(&s->out, fresh.ptr ? fresh.ptr : "", fresh.len, &s->dl);
+        buf_free(&fresh);
+        if (rc != 0)
             diag_print(&s->dl, stderr, s->github);
     }
     if (s->dl.errors && output_writes(&s->out))
