@@ -640,5 +640,7 @@ int build_run(const build_opts *o)
         S_summary(&s);
         S_save(&s);
     }
+    if (o->done)
+        o->done(o->done_ctx, s.status, &s.dl);
     return S_finish(&s);
 }

@@ -87,6 +87,7 @@ char *output_rel(const char *url)
 
 void output_init(output *o)
 {
+    S_total = 0; /* one build's count: kvsite serve builds again and again */
     memset(o, 0, sizeof *o);
     o->lock_fd = -1;
     strmap_init(&o->outputs);
@@ -129,7 +130,7 @@ static bool S_within(const char *path, const char *dir)
  * demand, refused when it is a link or not a folder (writes through it
  * could land anywhere). It stays on the output's file system: the staging
  * folder in it is swapped with the output by one rename. */
-static int S_state_dir(const output *o, diag_list *dl)
+int output_state_dir(const output *o, diag_list *dl)
 {
     struct stat st;
     if (mkdir(o->state_dir, 0777) != 0 && errno != EEXIST) {
@@ -152,7 +153,7 @@ static int S_state_dir(const output *o, diag_list *dl)
 /* The lock and the staging folder, in the state folder. */
 static int S_lock_and_stage(output *o, diag_list *dl)
 {
-    if (S_state_dir(o, dl) != 0)
+    if (output_state_dir(o, dl) != 0)
         return -1;
     /* one build at a time per output folder */
     char *lock = output_side_path(o, "lock");

@@ -7,8 +7,9 @@
  *
  * kvsite's state lives in one folder beside the output, <parent>/.kvsite
  * (OUTPUT_STATE_DIR): for the output <out>, <out>.lock, the staging folder
- * <out>.prev, <out>.incr, <out>.synced, and the cache and stamp build.c
- * keeps; nothing else goes there. It is on the output's file system, as
+ * <out>.prev, <out>.incr, <out>.synced, the cache and stamp build.c
+ * keeps, and <out>.serve (serve.h: the running kvsite serve's lock and
+ * address); nothing else goes there. It is on the output's file system, as
  * the swap below needs.
  *
  * A full build writes into the staging folder (<out>.prev, the output of the
@@ -120,6 +121,10 @@ void output_init(output *o);
  * and makes the staging folder. 0, or -1 with an error in dl. */
 int output_setup(output *o, const char *root, const char *root_real, const char *out,
                  bool check_only, diag_list *dl);
+/* Makes the state folder (o->state_dir, set by output_setup) unless it is
+ * there, refusing one that is a link or not a folder. 0, or -1 with an
+ * error in dl. */
+int output_state_dir(const output *o, diag_list *dl);
 /* A file of the state folder a build keeps: "<state_dir>/<out>.<what>".
  * Malloc'ed. */
 char *output_side_path(const output *o, const char *what);
