@@ -82,6 +82,7 @@ check-e2e: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/run.sh
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/hostile.sh
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/firsthour.sh
+	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/serve.sh
 
 install: $(KVSITE)
 	install -d $(BINDIR) $(SHAREDIR)/checks
