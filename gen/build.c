@@ -63,6 +63,7 @@ typedef struct {
     bool writer_used;  /* a full build's cache is written by incr_writer */
     char counts[INCR_COUNTS]; /* the summary's counts: "3 pages, 2 figures (...)" */
     int status;
+    bool told;         /* build_opts.done was called */
 } build_state;
 
 static double S_now(void)
@@ -587,6 +588,15 @@ static void S_save(build_state *s)
     }
 }
 
+/* build_opts.done, once: as soon as the output is published (or not) and
+ * the diagnostics printed, before the cache is saved and the memory freed. */
+static void S_tell(build_state *s)
+{
+    if (s->o->done && !s->told)
+        s->o->done(s->o->done_ctx, s->status, &s->dl);
+    s->told = true;
+}
+
 static build_state *volatile S_kept; /* see build_opts.exiting; volatile: a store never read must stay */
 
 static int S_finish(build_state *s)
@@ -638,9 +648,9 @@ int build_run(const build_opts *o)
         S_report(&s);
         S_publish(&s);
         S_summary(&s);
+        S_tell(&s); /* kvsite serve reloads pages while the cache is saved */
         S_save(&s);
     }
-    if (o->done)
-        o->done(o->done_ctx, s.status, &s.dl);
+    S_tell(&s);
     return S_finish(&s);
 }

@@ -25,8 +25,9 @@ typedef struct {
     bool exiting;      /* the process exits after build_run: its memory is
                         * left to the exit instead of freed */
     /* NULL, or called once the build's outcome is known (published or not,
-     * printed), before its memory is freed: the status build_run returns
-     * and the diagnostics it printed (kvsite serve shows them) */
+     * printed), before the cache is saved and the memory freed: the status
+     * build_run returns and the diagnostics it printed (kvsite serve shows
+     * them) */
     void (*done)(void *ctx, int status, const diag_list *dl);
     void *done_ctx;
 } build_opts;
