@@ -143,7 +143,9 @@ static enum MHD_Result S_html(httpd *h, struct MHD_Connection *c, unsigned statu
     return S_queue(c, status, r, httpd_mime("x.html"));
 }
 
-/* The site's 404.html, or a line of text when it has none. */
+/* The site's 404.html, or a page of one line when it has none (still with
+ * the script and the overlay: a site whose first build failed has no
+ * output, and its pages must reload once it builds). */
 static enum MHD_Result S_not_found(httpd *h, struct MHD_Connection *c, int outfd)
 {
     int fd = outfd >= 0 ? fs_open_beneath(outfd, "404.html", O_RDONLY) : -1;
@@ -152,7 +154,16 @@ static enum MHD_Result S_not_found(httpd *h, struct MHD_Connection *c, int outfd
         return S_html(h, c, MHD_HTTP_NOT_FOUND, fd);
     if (fd >= 0)
         close(fd);
-    return S_text(c, MHD_HTTP_NOT_FOUND, "404 not found\n");
+    static const char page[] = "<!doctype html>\n<title>404 not found</title>\n"
+                               "<body><p>404 not found</p></body>\n";
+    buf out = BUF_INIT;
+    pthread_mutex_lock(&h->mu);
+    reload_inject(page, sizeof page - 1, h->generation, h->diags, &out);
+    pthread_mutex_unlock(&h->mu);
+    size_t len = out.len;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, buf_detach(&out), MHD_RESPMEM_MUST_FREE);
+    return S_queue(c, MHD_HTTP_NOT_FOUND, r, httpd_mime("x.html"));
 }
 
 /* rel names a folder: redirect url to url + "/". */
@@ -161,9 +172,20 @@ static enum MHD_Result S_redirect(struct MHD_Connection *c, const char *url)
     struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!r)
         return MHD_NO;
-    char *to = xasprintf("%s/", url);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, to);
-    free(to);
+    /* the path came decoded: encoded again for the header */
+    buf to = BUF_INIT;
+    for (const unsigned char *p = (const unsigned char *)url; *p; p++) {
+        if (*p <= 0x20 || *p >= 0x7f || *p == '%' || *p == '"' || *p == '?' || *p == '#') {
+            char esc[4];
+            snprintf(esc, sizeof esc, "%%%02X", *p);
+            buf_puts(&to, esc);
+        } else {
+            buf_putc(&to, *p);
+        }
+    }
+    buf_putc(&to, '/');
+    MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, buf_cstr(&to));
+    buf_free(&to);
     return S_queue(c, MHD_HTTP_MOVED_PERMANENTLY, r, NULL);
 }
 

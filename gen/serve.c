@@ -221,6 +221,7 @@ static void S_watch_all(watch *w, const char *root)
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
         char *d = fs_join(root, dirs[i]);
         watch_add_tree(w, d);
+        watch_add_file(w, root, dirs[i]); /* made (or replaced) later */
         free(d);
     }
     watch_add_file(w, root, "site.yaml");

@@ -131,8 +131,16 @@ static bool S_event(watch *w, const struct inotify_event *ev)
     if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF))
         return w->whole[i];
     const char *name = ev->len ? ev->name : "";
-    if (!w->whole[i])
-        return name[0] && S_named(w, name);
+    if (!w->whole[i]) {
+        if (!name[0] || !S_named(w, name))
+            return false;
+        if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+            char *sub = fs_join(w->paths[i], name); /* a watched folder made later */
+            watch_add_tree(w, sub);
+            free(sub);
+        }
+        return true;
+    }
     if (ev->mask & IN_ISDIR) {
         if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && !watch_ignored(name)) {
             char *sub = fs_join(w->paths[i], name);

@@ -34,7 +34,8 @@ int watch_open(watch *w);
 /* Watches the folder at path and every folder beneath it (a missing folder is
  * not an error: nothing is watched). */
 void watch_add_tree(watch *w, const char *path);
-/* Watches the file at dir/name (dir itself, for that name only). */
+/* Watches the file at dir/name (dir itself, for that name only); a folder
+ * of that name made later is watched whole from then on. */
 void watch_add_file(watch *w, const char *dir, const char *name);
 /* Reads the pending events: true when one of them is a change that counts
  * (new folders are watched as it goes). Never blocks. */

@@ -106,6 +106,13 @@ static void test_inotify(void **state)
     assert_true(S_changed(&w));
     tmpdir_put(dir, "site.yaml", "title: z\n");
     assert_true(S_changed(&w));
+    /* a watched folder that did not exist yet: made, then written in */
+    watch_add_file(&w, dir, "templates");
+    tmpdir_put(dir, "templates/page.html", "x");
+    assert_true(S_changed(&w));
+    assert_false(watch_read(&w));
+    tmpdir_put(dir, "templates/page.html", "y");
+    assert_true(S_changed(&w));
     watch_close(&w);
     free(content);
     free(from);
