@@ -470,14 +470,19 @@ static bool S_read_mark(const char *path, buf *dirty)
     return ok;
 }
 
+/* Written whole or not at all (a file cut short by a kill could end at a
+ * NUL and pass for a shorter list): to a side file, renamed over. */
 static void S_write_mark(const output *o, const buf *changed)
 {
     char *mark = output_side_path(o, "synced");
+    char *tmp = output_side_path(o, "synced.new");
     buf text = BUF_INIT;
     buf_puts(&text, S_MARK_HEAD);
     buf_put(&text, changed->ptr, changed->len);
-    fs_write_file(mark, text.ptr, text.len);
+    if (fs_write_file(tmp, text.ptr, text.len) != 0 || rename(tmp, mark) != 0)
+        unlink(tmp);
     buf_free(&text);
+    free(tmp);
     free(mark);
 }
 
@@ -487,7 +492,8 @@ int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl
         S_publish_error(o, dl, errno);
         return -1;
     }
-    if (!fresh || !o->had_output)
+    struct stat st;
+    if (!fresh || !o->had_output || lstat(o->staging, &st) != 0 || !S_ISDIR(st.st_mode))
         return 0; /* no old output in the staging folder now: nothing to mark */
     /* The staging folder is the old output: the new one's copy but for the
      * pages whose bytes differ (the writers compared them), the extras (not
@@ -554,9 +560,13 @@ static int S_sync(output *o, const char *files, size_t files_len)
     bool marked = S_read_mark(mark, &dirty);
     unlink(mark);
     free(mark);
+    int rc = 0;
+    if (mkdir(o->staging, 0777) == 0)
+        marked = false; /* no staging folder: the mark says nothing of an empty one */
+    else if (errno != EEXIST)
+        rc = -1;
     const char *list = marked ? buf_cstr(&dirty) : files;
     size_t len = marked ? dirty.len : files_len;
-    int rc = mkdir(o->staging, 0777) == 0 || errno == EEXIST ? 0 : -1;
     if (rc == 0 && !marked) {
         strmap keep;
         strmap_init(&keep);
