@@ -1,7 +1,7 @@
 # kvsite: `make` builds the generator and the bundled site; `make test` runs every test.
 # Libraries come from Debian packages, found with pkg-config (see `make deps`).
 
-PKGS      := libcmark-gfm lua5.4 yaml-0.1
+PKGS      := libcmark-gfm lua5.4 yaml-0.1 libmicrohttpd
 B         ?= build
 CC        ?= cc
 OPT       ?= -O2 -g
@@ -25,7 +25,8 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 KVSITE    := $(B)/kvsite
 
 DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
-               liblua5.4-dev libyaml-dev libcmocka-dev python3 procps
+               liblua5.4-dev libyaml-dev libcmocka-dev python3 procps \
+               libmicrohttpd-dev curl
 
 .PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
 
@@ -81,6 +82,7 @@ check-e2e: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/run.sh
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/hostile.sh
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/firsthour.sh
+	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/serve.sh
 
 install: $(KVSITE)
 	install -d $(BINDIR) $(SHAREDIR)/checks

@@ -63,6 +63,7 @@ typedef struct {
     bool writer_used;  /* a full build's cache is written by incr_writer */
     char counts[INCR_COUNTS]; /* the summary's counts: "3 pages, 2 figures (...)" */
     int status;
+    bool told;         /* build_opts.done was called */
 } build_state;
 
 static double S_now(void)
@@ -311,6 +312,7 @@ static void S_choose(build_state *s)
         s->env.same_dir = s->out.out_abs;
     } else if (s->out.staging) {
         output_unmark(&s->out);
+        s->env.diff_dir = output_dest_of(&s->out).diff_dir; /* what the records say differs */
         output_scan_finish(&s->out);
         S_trace(s, "staging scanned");
     }
@@ -520,7 +522,18 @@ static void S_publish(build_state *s)
     } else if (s->dl.errors == 0 && s->out.staging) {
         output_sweep(&s->out);
         S_trace(s, "swept");
-        if (output_publish(&s->out, &s->dl) != 0)
+        buf fresh = BUF_INIT; /* the pages whose bytes the old output lacks */
+        for (size_t j = 0; j < s->njobs; j++) {
+            const page_record *r = &s->records[j];
+            if (r->out_changed && r->url && r->url[0] && r->out_bytes > 0) {
+                char *rel = output_rel(r->url);
+                buf_put(&fresh, rel, strlen(rel) + 1);
+                free(rel);
+            }
+        }
+        int rc = output_publish(&s->out, fresh.ptr ? fresh.ptr : "", fresh.len, &s->dl);
+        buf_free(&fresh);
+        if (rc != 0)
             diag_print(&s->dl, stderr, s->github);
     }
     if (s->dl.errors && output_writes(&s->out))
@@ -575,6 +588,15 @@ static void S_save(build_state *s)
     }
 }
 
+/* build_opts.done, once: as soon as the output is published (or not) and
+ * the diagnostics printed, before the cache is saved and the memory freed. */
+static void S_tell(build_state *s)
+{
+    if (s->o->done && !s->told)
+        s->o->done(s->o->done_ctx, s->status, &s->dl);
+    s->told = true;
+}
+
 static build_state *volatile S_kept; /* see build_opts.exiting; volatile: a store never read must stay */
 
 static int S_finish(build_state *s)
@@ -626,7 +648,9 @@ int build_run(const build_opts *o)
         S_report(&s);
         S_publish(&s);
         S_summary(&s);
+        S_tell(&s); /* kvsite serve reloads pages while the cache is saved */
         S_save(&s);
     }
+    S_tell(&s);
     return S_finish(&s);
 }

@@ -12,6 +12,8 @@
 
 #include <stdbool.h>
 
+#include "diag.h"
+
 typedef struct {
     const char *root;  /* project folder (-C) */
     const char *out;   /* output folder; NULL for <root>/site */
@@ -22,6 +24,12 @@ typedef struct {
     bool no_cache;     /* --no-cache: build even when nothing changed */
     bool exiting;      /* the process exits after build_run: its memory is
                         * left to the exit instead of freed */
+    /* NULL, or called once the build's outcome is known (published or not,
+     * printed), before the cache is saved and the memory freed: the status
+     * build_run returns and the diagnostics it printed (kvsite serve shows
+     * them) */
+    void (*done)(void *ctx, int status, const diag_list *dl);
+    void *done_ctx;
 } build_opts;
 
 int build_run(const build_opts *o);

@@ -13,12 +13,15 @@
 #include "paths.h"
 #include "render.h"
 #include "scaffold.h"
+#include "serve.h"
 
 static const char *S_usage =
     "usage: kvsite build [-C DIR] [-o OUT] [--strict] [-j N] [--drafts] [--no-cache]\n"
     "                    [--limits NAME=N,...] [--no-unsafe]\n"
     "       kvsite check [-C DIR] [--strict] [-j N] [--drafts] [--limits NAME=N,...] [--no-unsafe]\n"
     "       kvsite render [--unsafe] [--strict]  Markdown on stdin -> HTML on stdout\n"
+    "       kvsite serve [-C DIR] [--port N] [--bind ADDR] [--drafts] [--open]\n"
+    "                    live-reload preview, errors in the browser\n"
     "       kvsite lua-test [-C DIR] FILE...  run Lua tests in the sandbox\n"
     "       kvsite new DIR [--lang en|zh]  a new site from the starter, ready to build\n"
     "       kvsite new page [-C DIR] SECTION/NAME  a new page with front matter\n"
@@ -166,6 +169,8 @@ int main(int argc, char **argv)
         return S_build(argc - 1, argv + 1, true);
     if (strcmp(cmd, "render") == 0)
         return S_render(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0)
+        return serve_main(argc - 1, argv + 1);
     if (strcmp(cmd, "lua-test") == 0)
         return luatest_main(argc - 1, argv + 1);
     if (strcmp(cmd, "new") == 0)

@@ -67,6 +67,16 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
     return 1;
 }
 
+bool output_differs(const output_dest *d, const char *rel, const void *data, size_t len)
+{
+    if (!d->diff_dir)
+        return true;
+    char *published = fs_join(d->diff_dir, rel);
+    bool same = fs_same(published, data ? data : "", len);
+    free(published);
+    return !same;
+}
+
 char *output_rel(const char *url)
 {
     size_t n = strlen(url);
@@ -77,6 +87,7 @@ char *output_rel(const char *url)
 
 void output_init(output *o)
 {
+    S_total = 0; /* one build's count: kvsite serve builds again and again */
     memset(o, 0, sizeof *o);
     o->lock_fd = -1;
     strmap_init(&o->outputs);
@@ -119,7 +130,7 @@ static bool S_within(const char *path, const char *dir)
  * demand, refused when it is a link or not a folder (writes through it
  * could land anywhere). It stays on the output's file system: the staging
  * folder in it is swapped with the output by one rename. */
-static int S_state_dir(const output *o, diag_list *dl)
+int output_state_dir(const output *o, diag_list *dl)
 {
     struct stat st;
     if (mkdir(o->state_dir, 0777) != 0 && errno != EEXIST) {
@@ -142,7 +153,7 @@ static int S_state_dir(const output *o, diag_list *dl)
 /* The lock and the staging folder, in the state folder. */
 static int S_lock_and_stage(output *o, diag_list *dl)
 {
-    if (S_state_dir(o, dl) != 0)
+    if (output_state_dir(o, dl) != 0)
         return -1;
     /* one build at a time per output folder */
     char *lock = output_side_path(o, "lock");
@@ -207,7 +218,8 @@ int output_setup(output *o, const char *root, const char *root_real, const char 
         return -1;
     }
     struct stat st;
-    if (lstat(o->out_abs, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    o->had_output = lstat(o->out_abs, &st) == 0;
+    if (o->had_output && !S_ISDIR(st.st_mode)) {
         diag_error(dl, NULL, 0, 0, "output %s exists and is not a folder", o->out_abs);
         return -1;
     }
@@ -348,7 +360,8 @@ output_dest output_dest_of(const output *o)
 {
     output_dest d = {.dir = o->incremental ? o->incr_dir : o->staging,
                      .same_dir = o->incremental ? o->out_abs : NULL,
-                     .cap = o->cap};
+                     .cap = o->cap,
+                     .diff_dir = !o->incremental && o->had_output ? o->out_abs : NULL};
     return d;
 }
 
@@ -433,14 +446,6 @@ static void S_publish_error(output *o, diag_list *dl, int err)
     diag_error(dl, NULL, 0, 0, "cannot publish %s: %s", o->out_abs, strerror(err));
 }
 
-int output_publish(output *o, diag_list *dl)
-{
-    if (S_swap(o) != 0) {
-        S_publish_error(o, dl, errno);
-        return -1;
-    }
-    return 0;
-}
 
 /* ---------- the staging folder as a copy of the output ---------- */
 
@@ -463,6 +468,56 @@ static bool S_read_mark(const char *path, buf *dirty)
         buf_put(dirty, text.ptr + sizeof S_MARK_HEAD - 1, text.len - (sizeof S_MARK_HEAD - 1));
     buf_free(&text);
     return ok;
+}
+
+/* Written whole or not at all (a file cut short by a kill could end at a
+ * NUL and pass for a shorter list): to a side file, renamed over. */
+static void S_write_mark(const output *o, const buf *changed)
+{
+    char *mark = output_side_path(o, "synced");
+    char *tmp = output_side_path(o, "synced.new");
+    buf text = BUF_INIT;
+    buf_puts(&text, S_MARK_HEAD);
+    buf_put(&text, changed->ptr, changed->len);
+    if (fs_write_file(tmp, text.ptr, text.len) != 0 || rename(tmp, mark) != 0)
+        unlink(tmp);
+    buf_free(&text);
+    free(tmp);
+    free(mark);
+}
+
+int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl)
+{
+    if (S_swap(o) != 0) {
+        S_publish_error(o, dl, errno);
+        return -1;
+    }
+    struct stat st;
+    if (!fresh || !o->had_output || lstat(o->staging, &st) != 0 || !S_ISDIR(st.st_mode))
+        return 0; /* no old output in the staging folder now: nothing to mark */
+    /* The staging folder is the old output: the new one's copy but for the
+     * pages whose bytes differ (the writers compared them), the extras (not
+     * compared: few) and what the new output lacks. */
+    output_scan old;
+    memset(&old, 0, sizeof old);
+    old.dir = o->staging;
+    buf_init(&old.files);
+    buf_init(&old.empty_dirs);
+    S_scan_staging(&old);
+    if (!old.links) { /* a link there: no mark, the next build compares all */
+        buf changed = BUF_INIT;
+        buf_put(&changed, fresh, fresh_len);
+        buf_put(&changed, o->extras.ptr, o->extras.len);
+        const char *p = buf_cstr(&old.files), *end = p + old.files.len;
+        for (; p < end; p += strlen(p) + 1)
+            if (!strmap_get(&o->outputs, p))
+                buf_put(&changed, p, strlen(p) + 1);
+        S_write_mark(o, &changed);
+        buf_free(&changed);
+    }
+    buf_free(&old.files);
+    buf_free(&old.empty_dirs);
+    return 0;
 }
 
 void output_unmark(output *o)
@@ -505,9 +560,13 @@ static int S_sync(output *o, const char *files, size_t files_len)
     bool marked = S_read_mark(mark, &dirty);
     unlink(mark);
     free(mark);
+    int rc = 0;
+    if (mkdir(o->staging, 0777) == 0)
+        marked = false; /* no staging folder: the mark says nothing of an empty one */
+    else if (errno != EEXIST)
+        rc = -1;
     const char *list = marked ? buf_cstr(&dirty) : files;
     size_t len = marked ? dirty.len : files_len;
-    int rc = mkdir(o->staging, 0777) == 0 || errno == EEXIST ? 0 : -1;
     if (rc == 0 && !marked) {
         strmap keep;
         strmap_init(&keep);
@@ -564,13 +623,7 @@ int output_publish_incremental(output *o, const char *prev, size_t prev_len, dia
     int err = errno;
     if (rc == 0) {
         /* the staging folder is the old output: the output but for these */
-        char *mark = output_side_path(o, "synced");
-        buf text = BUF_INIT;
-        buf_puts(&text, S_MARK_HEAD);
-        buf_put(&text, changed.ptr, changed.len);
-        fs_write_file(mark, text.ptr, text.len);
-        buf_free(&text);
-        free(mark);
+        S_write_mark(o, &changed);
     } else {
         S_publish_error(o, dl, err);
     }

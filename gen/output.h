@@ -7,8 +7,9 @@
  *
  * kvsite's state lives in one folder beside the output, <parent>/.kvsite
  * (OUTPUT_STATE_DIR): for the output <out>, <out>.lock, the staging folder
- * <out>.prev, <out>.incr, <out>.synced, and the cache and stamp build.c
- * keeps; nothing else goes there. It is on the output's file system, as
+ * <out>.prev, <out>.incr, <out>.synced, the cache and stamp build.c
+ * keeps, and <out>.serve (serve.h: the running kvsite serve's lock and
+ * address); nothing else goes there. It is on the output's file system, as
  * the swap below needs.
  *
  * A full build writes into the staging folder (<out>.prev, the output of the
@@ -45,6 +46,8 @@ typedef struct {
     uint64_t cap;         /* limits.output_bytes, 0: none. Once what this process
                            * counted through output_write would pass it, nothing
                            * more is written (an error at the file) */
+    const char *diff_dir; /* NULL, or the published output (full builds that have
+                           * one): output_differs compares with it */
 } output_dest;
 
 /* The start of the error of a site larger than limits.output_bytes: the
@@ -67,6 +70,13 @@ void output_cap_error(diag_list *dl, const char *file, uint64_t total, uint64_t 
  * cap). */
 int output_write(const output_dest *d, const char *rel, const void *data, size_t len,
                  const char *file, diag_list *dl, uint64_t *bytes, struct stat *st);
+
+/* After output_write: whether d->diff_dir/rel lacks these bytes (true when
+ * there is no diff_dir). A full build's writers report it, so that the
+ * staging folder it leaves (the old output) is marked as the new output's
+ * copy but for those files, and the next incremental build need not compare
+ * the two folders. */
+bool output_differs(const output_dest *d, const char *rel, const void *data, size_t len);
 
 /* The output file of a URL, relative to the output folder: "/a/b/" is
  * "a/b/index.html", "/x.css" is "x.css". Malloc'ed; the caller frees it. */
@@ -93,6 +103,8 @@ typedef struct {
     char *state_dir;   /* <its parent>/.kvsite: made by output_setup unless check_only */
     char *staging;     /* NULL in check mode */
     char *incr_dir;    /* output_begin_incremental's folder; NULL before */
+    bool had_output;   /* the output existed when the build chose full or
+                        * incremental: a full build's writers compare with it */
     bool incremental;  /* files go to incr_dir, compared with out_abs's */
     int lock_fd;       /* one build at a time per output folder; -1 */
     strmap outputs;    /* every file of this build, relative to the output folder */
@@ -109,6 +121,10 @@ void output_init(output *o);
  * and makes the staging folder. 0, or -1 with an error in dl. */
 int output_setup(output *o, const char *root, const char *root_real, const char *out,
                  bool check_only, diag_list *dl);
+/* Makes the state folder (o->state_dir, set by output_setup) unless it is
+ * there, refusing one that is a link or not a folder. 0, or -1 with an
+ * error in dl. */
+int output_state_dir(const output *o, diag_list *dl);
 /* A file of the state folder a build keeps: "<state_dir>/<out>.<what>".
  * Malloc'ed. */
 char *output_side_path(const output *o, const char *what);
@@ -147,8 +163,13 @@ void output_unmark(output *o);
  * left empty: nothing stale survives. */
 void output_sweep(output *o);
 /* A full build: swaps the staging folder in, in one rename; the old output
- * becomes the staging folder of the next build. 0, or -1 with an error in dl. */
-int output_publish(output *o, diag_list *dl);
+ * becomes the staging folder of the next build. fresh (NUL-separated,
+ * fresh_len bytes; NULL: unknown) lists the pages whose bytes differ from
+ * the old output's (output_differs): with it, the old output is marked as
+ * the new one's copy but for those, the extras and the files the new output
+ * lacks (the mark an incremental publish leaves). 0, or -1 with an error in
+ * dl. */
+int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl);
 /* An incremental build: makes the staging folder the output's copy (prev:
  * the files the last build wrote, NUL-separated, prev_len bytes), moves what
  * this build wrote into it, removes from it the files of prev this build did

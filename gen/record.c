@@ -135,6 +135,7 @@ void record_encode_via(const page_record *r, const figstore *st, fs_window *win,
     }
     S_u64(out, r->out_bytes);
     S_u64(out, r->out_stamp);
+    S_u32(out, r->out_changed);
     S_bytes(out, r->inputs ? r->inputs : "", r->inputs ? r->inputs_len : 0);
     S_u32(out, (uint32_t)r->nreads);
     buf_put(out, r->reads, r->nreads * sizeof *r->reads);
@@ -304,6 +305,7 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r)
     }
     r->out_bytes = S_get_u64(&rd);
     r->out_stamp = S_get_u64(&rd);
+    r->out_changed = S_get_u32(&rd);
     r->inputs = S_get_bytes(&rd, &r->inputs_len);
     r->nreads = S_get_count(&rd, sizeof *r->reads);
     r->reads = xmalloc((r->nreads + 1) * sizeof *r->reads);

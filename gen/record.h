@@ -33,6 +33,8 @@ typedef struct {
     diag_list diags;
     uint64_t out_bytes;   /* bytes written */
     uint64_t out_stamp;   /* the written file's stamp (stamp_of_stat), 0: unknown */
+    uint32_t out_changed; /* 1: the file's bytes differ from the published output's
+                           * (full builds, output_differs), or may */
     char *inputs;         /* NUL-separated files read (templates, checks/) */
     size_t inputs_len;
     uint32_t *reads;      /* jobs whose records this page read (listings, the

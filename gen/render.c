@@ -177,7 +177,7 @@ static int S_write(renderer *r, const char *out_rel, const buf *html, page_recor
                    const char *file)
 {
     output_dest d = {.dir = r->e.out_dir, .same_dir = r->e.same_dir,
-                     .cap = r->e.cfg->limits.output_bytes};
+                     .cap = r->e.cfg->limits.output_bytes, .diff_dir = r->e.diff_dir};
     size_t before = rec->out_bytes;
     struct stat st;
     int rc = output_write(&d, out_rel, html->ptr, html->len, file, &rec->diags, &rec->out_bytes,
@@ -186,6 +186,8 @@ static int S_write(renderer *r, const char *out_rel, const buf *html, page_recor
      * (a second file would make it ambiguous: none then) */
     if (rc > 0)
         rec->out_stamp = before ? 0 : stamp_of_stat(STAMP_SEED, out_rel, &st);
+    if (rc >= 0 && output_differs(&d, out_rel, html->ptr, html->len))
+        rec->out_changed = 1;
     return rc < 0 ? -1 : 0;
 }
 
@@ -571,6 +573,7 @@ static void S_render_checks_json(renderer *r, page_record *rec)
 {
     const char *rel = "checks.json";
     rec->url = xstrdup("/checks.json");
+    rec->out_changed = 1; /* streamed, not compared with the published one */
     fs_stream w;
     char *path = r->e.out_dir ? fs_join(r->e.out_dir, rel) : NULL;
     char *old = path && r->e.same_dir ? fs_join(r->e.same_dir, rel) : NULL;

@@ -25,6 +25,8 @@ typedef struct render_env {
     size_t nrecords;
     const char *same_dir;     /* incremental builds: the published output; a file
                                * whose bytes are already there is not written */
+    const char *diff_dir;     /* full builds over an output: the published one, which
+                               * the records say differs (page_record.out_changed) */
     const size_t *report_sections; /* pages with a report page of their own (see
                                * RENDER_REPORT_SECTION_TEMPLATE); NULL for none */
     size_t nreport_sections;

@@ -350,6 +350,84 @@ if [ "${BENCH_FULL:-0}" = 1 ]; then
     done
 fi
 
+# ---- kvsite serve: save to reloaded (issue 16) ----
+# A separate block: kvsite serve on each plain corpus, one page's text edited
+# BENCH_REPEAT times; measured from the save to the reloaded page: the event
+# stream's announcement of the rebuild (what makes an open page reload) and
+# then the page fetched with the new text. Target: under 0.3 s at the gating
+# size. Needs curl.
+T_SERVE=0.30
+serve_bench() { # serve_bench PAGES
+    local n=$1 dir=$OUT/plain-$n/kvsite key=serve-$n
+    local err=$OUT/logs/$key.err evlog=$OUT/logs/$key.events
+    [ -d "$dir/content" ] || gen "$OUT/plain-$n" "$n" >/dev/null || { fail "$key: gencorpus failed"; return; }
+    "$KVSITE" serve -C "$dir" --port 0 </dev/null >/dev/null 2>"$err" &
+    local spid=$! url="" i
+    for ((i = 0; i < 6000; i++)); do # the first build may be a full one: up to 10 minutes
+        url=$(grep -o 'at http://127\.0\.0\.1:[0-9]*/' "$err" | head -n 1)
+        url=${url#at }
+        [ -n "$url" ] && break
+        kill -0 $spid 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -z "$url" ]; then
+        fail "$key: serve did not start: $(tail -n 2 "$err" | tr '\n' ' ')"
+        kill -KILL $spid 2>/dev/null
+        return
+    fi
+    # an open page: every announcement, time-stamped as it arrives
+    curl -sN "${url}__kvsite/events" 2>/dev/null | while IFS= read -r line; do
+        case $line in data:*) echo "$EPOCHREALTIME ${line#data: }" ;; esac
+    done >"$evlog" &
+    local evpid=$!
+    for ((i = 0; i < 200; i++)); do [ -s "$evlog" ] && break; sleep 0.01; done
+    local file rel page times=() seen t0 t1 k
+    file=$(find "$dir/content" -name 'p*.md' | LC_ALL=C sort | head -n 1)
+    rel=${file#"$dir/content/"}
+    page="${url%/}/${rel%.md}/"
+    for ((k = 1; k <= REPEAT; k++)); do
+        seen=$(wc -l <"$evlog")
+        t0=$EPOCHREALTIME
+        printf '\nserve edit %s %s\n' "$k" "$t0" >>"$file"
+        for ((i = 0; i < 6000; i++)); do
+            [ "$(wc -l <"$evlog")" -gt "$seen" ] && break
+            sleep 0.002
+        done
+        if [ "$(wc -l <"$evlog")" -le "$seen" ]; then fail "$key: no reload announced"; break; fi
+        if ! curl -s "$page" | grep -qF "serve edit $k $t0"; then
+            fail "$key: the reloaded page lacks the edit"; break
+        fi
+        t1=$EPOCHREALTIME
+        times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
+        sleep 0.3 # the next save is another one, not part of this
+    done
+    kill -INT $spid
+    wait $spid || fail "$key: serve exited $? after SIGINT"
+    kill $evpid 2>/dev/null
+    wait $evpid 2>/dev/null
+    [ ${#times[@]} -eq "$REPEAT" ] || return
+    SERVE_WALL[$n]=$(printf '%s\n' "${times[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+    note "  $n pages: save to reloaded ${times[*]} s (median ${SERVE_WALL[$n]})"
+}
+declare -A SERVE_WALL=()
+if [ $have_kvsite = 1 ] && command -v curl >/dev/null; then
+    note ""
+    note "== kvsite serve: save to reloaded, one-page edit"
+    for n in $SIZES; do
+        [ "$n" = $FULL_SIZE ] && continue
+        serve_bench "$n"
+        v=${SERVE_WALL[$n]:-}
+        res=$(verdict "$v" "<=" $T_SERVE)
+        [ "$n" = "$gate" ] || res="$res (info)"
+        printf '%-8s %-38s %8s %10s   %s\n' "$n" "serve: save to reloaded (wall s)" "${v:-n/a}" "<= $T_SERVE" "$res"
+        if [ "$n" = "$gate" ] && [ "$(verdict "$v" "<=" $T_SERVE)" != PASS ]; then
+            missed+=("$n pages: serve save to reloaded = ${v:-n/a}, target <= $T_SERVE")
+        fi
+    done
+else
+    note "bench: kvsite serve not measured (no kvsite binary or no curl)"
+fi
+
 note ""
 for m in "${missed[@]}"; do fail "target missed: $m"; done
 if [ $failures -gt 0 ]; then

@@ -1937,6 +1937,52 @@ t_incremental_publish_killed() {
     cmp -s "$W.now" "$W.new" || fail "the build after a killed one differs from a full build"
 }
 
+# A full build over an output leaves the staging folder (the old output)
+# marked as the new one's copy but for the pages that differ, its other files
+# and those it dropped, so the next incremental build does not compare the two
+# folders file by file; its output is still a full build's. Full builds
+# killed at any moment (the mark is written last, whole or not at all) leave
+# the next build the same output as a full one.
+t_full_build_leaves_mark() {
+    fresh good
+    many_notes 40
+    kv build
+    expect_rc 0
+    kv build --no-cache # over the output, nothing changed
+    expect_rc 0
+    local mark=$W/.kvsite/site.synced
+    if [ ! -f "$mark" ]; then fail "no .kvsite/site.synced after a full build over an output"; return; fi
+    grep -qaF 'feed.xml' "$mark" || fail "the mark lacks the extras"
+    if grep -qaF 'notes/bulk1/' "$mark"; then fail "the mark lists a page whose bytes did not change"; fi
+    printf '\nEdited after a full build.\n' >>"$W/content/notes/bulk1.md"
+    kv build
+    expect_rc 0
+    grep -q '1 rendered' "$W.err" || fail "not incremental: $(tail -n 1 "$W.err")"
+    kv build --no-cache -o "$W.full"
+    listing "$W.full" >"$W.want"
+    rm -rf "$W.full" "$(dirname "$W")/.kvsite"
+    cmp -s <(listing "$W/site") "$W.want" || fail "the incremental build after a full one differs from a full build"
+    # killed full builds, then an edit
+    local head=$W/templates/partials/head.html run delay
+    RANDOM=16
+    for ((run = 1; run <= 8; run++)); do
+        printf '<!-- run %s -->\n' "$run" >>"$head"
+        delay=$(((RANDOM % 400) + 1))
+        (cd "$W" && exec "$KVSITE" build -j 2 --no-cache >/dev/null 2>&1) &
+        local at=$!
+        sleep "$(awk -v d="$delay" 'BEGIN { printf "%.3f", d / 1000 }')"
+        kill -9 "$at" 2>/dev/null
+        wait "$at" 2>/dev/null
+        printf '\nEdit %s.\n' "$run" >>"$W/content/notes/bulk2.md"
+        kv build
+        expect_rc 0
+        kv build --no-cache -o "$W.full"
+        listing "$W.full" >"$W.want"
+        rm -rf "$W.full" "$(dirname "$W")/.kvsite"
+        cmp -s <(listing "$W/site") "$W.want" || { fail "run $run (killed after $delay ms): the build after it differs from a full build"; return; }
+    done
+}
+
 # A publish that fails (a folder of the output that cannot be changed, even by
 # root: chattr +i) says the previous output is unchanged only when it is; the
 # output is the old one or the new one either way.

@@ -363,7 +363,12 @@ static void test_scan_sweep_publish(void **state)
     output_sweep(&o);
     assert_false(S_exists(state, "proj/.kvsite/site.prev/stale"));
     assert_false(S_exists(state, "proj/.kvsite/site.prev/empty"));
-    assert_int_equal(output_publish(&o, &dl), 0);
+    /* the writers compare with the published output */
+    assert_ptr_equal(d.diff_dir, o.out_abs);
+    assert_true(output_differs(&d, "kept.html", "new bytes", 9));
+    assert_false(output_differs(&d, "old-output.html", "published", 9));
+    static const char fresh[] = "kept.html";
+    assert_int_equal(output_publish(&o, fresh, sizeof fresh, &dl), 0);
     char *got = S_get(state, "proj/site/kept.html");
     assert_string_equal(got, "new bytes");
     free(got);
@@ -374,6 +379,17 @@ static void test_scan_sweep_publish(void **state)
     got = S_get(state, "proj/.kvsite/site.prev/old-output.html");
     assert_string_equal(got, "published");
     free(got);
+    /* and it is marked as the new output's copy but for the fresh pages, the
+     * extras and the files the new output lacks: the next incremental build
+     * does not compare the two folders file by file */
+    char *mark = S_path(state, "proj/.kvsite/site.synced");
+    buf m = BUF_INIT;
+    assert_int_equal(fs_read_file(mark, 1 << 20, &m), FS_OK);
+    static const char want[] = "kvsite-synced 1\nkept.html\0feed.xml\0old-output.html";
+    assert_int_equal(m.len, sizeof want);
+    assert_memory_equal(m.ptr, want, sizeof want);
+    buf_free(&m);
+    free(mark);
     assert_int_equal(dl.n, 0);
     output_done(&o);
     output_unlock(&o);

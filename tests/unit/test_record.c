@@ -70,6 +70,7 @@ static void S_full(page_record *r)
     diag_warning(&r->diags, NULL, 0, 0, "no file");
     diag_add(&r->diags, DIAG_NOTE, "content/articles/kv.md", 1, 0, "print: x\ty");
     r->out_bytes = ((uint64_t)1 << 40) + 5;
+    r->out_changed = 1;
     r->inputs = xmalloc(sizeof S_inputs);
     memcpy(r->inputs, S_inputs, sizeof S_inputs);
     r->inputs_len = sizeof S_inputs;
@@ -141,6 +142,7 @@ static void test_round_trip_every_field(void **state)
         assert_string_equal(b->msg, a->msg);
     }
     assert_true(d.out_bytes == ((uint64_t)1 << 40) + 5);
+    assert_int_equal(d.out_changed, 1);
     assert_int_equal(d.inputs_len, sizeof S_inputs);
     assert_memory_equal(d.inputs, S_inputs, sizeof S_inputs);
     assert_int_equal(d.nreads, 3);

@@ -1,0 +1,328 @@
+#include "serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "build.h"
+#include "config.h"
+#include "diag.h"
+#include "fsutil.h"
+#include "httpd.h"
+#include "output.h"
+#include "paths.h"
+#include "theme.h"
+#include "watch.h"
+
+#define S_QUIET_MS 30  /* no change for this long: the save is complete */
+#define S_MAX_MS 300   /* a stream of changes still rebuilds this often */
+
+typedef struct {
+    const char *root;
+    const char *bind;
+    int port;
+    bool drafts, open;
+} S_opts;
+
+typedef struct {
+    S_opts o;
+    httpd *http;
+    char *base;       /* the base path of the last build's site.yaml */
+    char *diags;      /* NULL, or what the last build printed when it failed */
+    int lock_fd;      /* <out>.serve, locked while this serve runs */
+    char *lock_path;
+    int status;       /* of the last build */
+} S_server;
+
+static double S_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int S_usage(const char *msg)
+{
+    fprintf(stderr, "kvsite serve: %s\nusage: kvsite serve [-C DIR] [--port N] [--bind ADDR] "
+                    "[--drafts] [--open]\n", msg);
+    return 2;
+}
+
+static int S_parse(int argc, char **argv, S_opts *o)
+{
+    static const struct option longs[] = {{"port", required_argument, 0, 'p'},
+                                          {"bind", required_argument, 0, 'b'},
+                                          {"drafts", no_argument, 0, 'd'},
+                                          {"open", no_argument, 0, 'O'},
+                                          {0, 0, 0, 0}};
+    *o = (S_opts){.root = ".", .bind = "127.0.0.1", .port = SERVE_DEFAULT_PORT};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "C:", longs, NULL)) != -1) {
+        switch (c) {
+        case 'C': o->root = optarg; break;
+        case 'b': o->bind = optarg; break;
+        case 'd': o->drafts = true; break;
+        case 'O': o->open = true; break;
+        case 'p': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end || !optarg[0] || n < 0 || n > 65535)
+                return S_usage("--port needs a port number from 0 (any free one) to 65535");
+            o->port = (int)n;
+            break;
+        }
+        default: {
+            char msg[120];
+            snprintf(msg, sizeof msg, "unknown or incomplete option \"%s\"", argv[optind - 1]);
+            return S_usage(msg);
+        }
+        }
+    }
+    if (optind < argc)
+        return S_usage("unexpected argument");
+    return 0;
+}
+
+/* The site's base path, as site.yaml says now ("" when it cannot be read:
+ * the build says why). */
+static char *S_base_path(const char *root)
+{
+    config cfg;
+    diag_list dl;
+    diag_list_init(&dl);
+    config_defaults(&cfg);
+    char *base = xstrdup(config_load(&cfg, root, &dl) == 0 && cfg.base_path ? cfg.base_path : "");
+    config_free(&cfg);
+    diag_list_free(&dl);
+    return base;
+}
+
+/* build_opts.done: what the build printed goes to the pages, the same text. */
+static void S_built(void *ctx, int status, const diag_list *dl)
+{
+    S_server *s = ctx;
+    s->status = status;
+    free(s->base);
+    s->base = S_base_path(s->o.root);
+    char *text = NULL;
+    size_t len = 0;
+    if (status != 0) {
+        FILE *f = open_memstream(&text, &len);
+        if (f) {
+            diag_print(dl, f, false); /* the one printer, as on the terminal */
+            if (!dl->n)
+                fputs("the build failed (see the terminal)\n", f);
+            fclose(f);
+        }
+    }
+    free(s->diags);
+    s->diags = status != 0 ? (text ? text : xstrdup("")) : NULL;
+    if (status == 0)
+        free(text);
+    if (s->http)
+        httpd_publish(s->http, s->base, s->diags);
+}
+
+static void S_build(S_server *s)
+{
+    build_opts bo = {.root = s->o.root, .drafts = s->o.drafts, .done = S_built, .done_ctx = s};
+    build_run(&bo);
+}
+
+/* The output folder and the state folder beside it, and serve's lock there:
+ * 0, or 2 with the reason printed (another serve holds it: its address). */
+static int S_lock(S_server *s, char **out_abs)
+{
+    output o;
+    output_init(&o);
+    diag_list dl;
+    diag_list_init(&dl);
+    char real[4096];
+    int rc = 0;
+    if (!realpath(s->o.root, real)) {
+        fprintf(stderr, "kvsite: error: project folder %s: %s\n", s->o.root, strerror(errno));
+        rc = 2;
+    } else if (output_setup(&o, s->o.root, real, NULL, true, &dl) != 0 ||
+               output_state_dir(&o, &dl) != 0) {
+        diag_print(&dl, stderr, false);
+        rc = 2;
+    }
+    if (rc == 0) {
+        s->lock_path = output_side_path(&o, "serve");
+        s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (s->lock_fd < 0) {
+            fprintf(stderr, "kvsite: error: %s: %s\n", s->lock_path, strerror(errno));
+            rc = 2;
+        } else if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+            buf says = BUF_INIT;
+            fs_read_file(s->lock_path, 4096, &says);
+            char *nl = strchr(buf_cstr(&says), '\n');
+            if (nl)
+                *nl = '\0';
+            fprintf(stderr, "kvsite: error: this project is already served%s%s (another kvsite "
+                            "serve holds %s); open that address, or stop it first\n",
+                    says.len ? " at " : "", buf_cstr(&says), s->lock_path);
+            buf_free(&says);
+            close(s->lock_fd);
+            s->lock_fd = -1;
+            rc = 2;
+        }
+    }
+    if (rc == 0)
+        *out_abs = xstrdup(o.out_abs);
+    output_free(&o);
+    diag_list_free(&dl);
+    return rc;
+}
+
+/* The address goes into the lock file, for a second serve to name. */
+static void S_say_where(S_server *s, const char *url)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line, "%s\npid %ld\n", url, (long)getpid());
+    if (ftruncate(s->lock_fd, 0) != 0 || pwrite(s->lock_fd, line, (size_t)n, 0) != n)
+        fprintf(stderr, "kvsite: warning: %s: %s\n", s->lock_path, strerror(errno));
+}
+
+/* --open: the desktop's browser, in a process of its own that serve does not
+ * wait for (a second fork: it is nobody's child here). */
+static void S_open_browser(const char *url)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (fork() == 0) {
+            execlp("xdg-open", "xdg-open", url, (char *)NULL);
+            _exit(127);
+        }
+        _exit(0);
+    }
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+}
+
+/* What a change in means a rebuild: the project's inputs and the installed
+ * folders it reads. */
+static void S_watch_all(watch *w, const char *root)
+{
+    static const char *const dirs[] = {"content", "templates", "checks"};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        char *d = fs_join(root, dirs[i]);
+        watch_add_tree(w, d);
+        watch_add_file(w, root, dirs[i]); /* made (or replaced) later */
+        free(d);
+    }
+    watch_add_file(w, root, "site.yaml");
+    config cfg;
+    diag_list dl;
+    diag_list_init(&dl);
+    config_defaults(&cfg);
+    if (config_load(&cfg, root, &dl) == 0) {
+        const char *theme = theme_dir(&cfg, root);
+        if (theme)
+            watch_add_tree(w, theme);
+    }
+    config_free(&cfg);
+    diag_list_free(&dl);
+    if (paths_get()->checks)
+        watch_add_tree(w, paths_get()->checks);
+}
+
+/* The event loop: changes (debounced) rebuild, a signal ends it. Returns on
+ * SIGINT or SIGTERM. */
+static void S_loop(S_server *s, int sigfd, watch *w)
+{
+    watch_debounce db;
+    watch_debounce_init(&db, S_QUIET_MS, S_MAX_MS);
+    for (;;) {
+        long wait = watch_debounce_wait(&db, S_ms());
+        if (wait == 0) {
+            watch_debounce_fired(&db);
+            S_build(s);
+            continue;
+        }
+        struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = w->fd, .events = POLLIN}};
+        int n = poll(p, 2, wait < 0 ? -1 : (int)wait);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (p[0].revents & POLLIN)
+            break;
+        if ((p[1].revents & POLLIN) && watch_read(w))
+            watch_debounce_change(&db, S_ms());
+    }
+}
+
+int serve_main(int argc, char **argv)
+{
+    S_server s = {.lock_fd = -1};
+    int rc = S_parse(argc, argv, &s.o);
+    char *out_abs = NULL;
+    if (rc != 0 || (rc = S_lock(&s, &out_abs)) != 0) {
+        free(s.lock_path);
+        return rc;
+    }
+    /* Signals come through a descriptor the loop polls: blocked here, before
+     * any thread starts, so that none of them takes one. The pool's workers
+     * inherit the mask; the terminal's Ctrl-C reaches the whole group, and
+     * the build under way finishes, its workers reaped. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    int sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+    watch w = {.fd = -1};
+    if (sigfd < 0 || watch_open(&w) != 0) {
+        fprintf(stderr, "kvsite: error: serve needs signalfd and inotify: %s\n", strerror(errno));
+        rc = 2;
+    } else {
+        S_watch_all(&w, s.o.root); /* before the build: a save during it counts */
+        S_build(&s);
+        char err[256];
+        s.http = httpd_start(out_abs, s.base ? s.base : "", s.o.bind, s.o.port, err, sizeof err);
+        if (!s.http) {
+            fprintf(stderr, "kvsite: error: %s\n", err);
+            rc = 2;
+        }
+    }
+    if (s.http) {
+        httpd_publish(s.http, s.base, s.diags); /* the first build's outcome, now served */
+        bool v6 = strchr(s.o.bind, ':') != NULL;
+        char *url = xasprintf("http://%s%s%s:%d%s/", v6 ? "[" : "", s.o.bind, v6 ? "]" : "",
+                              httpd_port(s.http), s.base);
+        S_say_where(&s, url);
+        fprintf(stderr, "kvsite: serving %s (%s) at %s\nkvsite: watching for changes; Ctrl-C "
+                        "stops\n", s.o.root, out_abs, url);
+        if (s.o.open)
+            S_open_browser(url);
+        S_loop(&s, sigfd, &w);
+        fprintf(stderr, "kvsite: stopping\n");
+        free(url);
+        httpd_stop(s.http);
+    }
+    if (w.fd >= 0)
+        watch_close(&w);
+    if (sigfd >= 0)
+        close(sigfd);
+    int cleared = ftruncate(s.lock_fd, 0); /* the address is no more */
+    (void)cleared;
+    close(s.lock_fd); /* the lock goes with it */
+    free(s.lock_path);
+    free(s.base);
+    free(s.diags);
+    free(out_abs);
+    return rc;
+}
