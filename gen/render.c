@@ -13,9 +13,11 @@
 #include "helpers.h"
 #include "jobs.h"
 #include "links.h"
+#include "luasite.h"
 #include "luaview.h"
 #include "markdown.h"
 #include "output.h"
+#include "paginate.h"
 #include "paths.h"
 #include "quote.h"
 #include "render_state.h"
@@ -107,6 +109,7 @@ renderer *render_new(const render_env *e)
         r->phase = r->own_phase = render_job_phases(e);
     buf_init(&r->scratch);
     strmap_init(&r->tag_urls);
+    strmap_init(&r->by_template);
     r->params_page = SIZE_MAX;
     return r;
 }
@@ -127,6 +130,7 @@ void render_free(renderer *r)
     record_figs_buf_free(&r->figs_buf);
     buf_free(&r->scratch);
     strmap_free_with(&r->tag_urls, free);
+    strmap_free(&r->by_template);
     free(r);
 }
 
@@ -326,9 +330,31 @@ typedef struct {
     size_t job;
     const page *p;
     const md_result *res;
-    const size_t *kids;
+    const size_t *kids; /* the whole listing (content_kids) */
     size_t nkids;
 } page_env_args;
+
+/* page.pages, the entries of listing page number of v[0..n), and
+ * page.paginator, on the table on top of the stack. first: the listing's
+ * first page ("/posts/"). Without a plan (no pager jobs) nothing splits. */
+static void S_set_listing(renderer *r, const size_t *v, size_t n, size_t per,
+                          const char *first, size_t number)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    if (!r->e.pages_plan)
+        per = n ? n : 1;
+    size_t lo, hi;
+    paginate_bounds(n, per, number, &lo, &hi);
+    lv_push_page_slice(r, v ? v + lo : NULL, hi - lo);
+    lua_setfield(L, -2, "pages");
+    lv_push_paginator(r, first, number, n, per);
+    lua_setfield(L, -2, "paginator");
+}
+
+static size_t S_section_per(const renderer *r, const page *p)
+{
+    return paginate_of(r->e.cfg, p);
+}
 
 static int S_page_env(lua_State *L)
 {
@@ -343,13 +369,37 @@ static int S_page_env(lua_State *L)
     lua_setfield(L, -2, "toc");
     lv_push_page_figures(r, &a->res->figs, a->p->src);
     lua_setfield(L, -2, "figures");
+    render_setstr(L, "report_url", r->report_url);
     if (a->p->kind != PAGE_REGULAR) {
-        lv_push_page_list(r, a->kids, a->nkids);
-        lua_setfield(L, -2, "pages");
+        S_set_listing(r, a->kids, a->nkids, S_section_per(r, a->p), a->p->url, 1);
+    } else {
+        /* the neighbours in the section's listing, found in the build's */
+        size_t prev = content_prev(r->e.idx, a->job), next = content_next(r->e.idx, a->job);
+        if (prev != SIZE_MAX) {
+            lv_push_page_obj(r, prev);
+            lua_setfield(L, -2, "prev");
+        }
+        if (next != SIZE_MAX) {
+            lv_push_page_obj(r, next);
+            lua_setfield(L, -2, "next");
+        }
     }
     lua_setfield(L, -2, "page");
     lua_pop(L, 1);
     return 0;
+}
+
+/* The full URL of the report page that lists job's figures. */
+static char *S_report_url(renderer *r, size_t job)
+{
+    size_t group = r->e.nreport_sections ? render_groups(r)[job] : REPORT_GROUP_ALL;
+    char *first = report_path(r->e.idx, r->e.report_sections, group);
+    const paginate_plan_t *pl = r->e.pages_plan;
+    char *path = paginate_path(first, pl && job < r->e.idx->npages ? pl->report_number[job] : 1);
+    char *u = render_full_url(r, path);
+    free(path);
+    free(first);
+    return u;
 }
 
 static void S_render_page(renderer *r, size_t job, const page *p, page_record *rec)
@@ -363,10 +413,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     char *prefix = S_anchor_prefix(p->url);
     res.figs.anchor_prefix = prefix;
     free(r->report_url);
-    char *rpath = report_path(r->e.idx, r->e.report_sections,
-                              r->e.nreport_sections ? render_groups(r)[job] : REPORT_GROUP_ALL);
-    r->report_url = render_full_url(r, rpath);
-    free(rpath);
+    r->report_url = S_report_url(r, job);
     res.figs.report_url = r->report_url;
     sandbox_page_begin(r->sb, file, &rec->diags);
     r->cur_page = p;
@@ -392,7 +439,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     char *tname = sandbox_exhausted(r->sb) ? NULL : S_pick_template(r, p, &rec->diags);
     if (tname) {
         size_t nkids = 0;
-        size_t *kids = p->kind != PAGE_REGULAR ? content_children(r->e.idx, p, &nkids) : NULL;
+        const size_t *kids = p->kind != PAGE_REGULAR ? content_kids(r->e.idx, job, &nkids) : NULL;
         page_env_args args = {r, job, p, &res, kids, nkids};
         bool track = p->front && p->front->type == YV_MAP && p->front->n;
         if (track) {
@@ -414,7 +461,6 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
             r->params_read = NULL;
             r->params_page = SIZE_MAX;
         }
-        free(kids);
         free(tname);
     }
     rec->summary = p->summary ? fig_plain_text(p->summary)
@@ -433,6 +479,8 @@ typedef struct {
     job_kind kind;
     size_t index;
     const char *title, *path, *url;
+    size_t number;      /* page of the listing (tags, report): 1.. */
+    const char *first;  /* the listing's first page ("/tags/go/") */
 } generated_env_args;
 
 /* The variables of a generated page (tags, sources, report, 404), protected. */
@@ -455,16 +503,24 @@ static int S_generated_env(lua_State *L)
     lua_setfield(L, -2, "toc");
     lua_newtable(L);
     lua_setfield(L, -2, "params");
+    size_t group = kind == JOB_CHECKS_SECTION ? a->index
+                   : r->e.nreport_sections    ? REPORT_GROUP_ROOT
+                                              : REPORT_GROUP_ALL;
     if (kind == JOB_TAG) {
         const tag *t = &r->e.idx->tags[a->index];
-        lv_push_page_list(r, t->pages, t->npages);
-        lua_setfield(L, -2, "pages");
+        S_set_listing(r, t->pages, t->npages, (size_t)r->e.cfg->paginate, a->first, a->number);
         render_setstr(L, "tag", t->name);
+    } else if (report && r->e.pages_plan) {
+        const paginate_plan_t *pl = r->e.pages_plan;
+        size_t slot = paginate_slot(pl, group);
+        /* the report lists pages: its paginator counts them */
+        size_t count = pl->report_pages[slot], per = pl->report_per;
+        lv_push_paginator(r, a->first, a->number, count > 1 ? (count - 1) * per + 1 : 1, per);
+        lua_setfield(L, -2, "paginator");
     }
     lua_setfield(L, -2, "page");
     if (report) {
-        lv_push_report(r, kind == JOB_CHECKS_SECTION ? a->index
-                          : r->e.nreport_sections ? REPORT_GROUP_ROOT : REPORT_GROUP_ALL);
+        lv_push_report(r, group, a->number);
         lua_setfield(L, -2, "report");
     }
     lua_pop(L, 1);
@@ -476,16 +532,17 @@ static int S_generated_env(lua_State *L)
  * that lists no rows breaks every one). Checked here, where the report's
  * ids and the figures it lists are at hand, with one error per page at its
  * first figure whose row is missing. */
-static void S_check_report_rows(renderer *r, size_t group, page_record *rec)
+static void S_check_report_rows(renderer *r, size_t group, size_t number, page_record *rec)
 {
     strmap ids;
     strmap_init(&ids);
     for (size_t i = 0; i < rec->nids; i++)
         strmap_put(&ids, rec->ids[i], (void *)1);
-    size_t njobs = group == REPORT_GROUP_ALL ? r->e.nrecords : r->e.idx->npages;
-    const size_t *groups = group == REPORT_GROUP_ALL ? NULL : render_groups(r);
+    if (!r->e.pages_plan)
+        number = 0;
+    size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
     for (size_t j = 0; j < njobs; j++) {
-        if (groups && groups[j] != group)
+        if (!lv_report_lists(r, group, number, j))
             continue;
         const page_record *pr = render_record(r, j);
         if (!pr || !pr->nfigs)
@@ -518,7 +575,8 @@ static void S_check_report_rows(renderer *r, size_t group, page_record *rec)
     strmap_free(&ids);
 }
 
-static void S_render_generated(renderer *r, job_kind kind, size_t index, page_record *rec)
+static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t number,
+                               page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
     const job_kind_info *info = jobs_info(kind);
@@ -535,6 +593,11 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
         title = r->e.idx->pages[r->e.report_sections[index]]->title;
         url = made_url = report_path(r->e.idx, r->e.report_sections, index);
     }
+    /* page number of a listing: /tags/go/page/2/ */
+    const char *first = url;
+    char *page_url = number > 1 ? paginate_path(first, number) : NULL;
+    if (page_url)
+        url = page_url;
     rec->url = xstrdup(url);
     rec->src = xstrdup("");
     rec->summary = xstrdup("");
@@ -546,7 +609,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
                    : r->e.nreport_sections    ? REPORT_GROUP_ROOT
                                               : REPORT_GROUP_ALL;
     char *full_url = render_full_url(r, url);
-    generated_env_args args = {r, kind, index, title, url, full_url};
+    generated_env_args args = {r, kind, index, title, url, full_url, number, first};
     lua_pushcfunction(L, S_generated_env);
     lua_pushlightuserdata(L, &args);
     sandbox_error err;
@@ -558,11 +621,98 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     free(full_url);
     char *out = kind == JOB_404 ? xstrdup("404.html") : xasprintf("%sindex.html", url + 1);
     if (ready && S_finish(r, tname, out, rec, tpath) == 0 && report)
-        S_check_report_rows(r, group, rec);
+        S_check_report_rows(r, group, number, rec);
     free(out);
     /* the ids a link may name (report rows, sources) were read from the output */
     S_job_end(r, rec, tpath);
+    free(page_url);
     free(made_url);
+}
+
+typedef struct {
+    renderer *r;
+    size_t owner; /* the section's (or home's) page index */
+    size_t number;
+    const char *path, *url;
+} pager_env_args;
+
+/* A section's listing page after the first: the section as its template
+ * sees it on the first, with that page's entries, without its text (its
+ * figures are the first page's). */
+static int S_pager_env(lua_State *L)
+{
+    const pager_env_args *a = lua_touserdata(L, 1);
+    renderer *r = a->r;
+    const page *p = r->e.idx->pages[a->owner];
+    S_set_helpers(r);
+    sandbox_push_template_env(r->sb);
+    lv_push_page_brief(r, a->owner);
+    render_setstr(L, "url", a->url);
+    char *perma = xasprintf("%s%s", r->e.cfg->base_url, a->path + 1);
+    render_setstr(L, "permalink", perma);
+    free(perma);
+    render_setstr(L, "path", a->path);
+    lua_pushliteral(L, "");
+    lua_setfield(L, -2, "content");
+    lua_newtable(L);
+    lua_setfield(L, -2, "toc");
+    lua_newtable(L);
+    lua_setfield(L, -2, "figures");
+    size_t n;
+    const size_t *kids = content_kids(r->e.idx, a->owner, &n);
+    S_set_listing(r, kids, n, S_section_per(r, p), p->url, a->number);
+    lua_setfield(L, -2, "page");
+    lua_pop(L, 1);
+    return 0;
+}
+
+static void S_render_section_pager(renderer *r, const pager_item *it, page_record *rec)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const page *p = r->e.idx->pages[it->owner];
+    const char *file = p->src ? p->src : jobs_info(JOB_PAGER)->template;
+    char *path = paginate_path(p->url, it->number);
+    rec->url = xstrdup(path);
+    sandbox_page_begin(r->sb, file, &rec->diags);
+    r->cur_page = p;
+    r->cur_file = file;
+    r->cur_rec = rec;
+    char *tname = sandbox_exhausted(r->sb) ? NULL : S_pick_template(r, p, &rec->diags);
+    if (tname) {
+        char *full = render_full_url(r, path);
+        pager_env_args args = {r, it->owner, it->number, path, full};
+        lua_pushcfunction(L, S_pager_env);
+        lua_pushlightuserdata(L, &args);
+        sandbox_error err;
+        if (sandbox_pcall(r->sb, 1, NULL, &err) != 0) {
+            diag_error(&rec->diags, file, 0, 0, "preparing the page for its template: %s",
+                       err.msg);
+            sandbox_error_free(&err);
+        } else {
+            char *out = xasprintf("%sindex.html", path + 1);
+            S_finish(r, tname, out, rec, file);
+            free(out);
+        }
+        free(full);
+        free(tname);
+    }
+    S_job_end(r, rec, file);
+    free(path);
+}
+
+/* Page number 2 and up of a listing (paginate.h). */
+static void S_render_pager(renderer *r, size_t index, page_record *rec)
+{
+    const paginate_plan_t *pl = r->e.pages_plan;
+    const pager_item *it = &pl->items[index];
+    if (it->kind == PAGER_SECTION)
+        S_render_section_pager(r, it, rec);
+    else if (it->kind == PAGER_TAG)
+        S_render_generated(r, JOB_TAG, it->owner, it->number, rec);
+    else if (it->owner + 1 < pl->nslots)
+        S_render_generated(r, JOB_CHECKS_SECTION, it->owner, it->number, rec);
+    else
+        S_render_generated(r, JOB_CHECKS, 0, it->number, rec);
 }
 
 /* checks.json: every figure, in job order. It can be tens of megabytes, so
@@ -635,8 +785,10 @@ void render_job(renderer *r, size_t job, page_record *rec)
         S_render_page(r, job, r->e.idx->pages[index], rec);
     } else if (kind == JOB_CHECKS_JSON) {
         S_render_checks_json(r, rec);
+    } else if (kind == JOB_PAGER) {
+        S_render_pager(r, index, rec);
     } else {
-        S_render_generated(r, kind, index, rec);
+        S_render_generated(r, kind, index, 1, rec);
     }
     if (!rec->url)
         rec->url = xstrdup("");
