@@ -216,8 +216,10 @@ static int S_site_section(lua_State *L)
     const char *name = luaL_checkstring(L, 1);
     const page *p = strmap_get(&r->e.idx->by_section, name);
     size_t i = p ? content_index_of(r->e.idx, p->url) : SIZE_MAX;
-    if (i == SIZE_MAX || r->e.idx->pages[i] != p)
-        return 0;
+    if (i == SIZE_MAX || r->e.idx->pages[i] != p) {
+        lua_pushnil(L);
+        return 1;
+    }
     S_push_section(r, i);
     return 1;
 }
@@ -247,8 +249,9 @@ static int S_site_page(lua_State *L)
     renderer *r = lua_touserdata(L, lua_upvalueindex(1));
     size_t i = S_page_named(r, luaL_checkstring(L, 1));
     if (i == SIZE_MAX)
-        return 0;
-    lv_push_page_obj(r, i);
+        lua_pushnil(L);
+    else
+        lv_push_page_obj(r, i);
     return 1;
 }
 
@@ -298,8 +301,9 @@ static int S_site_page_with_template(lua_State *L)
     }
     size_t i = (size_t)(uintptr_t)got - 2;
     if (i == SIZE_MAX)
-        return 0;
-    lv_push_page_obj(r, i);
+        lua_pushnil(L);
+    else
+        lv_push_page_obj(r, i);
     return 1;
 }
 
