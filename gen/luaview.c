@@ -469,8 +469,7 @@ typedef struct {
     lv_head h;
     renderer *r;
     size_t n;
-    const size_t *items; /* page indices: own, or the build's listings (content.h) */
-    size_t own[];
+    const size_t *items; /* page indices, in the build's listings (content.h) */
 } page_view;
 
 typedef struct {
@@ -558,17 +557,6 @@ static bool S_figure_view_item(lua_State *L, void *o, lua_Integer i)
 
 static const lv_kind S_FIGURE_VIEW = {"kvsite.figures", "a list of figures", NULL, 0, NULL,
                                       S_figure_view_item, S_figure_view_len};
-
-void lv_push_page_list(renderer *r, const size_t *v, size_t n)
-{
-    lua_State *L = sandbox_lua(r->sb);
-    page_view *pv = lv_new(L, &S_PAGE_VIEW, sizeof *pv + n * sizeof(size_t), 0, &r->job_gen);
-    pv->r = r;
-    pv->n = n;
-    pv->items = pv->own;
-    if (n)
-        memcpy(pv->own, v, n * sizeof *v);
-}
 
 void lv_push_page_slice(renderer *r, const size_t *v, size_t n)
 {

@@ -17,8 +17,9 @@
  *
  * The mechanism has no tie to the renderer: the sandbox's module views could
  * be kinds of it too. The renderer's views (page briefs, lists of pages and
- * figures, page.toc, page.figures, site, report) are below it, under
- * "renderer's views"; they take the renderer (render_state.h). */
+ * figures, page.toc, page.figures) are below it, under "renderer's views";
+ * they take the renderer (render_state.h). `site` and `report`, built from
+ * them, are luasite.h's. */
 #ifndef KV_LUAVIEW_H
 #define KV_LUAVIEW_H
 
@@ -72,11 +73,9 @@ typedef struct renderer renderer;
 /* A page as listings see it: a table with a locked metatable (params made
  * when read). i indexes idx->pages. */
 void lv_push_page_brief(renderer *r, size_t i);
-/* A list of pages v[0..n) (copied). */
-void lv_push_page_list(renderer *r, const size_t *v, size_t n);
-/* The same over v itself, not copied: v lives as long as the build (the
- * index's listings, content.h). The view is read-only and expires with the
- * job like the others. */
+/* A list of pages v[0..n), over v itself, not copied: v lives as long as
+ * the build (the index's listings, content.h, made once before workers
+ * fork). The view is read-only and expires with the job like the others. */
 void lv_push_page_slice(renderer *r, const size_t *v, size_t n);
 /* Page i as a list item (a read-only object, fields made when read). */
 void lv_push_page_obj(renderer *r, size_t i);
