@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "collide.h"
+#include "figure.h"
 #include "frontmatter.h"
 #include "fsutil.h"
 #include "utf8.h"
@@ -217,6 +218,7 @@ static void S_parse_file(const parse_job *j, md_file *f)
      * matter; the body is checked where it is rendered (md_render) */
     f->keep = fm_parse_page(p, text.ptr, text.len, j->cfg, &f->dl) == 0 &&
               (!p->draft || j->opts->drafts);
+    p->fig_marks = fig_may_have(text.ptr, text.len);
     buf_free(&text);
 }
 
@@ -878,7 +880,7 @@ void content_page_encode(const page *p, buf *out)
     buf_put(out, &ntags, sizeof ntags);
     for (size_t i = 0; i < p->ntags; i++)
         S_put_str(out, p->tags[i]);
-    int64_t nums[4] = {p->draft, p->weight, p->body_line, (int64_t)p->body_off};
+    int64_t nums[5] = {p->draft, p->weight, p->body_line, (int64_t)p->body_off, p->fig_marks};
     buf_put(out, nums, sizeof nums);
     uint8_t has_front = p->front != NULL;
     buf_put(out, &has_front, 1);
@@ -911,7 +913,7 @@ int content_page_decode(page *p, const char *data, size_t len)
                 r.bad = true;
         }
     }
-    int64_t nums[4];
+    int64_t nums[5];
     uint8_t has_front;
     buf_rd_get(&r, nums, sizeof nums);
     buf_rd_get(&r, &has_front, sizeof has_front);
@@ -919,6 +921,7 @@ int content_page_decode(page *p, const char *data, size_t len)
     p->weight = nums[1];
     p->body_line = (int)nums[2];
     p->body_off = (size_t)nums[3];
+    p->fig_marks = nums[4] != 0;
     if (!r.bad && has_front) {
         size_t used = yv_decode(r.p, (size_t)(r.end - r.p), &p->front);
         if (used == 0)

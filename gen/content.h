@@ -42,6 +42,7 @@ struct page {
     char **tags;
     size_t ntags;
     bool draft;
+    bool fig_marks;  /* the file may hold figures (fig_may_have): the report counts it */
     long long weight;
     int body_line;   /* 1-based line of the file where the Markdown body starts */
     size_t body_off; /* byte offset of the body in the file */

@@ -69,7 +69,7 @@ size_t paginate_of(const config *cfg, const page *p)
 
 bool paginate_in_report(const content_index *idx, size_t i)
 {
-    return idx->pages[i]->src != NULL;
+    return idx->pages[i]->src != NULL && idx->pages[i]->fig_marks;
 }
 
 size_t paginate_slot(const paginate_plan_t *pl, size_t group)

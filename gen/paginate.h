@@ -71,8 +71,10 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
 void paginate_plan_free(paginate_plan_t *pl);
 /* The report slot of a report group (REPORT_GROUP_ROOT, _ALL or a section's). */
 size_t paginate_slot(const paginate_plan_t *pl, size_t group);
-/* Whether page i lists figures in the report (only pages with a source file
- * can have any): those are what report pages paginate. */
+/* Whether page i is counted by the report's pages: a page with a source
+ * file that has a figure's mark (content.h's fig_marks). The others have
+ * report page 1: a figure that a page without a mark still has (a template
+ * made it) is listed there, and links there. */
 bool paginate_in_report(const content_index *idx, size_t i);
 
 #endif

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "content.h"
 #include "diag.h"
+#include "figure.h"
 #include "paginate.h"
 #include "report.h"
 #include "tmpdir.h"
@@ -149,8 +150,8 @@ static void S_site(const char *dir, content_index *idx, config *cfg)
     for (int i = 1; i <= 5; i++) {
         char rel[64], text[128];
         snprintf(rel, sizeof rel, "content/a/p%d.md", i);
-        snprintf(text, sizeof text, "---\ntitle: P%d\ndate: 2026-01-0%d\ntags: [t]\n---\nx\n",
-                 i, i);
+        snprintf(text, sizeof text,
+                 "---\ntitle: P%d\ndate: 2026-01-0%d\ntags: [t]\n---\n`1 B {= 1}`\n", i, i);
         tmpdir_put(dir, rel, text);
     }
     tmpdir_put(dir, "content/b/q.md", "---\ntitle: Q\ndate: 2025-06-01\n---\nx\n");
@@ -220,8 +221,8 @@ static void test_plan(void **state)
     free(groups);
     /* section a: 5 pages by 2 (its own paginate) = 3 pages, 2 extra;
      * tag t: 5 pages by 3 (site.yaml) = 2 pages, 1 extra; home and b: 1 page;
-     * the report: 7 pages with a file (home, a's _index.md, p1..p5; b has
-     * none, q has one: 8) by 3 = 3 pages, 2 extra */
+     * the report: the 5 pages with a figure's mark (p1..p5; home, a's
+     * _index.md and q have none, b no file) by 3 = 2 pages, 1 extra */
     size_t a = S_at(&idx, "/a/");
     size_t nsec = 0, ntag = 0, nrep = 0;
     for (size_t i = 0; i < pl.nitems; i++) {
@@ -241,22 +242,38 @@ static void test_plan(void **state)
     assert_int_equal(ntag, 1);
     assert_int_equal(pl.nslots, 1);
     assert_int_equal(pl.report_per, 3);
-    assert_int_equal(pl.report_pages[0], 3);
-    assert_int_equal(nrep, 2);
-    /* report pages follow page order: the first three files on page 1 */
+    assert_int_equal(pl.report_pages[0], 2);
+    assert_int_equal(nrep, 1);
+    /* report pages follow page order: the first three counted on page 1;
+     * a page without a mark is on page 1 */
     size_t seen = 0;
     for (size_t i = 0; i < idx.npages; i++) {
-        if (!paginate_in_report(&idx, i))
+        if (!paginate_in_report(&idx, i)) {
+            assert_int_equal(pl.report_number[i], 1);
             continue;
+        }
         assert_int_equal(pl.report_number[i], seen / 3 + 1);
         seen++;
     }
-    assert_int_equal(seen, 8);
+    assert_int_equal(seen, 5);
     assert_int_equal(paginate_of(&cfg, idx.pages[a]), 2);
     assert_int_equal(paginate_of(&cfg, idx.pages[S_at(&idx, "/")]), 3);
     paginate_plan_free(&pl);
     content_index_free(&idx);
     config_free(&cfg);
+}
+
+/* The marks that let a page count in the report's pages. */
+static void test_figure_marks(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {"`224 MiB {= x}`", "`40 GB {\xe2\x89\x88 x}`",
+                                      "`40 GB {~ x}`", "`7x {cite k}`", "{=", "a {cite"};
+    static const char *const no[] = {"", "plain text", "{lua} x", "`{lua} 1`", "{ = 1}", "{", "{ci"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        assert_true(fig_may_have(yes[i], strlen(yes[i])));
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        assert_false(fig_may_have(no[i], strlen(no[i])));
 }
 
 static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-paginate-XXXXXX"); }
@@ -267,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_count_and_bounds),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_check_bounds),
+        cmocka_unit_test(test_figure_marks),
         cmocka_unit_test_setup_teardown(test_config_bounds, S_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_listings, S_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_plan, S_setup, tmpdir_teardown),
