@@ -332,6 +332,8 @@ typedef struct {
     const md_result *res;
     const size_t *kids; /* the whole listing (content_kids) */
     size_t nkids;
+    size_t number;      /* the listing's page: 1, or 2.. for /<section>/page/N/ */
+    const char *path;   /* that page's site path */
 } page_env_args;
 
 /* page.pages, the entries of listing page number of v[0..n), and
@@ -363,6 +365,15 @@ static int S_page_env(lua_State *L)
     S_set_helpers(r);
     sandbox_push_template_env(r->sb);
     lv_push_page_brief(r, a->job);
+    if (a->number > 1) {
+        char *u = render_full_url(r, a->path);
+        render_setstr(L, "url", u);
+        free(u);
+        u = xasprintf("%s%s", r->e.cfg->base_url, a->path + 1);
+        render_setstr(L, "permalink", u);
+        free(u);
+        render_setstr(L, "path", a->path);
+    }
     lua_pushlstring(L, buf_cstr(&a->res->html), a->res->html.len);
     lua_setfield(L, -2, "content");
     lv_push_toc(r, a->res->toc, a->res->ntoc);
@@ -371,7 +382,7 @@ static int S_page_env(lua_State *L)
     lua_setfield(L, -2, "figures");
     render_setstr(L, "report_url", r->report_url);
     if (a->p->kind != PAGE_REGULAR) {
-        S_set_listing(r, a->kids, a->nkids, S_section_per(r, a->p), a->p->url, 1);
+        S_set_listing(r, a->kids, a->nkids, S_section_per(r, a->p), a->p->url, a->number);
     } else {
         /* the neighbours in the section's listing, found in the build's */
         size_t prev = content_prev(r->e.idx, a->job), next = content_next(r->e.idx, a->job);
@@ -402,12 +413,23 @@ static char *S_report_url(renderer *r, size_t job)
     return u;
 }
 
-static void S_render_page(renderer *r, size_t job, const page *p, page_record *rec)
+/* Page p, or page number (2..) of its listing: a section's or home's next
+ * pages are the same page rendered again, with the next entries. Their
+ * figures, links and diagnostics are the first page's: rendered the same
+ * (so the figures link to the same rows), kept once, by the first. */
+static void S_render_page(renderer *r, size_t job, const page *p, size_t number,
+                          page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
     const char *file = p->src ? p->src : "content";
-    rec->url = xstrdup(p->url);
-    rec->src = xstrdup(p->src ? p->src : "");
+    bool again = number > 1;
+    char *path = paginate_path(p->url, number);
+    char *out = again ? xasprintf("%sindex.html", path + 1) : xstrdup(p->out);
+    diag_list quiet;
+    diag_list_init(&quiet);
+    diag_list *dl = again ? &quiet : &rec->diags;
+    rec->url = xstrdup(path);
+    rec->src = xstrdup(p->src && !again ? p->src : "");
     md_result res;
     md_result_init(&res);
     char *prefix = S_anchor_prefix(p->url);
@@ -415,10 +437,10 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
     free(r->report_url);
     r->report_url = S_report_url(r, job);
     res.figs.report_url = r->report_url;
-    sandbox_page_begin(r->sb, file, &rec->diags);
+    sandbox_page_begin(r->sb, file, dl);
     r->cur_page = p;
     r->cur_file = file;
-    r->cur_rec = rec;
+    r->cur_rec = again ? NULL : rec;
     r->cur_figs = &res.figs;
     if (p->src) {
         buf text = BUF_INIT;
@@ -428,20 +450,22 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
                        fs_strerror(rc, r->e.cfg->limits.page_bytes));
         } else if (p->body_off <= text.len) {
             md_render(r->md, p, file, text.ptr + p->body_off, text.len - p->body_off,
-                      p->body_line, 1, false, &res, &rec->diags);
+                      p->body_line, 1, false, &res, dl);
         }
         buf_free(&text);
     }
-    rec->links = res.links;
-    rec->nlinks = res.nlinks;
-    res.links = NULL;
-    res.nlinks = 0;
+    if (!again) {
+        rec->links = res.links;
+        rec->nlinks = res.nlinks;
+        res.links = NULL;
+        res.nlinks = 0;
+    }
     char *tname = sandbox_exhausted(r->sb) ? NULL : S_pick_template(r, p, &rec->diags);
     if (tname) {
         size_t nkids = 0;
         const size_t *kids = p->kind != PAGE_REGULAR ? content_kids(r->e.idx, job, &nkids) : NULL;
-        page_env_args args = {r, job, p, &res, kids, nkids};
-        bool track = p->front && p->front->type == YV_MAP && p->front->n;
+        page_env_args args = {r, job, p, &res, kids, nkids, number, path};
+        bool track = !again && p->front && p->front->type == YV_MAP && p->front->n;
         if (track) {
             r->params_page = job;
             r->params_read = xcalloc(p->front->n, 1);
@@ -453,7 +477,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
             diag_error(&rec->diags, file, 0, 0, "preparing the page for its template: %s",
                        err.msg);
             sandbox_error_free(&err);
-        } else if (S_finish(r, tname, p->out, rec, file) == 0 && track) {
+        } else if (S_finish(r, tname, out, rec, file) == 0 && track) {
             S_check_front_keys(r, p, rec);
         }
         if (track) {
@@ -463,15 +487,22 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
         }
         free(tname);
     }
-    rec->summary = p->summary ? fig_plain_text(p->summary)
-                   : res.summary ? xstrdup(res.summary) : xstrdup("");
-    rec->figs = res.figs.figs;
-    rec->nfigs = res.figs.nfigs;
-    res.figs.figs = NULL;
-    res.figs.nfigs = 0;
+    if (again) {
+        rec->summary = xstrdup("");
+    } else {
+        rec->summary = p->summary ? fig_plain_text(p->summary)
+                       : res.summary ? xstrdup(res.summary) : xstrdup("");
+        rec->figs = res.figs.figs;
+        rec->nfigs = res.figs.nfigs;
+        res.figs.figs = NULL;
+        res.figs.nfigs = 0;
+    }
     S_job_end(r, rec, file);
     md_result_free(&res);
+    diag_list_free(&quiet);
     free(prefix);
+    free(out);
+    free(path);
 }
 
 typedef struct {
@@ -629,84 +660,13 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t 
     free(made_url);
 }
 
-typedef struct {
-    renderer *r;
-    size_t owner; /* the section's (or home's) page index */
-    size_t number;
-    const char *path, *url;
-} pager_env_args;
-
-/* A section's listing page after the first: the section as its template
- * sees it on the first, with that page's entries, without its text (its
- * figures are the first page's). */
-static int S_pager_env(lua_State *L)
-{
-    const pager_env_args *a = lua_touserdata(L, 1);
-    renderer *r = a->r;
-    const page *p = r->e.idx->pages[a->owner];
-    S_set_helpers(r);
-    sandbox_push_template_env(r->sb);
-    lv_push_page_brief(r, a->owner);
-    render_setstr(L, "url", a->url);
-    char *perma = xasprintf("%s%s", r->e.cfg->base_url, a->path + 1);
-    render_setstr(L, "permalink", perma);
-    free(perma);
-    render_setstr(L, "path", a->path);
-    lua_pushliteral(L, "");
-    lua_setfield(L, -2, "content");
-    lua_newtable(L);
-    lua_setfield(L, -2, "toc");
-    lua_newtable(L);
-    lua_setfield(L, -2, "figures");
-    size_t n;
-    const size_t *kids = content_kids(r->e.idx, a->owner, &n);
-    S_set_listing(r, kids, n, S_section_per(r, p), p->url, a->number);
-    lua_setfield(L, -2, "page");
-    lua_pop(L, 1);
-    return 0;
-}
-
-static void S_render_section_pager(renderer *r, const pager_item *it, page_record *rec)
-{
-    lua_State *L = sandbox_lua(r->sb);
-    const page *p = r->e.idx->pages[it->owner];
-    const char *file = p->src ? p->src : jobs_info(JOB_PAGER)->template;
-    char *path = paginate_path(p->url, it->number);
-    rec->url = xstrdup(path);
-    sandbox_page_begin(r->sb, file, &rec->diags);
-    r->cur_page = p;
-    r->cur_file = file;
-    r->cur_rec = rec;
-    char *tname = sandbox_exhausted(r->sb) ? NULL : S_pick_template(r, p, &rec->diags);
-    if (tname) {
-        char *full = render_full_url(r, path);
-        pager_env_args args = {r, it->owner, it->number, path, full};
-        lua_pushcfunction(L, S_pager_env);
-        lua_pushlightuserdata(L, &args);
-        sandbox_error err;
-        if (sandbox_pcall(r->sb, 1, NULL, &err) != 0) {
-            diag_error(&rec->diags, file, 0, 0, "preparing the page for its template: %s",
-                       err.msg);
-            sandbox_error_free(&err);
-        } else {
-            char *out = xasprintf("%sindex.html", path + 1);
-            S_finish(r, tname, out, rec, file);
-            free(out);
-        }
-        free(full);
-        free(tname);
-    }
-    S_job_end(r, rec, file);
-    free(path);
-}
-
 /* Page number 2 and up of a listing (paginate.h). */
 static void S_render_pager(renderer *r, size_t index, page_record *rec)
 {
     const paginate_plan_t *pl = r->e.pages_plan;
     const pager_item *it = &pl->items[index];
     if (it->kind == PAGER_SECTION)
-        S_render_section_pager(r, it, rec);
+        S_render_page(r, it->owner, r->e.idx->pages[it->owner], it->number, rec);
     else if (it->kind == PAGER_TAG)
         S_render_generated(r, JOB_TAG, it->owner, it->number, rec);
     else if (it->owner + 1 < pl->nslots)
@@ -782,7 +742,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
         r->read_mark[r->reads[i]] = 0;
     r->nreads = 0;
     if (kind == JOB_PAGE) {
-        S_render_page(r, job, r->e.idx->pages[index], rec);
+        S_render_page(r, job, r->e.idx->pages[index], 1, rec);
     } else if (kind == JOB_CHECKS_JSON) {
         S_render_checks_json(r, rec);
     } else if (kind == JOB_PAGER) {
