@@ -705,12 +705,7 @@ void content_index_free(content_index *idx)
         free(idx->tags[i].pages);
     }
     free(idx->tags);
-    free(idx->by_date);
-    free(idx->kids);
-    free(idx->kids_at);
-    free(idx->kid_parent);
-    free(idx->kid_slot);
-    free(idx->sections);
+    content_listings_free(idx);
     strmap_free(&idx->index_by_url);
     strmap_free(&idx->by_url);
     strmap_free(&idx->by_rel);
@@ -746,9 +741,8 @@ static int S_cmp_date(const void *a, const void *b, void *ctx)
     return c ? c : strcmp(x->url, y->url);
 }
 
-void content_listings(content_index *idx)
+void content_listings_free(content_index *idx)
 {
-    size_t n = idx->npages;
     free(idx->by_date);
     free(idx->kids);
     free(idx->kids_at);
@@ -756,9 +750,18 @@ void content_listings(content_index *idx)
     free(idx->kid_slot);
     free(idx->sections);
     strmap_free(&idx->index_by_url);
+    idx->by_date = idx->kids = idx->kids_at = idx->kid_parent = idx->kid_slot = NULL;
+    idx->sections = NULL;
+    idx->nby_date = idx->nsections = 0;
     strmap_init(&idx->index_by_url);
+}
+
+void content_listings(content_index *idx)
+{
+    size_t n = idx->npages;
+    content_listings_free(idx);
     for (size_t i = 0; i < n; i++)
-        if (!strmap_get(&idx->index_by_url, idx->pages[i]->url))
+        if (idx->pages[i]->url && !strmap_get(&idx->index_by_url, idx->pages[i]->url))
             strmap_put(&idx->index_by_url, idx->pages[i]->url, (void *)(uintptr_t)(i + 1));
     idx->by_date = xmalloc((n + 1) * sizeof *idx->by_date);
     idx->nby_date = 0;
@@ -774,14 +777,17 @@ void content_listings(content_index *idx)
     /* children grouped by parent: count, place, then sort each group once */
     strmap at; /* a section's or home's folder -> its index + 1 (as by_section) */
     strmap_init(&at);
-    for (size_t i = 0; i < n; i++)
-        if (idx->pages[i]->kind != PAGE_REGULAR && !strmap_get(&at, idx->pages[i]->section))
-            strmap_put(&at, idx->pages[i]->section, (void *)(uintptr_t)(i + 1));
+    for (size_t i = 0; i < n; i++) {
+        const page *p = idx->pages[i];
+        if (p->kind != PAGE_REGULAR && p->section && !strmap_get(&at, p->section))
+            strmap_put(&at, p->section, (void *)(uintptr_t)(i + 1));
+    }
     idx->kid_parent = xmalloc((n + 1) * sizeof *idx->kid_parent);
     idx->kids_at = xcalloc(n + 2, sizeof *idx->kids_at);
     for (size_t i = 0; i < n; i++) {
         const page *pp = idx->pages[i]->parent;
-        size_t pi = pp ? (size_t)(uintptr_t)strmap_get(&at, pp->section) - 1 : SIZE_MAX;
+        size_t pi = pp && pp->section ? (size_t)(uintptr_t)strmap_get(&at, pp->section) - 1
+                                      : SIZE_MAX;
         if (pi != SIZE_MAX && idx->pages[pi] != pp)
             pi = SIZE_MAX; /* not the page by_section names: lists nothing */
         idx->kid_parent[i] = pi;

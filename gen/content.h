@@ -130,8 +130,10 @@ size_t content_next(const content_index *idx, size_t i);
  * SIZE_MAX for none. */
 size_t content_index_of(const content_index *idx, const char *url);
 /* Makes the listings above; content_load calls it once its pages are final
- * (a caller that builds an index by hand calls it too). */
+ * (a caller that builds an index by hand calls it too, and frees them with
+ * content_listings_free when it does not call content_index_free). */
 void content_listings(content_index *idx);
+void content_listings_free(content_index *idx);
 
 /* What fm_parse_page (frontmatter.h) sets (title, dates, summary, slug, template,
  * tags, draft, weight, body position, front matter) as bytes, for the build
