@@ -30,6 +30,7 @@
 #include "pool.h"
 #include "record.h"
 #include "render.h"
+#include "report.h"
 #include "sources.h"
 #include "strmap.h"
 #include "theme.h"
@@ -51,6 +52,7 @@ typedef struct {
     size_t njobs;
     size_t *report_sections; /* the report's section pages; NULL: one report page */
     size_t nreport_sections;
+    paginate_plan_t pages_plan; /* listings' pages and report pages (paginate.h) */
     figstore *figs;    /* where decoded records keep their figures; NULL: in memory */
     unsigned char *job_phases; /* render_job_phases */
     strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
@@ -276,6 +278,11 @@ static void S_plan(build_state *s)
         s->env.nreport_sections = s->nreport_sections;
     }
     free(split);
+    /* the listings' pages, once for the build: workers read the plan */
+    size_t *groups = report_groups(&s->idx, s->report_sections, s->nreport_sections);
+    paginate_plan(&s->pages_plan, &s->idx, &s->cfg, groups, s->nreport_sections);
+    free(groups);
+    s->env.pages_plan = &s->pages_plan;
     /* every output file has one producer: said before anything renders */
     collide_list_assets(o->root, &s->cfg, &s->template_assets, &s->dl);
     collide_check(&s->env, &s->template_assets, &s->dl);
@@ -615,6 +622,7 @@ static int S_finish(build_state *s)
         record_free(&s->records[j]);
     free(s->records);
     free(s->report_sections);
+    paginate_plan_free(&s->pages_plan);
     if (s->figs)
         figstore_close(s->figs);
     free(s->figs);

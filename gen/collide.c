@@ -291,6 +291,12 @@ static char *S_what(const render_env *e, job_kind k, size_t i)
     case JOB_CHECKS_JSON: return xstrdup("the checks report, as JSON");
     case JOB_CHECKS_SECTION:
         return xasprintf("the checks report of %s", e->idx->pages[e->report_sections[i]]->url);
+    case JOB_PAGER: {
+        char *first = jobs_pager_first(e, &e->pages_plan->items[i]);
+        char *w = xasprintf("page %zu of the listing at %s", e->pages_plan->items[i].number, first);
+        free(first);
+        return w;
+    }
     default: return xstrdup("a page");
     }
 }

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "fsutil.h"
+#include "paginate.h"
 #include "theme.h"
 
 #define CONFIG_FILE "site.yaml"
@@ -27,6 +28,7 @@ void config_defaults(config *c)
     c->theme = xstrdup("");
     c->tolerance = 0.05;
     c->feed_entries = 20;
+    c->paginate = PAGINATE_DEFAULT;
     c->limits.page_bytes = 4u << 20;
     c->limits.front_matter_bytes = 64u << 10;
     c->limits.data_bytes = 8u << 20;
@@ -79,6 +81,7 @@ static const key_spec S_keys[] = {
     {"figures.tolerance", K_NUMBER, OFF(tolerance), 0, 1},
     {"build.jobs", K_INT, OFF(jobs), 0, 256},
     {"feed.entries", K_INT, OFF(feed_entries), 1, 10000},
+    {"paginate", K_INT, OFF(paginate), 1, PAGINATE_MAX},
     {"limits.page_bytes", K_SIZE, OFF(limits.page_bytes), 1024, 1e9},
     {"limits.front_matter_bytes", K_SIZE, OFF(limits.front_matter_bytes), 64, 1e8},
     {"limits.data_bytes", K_SIZE, OFF(limits.data_bytes), 1024, 1e9},

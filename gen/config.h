@@ -43,6 +43,7 @@ typedef struct {
     double tolerance;        /* figures.tolerance, relative, for approximate quotes */
     int jobs;                /* build.jobs; 0 = number of cores */
     int feed_entries;        /* feed.entries */
+    int paginate;            /* entries per listing page (paginate.h) */
     config_limits limits;
     yv *doc;                 /* the parsed file (owned), NULL when there is none */
     const yv *params;        /* params: passed to templates as site.params; into doc */

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "collide.h"
+#include "figure.h"
 #include "frontmatter.h"
 #include "fsutil.h"
 #include "utf8.h"
@@ -217,6 +218,7 @@ static void S_parse_file(const parse_job *j, md_file *f)
      * matter; the body is checked where it is rendered (md_render) */
     f->keep = fm_parse_page(p, text.ptr, text.len, j->cfg, &f->dl) == 0 &&
               (!p->draft || j->opts->drafts);
+    p->fig_marks = fig_may_have(text.ptr, text.len);
     buf_free(&text);
 }
 
@@ -539,8 +541,8 @@ static void S_index_tags(content_index *idx)
     strmap_init(&by_slug);
     strmap_init(&by_name);
     size_t cap = 0;
-    size_t n;
-    size_t *order = content_by_date(idx, &n);
+    size_t n = idx->nby_date;
+    const size_t *order = idx->by_date;
     for (size_t k = 0; k < n; k++) {
         page *p = idx->pages[order[k]];
         for (size_t t = 0; t < p->ntags; t++) {
@@ -577,7 +579,6 @@ static void S_index_tags(content_index *idx)
             }
         }
     }
-    free(order);
     strmap_free(&by_slug);
     strmap_free(&by_name);
     if (idx->ntags)
@@ -676,6 +677,7 @@ int content_load(content_index *idx, const char *root, const config *cfg,
         asset *a = &idx->assets[i];
         strmap_put(&idx->assets_by_out, a->out, a);
     }
+    content_listings(idx);
     S_index_tags(idx);
     if (trace)
         fprintf(stderr,
@@ -703,6 +705,8 @@ void content_index_free(content_index *idx)
         free(idx->tags[i].pages);
     }
     free(idx->tags);
+    content_listings_free(idx);
+    strmap_free(&idx->index_by_url);
     strmap_free(&idx->by_url);
     strmap_free(&idx->by_rel);
     strmap_free(&idx->by_section);
@@ -737,26 +741,130 @@ static int S_cmp_date(const void *a, const void *b, void *ctx)
     return c ? c : strcmp(x->url, y->url);
 }
 
+void content_listings_free(content_index *idx)
+{
+    free(idx->by_date);
+    free(idx->kids);
+    free(idx->kids_at);
+    free(idx->kid_parent);
+    free(idx->kid_slot);
+    free(idx->sections);
+    strmap_free(&idx->index_by_url);
+    idx->by_date = idx->kids = idx->kids_at = idx->kid_parent = idx->kid_slot = NULL;
+    idx->sections = NULL;
+    idx->nby_date = idx->nsections = 0;
+    strmap_init(&idx->index_by_url);
+}
+
+void content_listings(content_index *idx)
+{
+    size_t n = idx->npages;
+    content_listings_free(idx);
+    for (size_t i = 0; i < n; i++)
+        if (idx->pages[i]->url && !strmap_get(&idx->index_by_url, idx->pages[i]->url))
+            strmap_put(&idx->index_by_url, idx->pages[i]->url, (void *)(uintptr_t)(i + 1));
+    idx->by_date = xmalloc((n + 1) * sizeof *idx->by_date);
+    idx->nby_date = 0;
+    idx->sections = xmalloc((n + 1) * sizeof *idx->sections);
+    idx->nsections = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (idx->pages[i]->kind == PAGE_REGULAR)
+            idx->by_date[idx->nby_date++] = i;
+        else if (idx->pages[i]->kind == PAGE_SECTION)
+            idx->sections[idx->nsections++] = i;
+    }
+    qsort_r(idx->by_date, idx->nby_date, sizeof *idx->by_date, S_cmp_date, (void *)idx);
+    /* children grouped by parent: count, place, then sort each group once */
+    strmap at; /* a section's or home's folder -> its index + 1 (as by_section) */
+    strmap_init(&at);
+    for (size_t i = 0; i < n; i++) {
+        const page *p = idx->pages[i];
+        if (p->kind != PAGE_REGULAR && p->section && !strmap_get(&at, p->section))
+            strmap_put(&at, p->section, (void *)(uintptr_t)(i + 1));
+    }
+    idx->kid_parent = xmalloc((n + 1) * sizeof *idx->kid_parent);
+    idx->kids_at = xcalloc(n + 2, sizeof *idx->kids_at);
+    for (size_t i = 0; i < n; i++) {
+        const page *pp = idx->pages[i]->parent;
+        size_t pi = pp && pp->section ? (size_t)(uintptr_t)strmap_get(&at, pp->section) - 1
+                                      : SIZE_MAX;
+        if (pi != SIZE_MAX && idx->pages[pi] != pp)
+            pi = SIZE_MAX; /* not the page by_section names: lists nothing */
+        idx->kid_parent[i] = pi;
+        if (pi != SIZE_MAX)
+            idx->kids_at[pi + 1]++;
+    }
+    strmap_free(&at);
+    for (size_t i = 0; i < n; i++)
+        idx->kids_at[i + 1] += idx->kids_at[i];
+    idx->kids = xmalloc((idx->kids_at[n] + 1) * sizeof *idx->kids);
+    size_t *fill = xmalloc((n + 1) * sizeof *fill);
+    memcpy(fill, idx->kids_at, n * sizeof *fill);
+    for (size_t i = 0; i < n; i++)
+        if (idx->kid_parent[i] != SIZE_MAX)
+            idx->kids[fill[idx->kid_parent[i]]++] = i;
+    free(fill);
+    idx->kid_slot = xmalloc((n + 1) * sizeof *idx->kid_slot);
+    for (size_t i = 0; i < n; i++) {
+        idx->kid_slot[i] = SIZE_MAX;
+        size_t a = idx->kids_at[i], b = idx->kids_at[i + 1];
+        qsort_r(idx->kids + a, b - a, sizeof *idx->kids, S_cmp_listing, (void *)idx);
+    }
+    for (size_t k = 0; k < idx->kids_at[n]; k++)
+        idx->kid_slot[idx->kids[k]] = k;
+}
+
+size_t content_index_of(const content_index *idx, const char *url)
+{
+    return (size_t)(uintptr_t)strmap_get(&idx->index_by_url, url) - 1;
+}
+
+const size_t *content_kids(const content_index *idx, size_t i, size_t *n)
+{
+    if (!idx->kids_at || i >= idx->npages) {
+        *n = 0;
+        return NULL;
+    }
+    *n = idx->kids_at[i + 1] - idx->kids_at[i];
+    return idx->kids + idx->kids_at[i];
+}
+
+/* The page step places from page i in its parent's listing, or SIZE_MAX. */
+static size_t S_sibling(const content_index *idx, size_t i, int step)
+{
+    if (!idx->kid_slot || i >= idx->npages || idx->kid_slot[i] == SIZE_MAX)
+        return SIZE_MAX;
+    size_t par = idx->kid_parent[i], slot = idx->kid_slot[i];
+    if (step < 0)
+        return slot > idx->kids_at[par] ? idx->kids[slot - 1] : SIZE_MAX;
+    return slot + 1 < idx->kids_at[par + 1] ? idx->kids[slot + 1] : SIZE_MAX;
+}
+
+size_t content_prev(const content_index *idx, size_t i) { return S_sibling(idx, i, -1); }
+size_t content_next(const content_index *idx, size_t i) { return S_sibling(idx, i, 1); }
+
 size_t *content_children(const content_index *idx, const page *section, size_t *n)
 {
-    size_t *v = xmalloc((idx->npages + 1) * sizeof *v);
-    *n = 0;
-    for (size_t i = 0; i < idx->npages; i++)
-        if (idx->pages[i]->parent == section)
-            v[(*n)++] = i;
-    qsort_r(v, *n, sizeof *v, S_cmp_listing, (void *)idx);
-    return v;
+    size_t at = SIZE_MAX;
+    for (size_t i = 0; i < idx->npages && at == SIZE_MAX; i++)
+        if (idx->pages[i] == section)
+            at = i;
+    const size_t *v = at == SIZE_MAX ? NULL : content_kids(idx, at, n);
+    if (!v)
+        *n = 0;
+    size_t *copy = xmalloc((*n + 1) * sizeof *copy);
+    if (*n)
+        memcpy(copy, v, *n * sizeof *copy);
+    return copy;
 }
 
 size_t *content_by_date(const content_index *idx, size_t *n)
 {
-    size_t *v = xmalloc((idx->npages + 1) * sizeof *v);
-    *n = 0;
-    for (size_t i = 0; i < idx->npages; i++)
-        if (idx->pages[i]->kind == PAGE_REGULAR)
-            v[(*n)++] = i;
-    qsort_r(v, *n, sizeof *v, S_cmp_date, (void *)idx);
-    return v;
+    *n = idx->nby_date;
+    size_t *copy = xmalloc((*n + 1) * sizeof *copy);
+    if (*n)
+        memcpy(copy, idx->by_date, *n * sizeof *copy);
+    return copy;
 }
 
 /* ---------- bytes, for the build cache ---------- */
@@ -778,7 +886,7 @@ void content_page_encode(const page *p, buf *out)
     buf_put(out, &ntags, sizeof ntags);
     for (size_t i = 0; i < p->ntags; i++)
         S_put_str(out, p->tags[i]);
-    int64_t nums[4] = {p->draft, p->weight, p->body_line, (int64_t)p->body_off};
+    int64_t nums[5] = {p->draft, p->weight, p->body_line, (int64_t)p->body_off, p->fig_marks};
     buf_put(out, nums, sizeof nums);
     uint8_t has_front = p->front != NULL;
     buf_put(out, &has_front, 1);
@@ -811,7 +919,7 @@ int content_page_decode(page *p, const char *data, size_t len)
                 r.bad = true;
         }
     }
-    int64_t nums[4];
+    int64_t nums[5];
     uint8_t has_front;
     buf_rd_get(&r, nums, sizeof nums);
     buf_rd_get(&r, &has_front, sizeof has_front);
@@ -819,6 +927,7 @@ int content_page_decode(page *p, const char *data, size_t len)
     p->weight = nums[1];
     p->body_line = (int)nums[2];
     p->body_off = (size_t)nums[3];
+    p->fig_marks = nums[4] != 0;
     if (!r.bad && has_front) {
         size_t used = yv_decode(r.p, (size_t)(r.end - r.p), &p->front);
         if (used == 0)

@@ -42,6 +42,7 @@ struct page {
     char **tags;
     size_t ntags;
     bool draft;
+    bool fig_marks;  /* the file may hold figures (fig_may_have): the report counts it */
     long long weight;
     int body_line;   /* 1-based line of the file where the Markdown body starts */
     size_t body_off; /* byte offset of the body in the file */
@@ -73,6 +74,22 @@ typedef struct {
     strmap by_rel;  /* "a/b.md" -> page */
     strmap by_section; /* "a" -> section page */
     strmap assets_by_out; /* "a/img.png" -> asset */
+    /* Listings, made once by content_load (in the parent, before workers
+     * fork, so every page's template reads them without sorting anything):
+     * by_date: every regular page, newest first;
+     * kids[kids_at[i] .. kids_at[i + 1]): the pages listed under page i (a
+     * section or home), in listing order; kid_parent[i]: the index of page
+     * i's parent, kid_slot[i] page i's place in kids (SIZE_MAX for home);
+     * sections: every section page, in page order. */
+    size_t *by_date;
+    size_t nby_date;
+    size_t *kids;
+    size_t *kids_at; /* npages + 1 */
+    size_t *kid_parent;
+    size_t *kid_slot;
+    size_t *sections;
+    size_t nsections;
+    strmap index_by_url; /* url -> position in pages + 1 */
 } content_index;
 
 typedef struct {
@@ -102,6 +119,21 @@ void content_index_free(content_index *idx);
 size_t *content_children(const content_index *idx, const page *section, size_t *n);
 /* Every regular page, newest first. Caller frees. */
 size_t *content_by_date(const content_index *idx, size_t *n);
+/* The same listings as read-only arrays of the index (idx->kids, by_date):
+ * the pages listed under page i, *n of them. */
+const size_t *content_kids(const content_index *idx, size_t i, size_t *n);
+/* The page before and after page i in its parent's listing (SIZE_MAX for
+ * none). */
+size_t content_prev(const content_index *idx, size_t i);
+size_t content_next(const content_index *idx, size_t i);
+/* The position in idx->pages of the page at site path url ("/a/b/"), or
+ * SIZE_MAX for none. */
+size_t content_index_of(const content_index *idx, const char *url);
+/* Makes the listings above; content_load calls it once its pages are final
+ * (a caller that builds an index by hand calls it too, and frees them with
+ * content_listings_free when it does not call content_index_free). */
+void content_listings(content_index *idx);
+void content_listings_free(content_index *idx);
 
 /* What fm_parse_page (frontmatter.h) sets (title, dates, summary, slug, template,
  * tags, draft, weight, body position, front matter) as bytes, for the build

@@ -42,6 +42,21 @@ void fig_ctx_free(fig_ctx *c)
     c->href_of[0] = c->href_of[1] = c->href_of[2] = NULL;
 }
 
+bool fig_may_have(const char *text, size_t len)
+{
+    static const char *const marks[] = {"=", "\xe2\x89\x88" /* ≈ */, "~", "cite"};
+    for (const char *p = memchr(text, '{', len); p; p = memchr(p, '{', len - (size_t)(p - text))) {
+        p++;
+        size_t left = len - (size_t)(p - text);
+        for (size_t k = 0; k < sizeof marks / sizeof *marks; k++) {
+            size_t n = strlen(marks[k]);
+            if (left >= n && memcmp(p, marks[k], n) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
 const char *fig_tier_name(fig_tier t)
 {
     return t == FIG_MEASURED ? "measured" : t == FIG_CITED ? "cited" : "computed";

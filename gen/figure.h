@@ -103,6 +103,11 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
 void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col);
 
 const char *fig_tier_name(fig_tier t);
+/* Whether text may hold a figure: it has a figure's mark ("{=", "{≈", "{~",
+ * "{cite") somewhere. A cheap scan, before any Markdown is parsed (false
+ * means none; true may be a mark in a code block): the checks report's
+ * pages count only these pages (paginate.h). */
+bool fig_may_have(const char *text, size_t len);
 
 /* Plain text of a short Markdown string for feeds and listings: figure spans
  * read as their quote, code spans and links as their text. Caller frees. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "paginate.h"
 #include "utf8.h"
 #include "yv.h"
 
@@ -97,8 +98,9 @@ bool fm_key_known(const page *p, const char *key)
     for (size_t k = 0; k < sizeof S_KNOWN_KEYS / sizeof *S_KNOWN_KEYS; k++)
         if (!strcmp(key, S_KNOWN_KEYS[k]))
             return true;
-    /* a section's (or home's) _index.md names its pages' template */
-    return p->kind != PAGE_REGULAR && !strcmp(key, "page_template");
+    /* a section's (or home's) _index.md names its pages' template and how
+     * many its listing shows per page */
+    return p->kind != PAGE_REGULAR && (!strcmp(key, "page_template") || !strcmp(key, "paginate"));
 }
 
 /* Optimal string alignment distance (edits and swaps of neighbours) of two
@@ -286,6 +288,9 @@ int fm_parse_page(page *p, const char *text, size_t len, const config *cfg, diag
                            yv_type_a(v->type));
             else
                 p->draft = v->b;
+        } else if (strcmp(key, "paginate") == 0 && p->kind != PAGE_REGULAR) {
+            int per;
+            paginate_check(v, file, &per, dl);
         } else if (strcmp(key, "weight") == 0) {
             if (v->type != YV_INT)
                 diag_error(dl, file, v->line, v->col, "front matter \"weight\" must be an integer, not %s",

@@ -1,9 +1,11 @@
 #include "jobs.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
+#include "paginate.h"
 #include "render.h"
 #include "report.h"
 #include "sources.h"
@@ -21,7 +23,44 @@ static const job_kind_info S_KINDS[JOB_KIND_COUNT] = {
                          "/checks.json"},
     [JOB_CHECKS_SECTION] = {JOB_CHECKS_SECTION, "checks", 4,
                             "templates/" RENDER_REPORT_SECTION_TEMPLATE, NULL, NULL},
+    /* phase and template: those of the listing it continues (S_pager_*) */
+    [JOB_PAGER] = {JOB_PAGER, "pager", 2, "templates/section.html", NULL, NULL},
 };
+
+/* The listing page a JOB_PAGER job continues: phase, template file, URL. */
+static int S_pager_phase(const render_env *e, const pager_item *it)
+{
+    switch (it->kind) {
+    case PAGER_SECTION: return e->idx->pages[it->owner]->kind == PAGE_HOME ? 3 : 2;
+    case PAGER_TAG: return S_KINDS[JOB_TAG].phase;
+    default: return S_KINDS[JOB_CHECKS].phase;
+    }
+}
+
+static const char *S_pager_file(const render_env *e, const pager_item *it)
+{
+    switch (it->kind) {
+    case PAGER_SECTION:
+        return e->idx->pages[it->owner]->src ? e->idx->pages[it->owner]->src
+                                              : S_KINDS[JOB_PAGER].template;
+    case PAGER_TAG: return S_KINDS[JOB_TAG].template;
+    default:
+        return it->owner + 1 < e->pages_plan->nslots ? S_KINDS[JOB_CHECKS_SECTION].template
+                                                      : S_KINDS[JOB_CHECKS].template;
+    }
+}
+
+char *jobs_pager_first(const render_env *e, const pager_item *it)
+{
+    switch (it->kind) {
+    case PAGER_SECTION: return xstrdup(e->idx->pages[it->owner]->url);
+    case PAGER_TAG: return xstrdup(e->idx->tags[it->owner].url);
+    default:
+        return report_path(e->idx, e->report_sections,
+                           it->owner + 1 < e->pages_plan->nslots ? it->owner
+                                                                  : REPORT_GROUP_ROOT);
+    }
+}
 
 const job_kind_info *jobs_info(job_kind k)
 {
@@ -35,6 +74,7 @@ static size_t S_count(const render_env *e, job_kind k)
     case JOB_PAGE: return e->idx->npages;
     case JOB_TAG: return e->idx->ntags;
     case JOB_CHECKS_SECTION: return e->nreport_sections;
+    case JOB_PAGER: return e->pages_plan ? e->pages_plan->nitems : 0;
     default: return 1;
     }
 }
@@ -53,7 +93,7 @@ job_kind render_job_kind(const render_env *e, size_t job, size_t *index)
     for (int k = 0; k < JOB_KIND_COUNT; k++) {
         size_t n = S_count(e, (job_kind)k);
         if (job < n) {
-            if (k == JOB_PAGE || k == JOB_TAG || k == JOB_CHECKS_SECTION)
+            if (k == JOB_PAGE || k == JOB_TAG || k == JOB_CHECKS_SECTION || k == JOB_PAGER)
                 *index = job;
             return (job_kind)k;
         }
@@ -66,6 +106,8 @@ int render_job_phase(const render_env *e, size_t job)
 {
     size_t i;
     job_kind k = render_job_kind(e, job, &i);
+    if (k == JOB_PAGER)
+        return S_pager_phase(e, &e->pages_plan->items[i]);
     if (k != JOB_PAGE)
         return S_KINDS[k].phase;
     switch (e->idx->pages[i]->kind) {
@@ -91,6 +133,8 @@ const char *render_job_file(const render_env *e, size_t job)
     job_kind k = render_job_kind(e, job, &i);
     if (k == JOB_PAGE && e->idx->pages[i]->src)
         return e->idx->pages[i]->src;
+    if (k == JOB_PAGER)
+        return S_pager_file(e, &e->pages_plan->items[i]);
     return S_KINDS[k].template;
 }
 
@@ -113,6 +157,12 @@ char *jobs_url(const render_env *e, size_t job)
     case JOB_PAGE: return xstrdup(e->idx->pages[i]->url);
     case JOB_TAG: return xstrdup(e->idx->tags[i].url);
     case JOB_CHECKS_SECTION: return report_path(e->idx, e->report_sections, i);
+    case JOB_PAGER: {
+        char *first = jobs_pager_first(e, &e->pages_plan->items[i]);
+        char *u = paginate_path(first, e->pages_plan->items[i].number);
+        free(first);
+        return u;
+    }
     default: return xstrdup(S_KINDS[k].url);
     }
 }

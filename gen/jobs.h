@@ -2,7 +2,8 @@
  *
  * Jobs are numbered: 0..npages-1 are the pages of the content index, then the
  * generated pages in the order of the table in jobs.c (tag index, one per tag,
- * sources, the checks report, 404, checks.json, the report's section pages).
+ * sources, the checks report, 404, checks.json, the report's section pages,
+ * the listings' pages after the first).
  * They run in four phases, each after the previous one is complete, because
  * later pages list what earlier ones produced: regular pages; sections, tags,
  * sources and 404; home (which lists sections); the checks report and
@@ -15,11 +16,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "paginate.h"
+
 typedef struct render_env render_env;
 
 typedef enum {
     JOB_PAGE, JOB_TAGS, JOB_TAG, JOB_SOURCES, JOB_CHECKS, JOB_404, JOB_CHECKS_JSON,
     JOB_CHECKS_SECTION, /* one per report section (render_env.report_sections) */
+    JOB_PAGER,          /* one per extra listing page (render_env.pages_plan, paginate.h):
+                         * number 2 and up of a section's, tag's or report's listing, in
+                         * the phase of the page it continues */
     JOB_KIND_COUNT
 } job_kind;
 
@@ -38,7 +44,7 @@ const job_kind_info *jobs_info(job_kind k);
 
 size_t render_job_count(const render_env *e);
 /* The kind of a job and, for kinds with one job per item (pages, tags,
- * report sections), the item's index in its list; 0 otherwise. */
+ * report sections, listing pages), the item's index in its list; 0 otherwise. */
 job_kind render_job_kind(const render_env *e, size_t job, size_t *index);
 int render_job_phase(const render_env *e, size_t job);
 /* render_job_phase of every job (and of every record, e->nrecords), in a new
@@ -55,5 +61,8 @@ char *jobs_url(const render_env *e, size_t job);
 /* File a job's problems are reported at when it fails as a whole (timeout):
  * a page's source, or its kind's template. Static or owned by e. */
 const char *render_job_file(const render_env *e, size_t job);
+/* The site path of the first page of the listing a JOB_PAGER item continues
+ * ("/posts/", "/tags/go/", "/checks/"); the caller frees it. */
+char *jobs_pager_first(const render_env *e, const pager_item *it);
 
 #endif

@@ -469,7 +469,7 @@ typedef struct {
     lv_head h;
     renderer *r;
     size_t n;
-    size_t items[]; /* page indices */
+    const size_t *items; /* page indices, in the build's listings (content.h) */
 } page_view;
 
 typedef struct {
@@ -558,15 +558,15 @@ static bool S_figure_view_item(lua_State *L, void *o, lua_Integer i)
 static const lv_kind S_FIGURE_VIEW = {"kvsite.figures", "a list of figures", NULL, 0, NULL,
                                       S_figure_view_item, S_figure_view_len};
 
-void lv_push_page_list(renderer *r, const size_t *v, size_t n)
+void lv_push_page_slice(renderer *r, const size_t *v, size_t n)
 {
-    lua_State *L = sandbox_lua(r->sb);
-    page_view *pv = lv_new(L, &S_PAGE_VIEW, sizeof *pv + n * sizeof(size_t), 0, &r->job_gen);
+    page_view *pv = lv_new(sandbox_lua(r->sb), &S_PAGE_VIEW, sizeof *pv, 0, &r->job_gen);
     pv->r = r;
     pv->n = n;
-    if (n)
-        memcpy(pv->items, v, n * sizeof *v);
+    pv->items = v;
 }
+
+void lv_push_page_obj(renderer *r, size_t i) { S_push_brief_obj(r, i); }
 
 /* A figure as templates see it: a read-only object whose fields are made
  * when read. A report reads a few fields of each of 100,000s of figures:
@@ -819,20 +819,27 @@ void lv_push_page_figures(renderer *r, const fig_ctx *figs, const char *src)
 
 /* ---------- site and report ---------- */
 
-/* Figures of a group (REPORT_REPORT_GROUP_ALL: every one) among the records so far,
- * with totals per tier: {list = view, total, computed, measured, cited,
- * failed}. Only the group's records are read. */
-static void S_push_figures(renderer *r, size_t group)
+/* Whether job j's figures are listed on report page number (0: any) of
+ * group (REPORT_GROUP_ALL: every group). */
+bool lv_report_lists(renderer *r, size_t group, size_t number, size_t j)
+{
+    if (group != REPORT_GROUP_ALL && render_groups(r)[j] != group)
+        return false;
+    if (number == 0 || !r->e.pages_plan)
+        return true;
+    return j < r->e.idx->npages && r->e.pages_plan->report_number[j] == number;
+}
+
+void lv_push_figures(renderer *r, size_t group, size_t number)
 {
     lua_State *L = sandbox_lua(r->sb);
     lua_createtable(L, 0, 8);
     size_t nspans = 0, total = 0;
     lua_Integer tiers[3] = {0, 0, 0}, failed = 0;
     /* generated pages have no figures */
-    size_t njobs = group == REPORT_GROUP_ALL ? r->e.nrecords : r->e.idx->npages;
-    const size_t *groups = group == REPORT_GROUP_ALL ? NULL : render_groups(r);
+    size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
     for (size_t j = 0; j < njobs; j++) {
-        if (groups && groups[j] != group)
+        if (!lv_report_lists(r, group, number, j))
             continue;
         const page_record *rec = render_record(r, j);
         if (rec && rec->nfigs)
@@ -845,7 +852,7 @@ static void S_push_figures(renderer *r, size_t group)
     fv->last = 0;
     nspans = 0;
     for (size_t j = 0; j < njobs; j++) {
-        if (groups && groups[j] != group)
+        if (!lv_report_lists(r, group, number, j))
             continue;
         const page_record *rec = render_record(r, j);
         if (!rec || !rec->nfigs)
@@ -872,188 +879,6 @@ static void S_push_figures(renderer *r, size_t group)
     lua_setfield(L, -2, "cited");
     lua_pushinteger(L, failed);
     lua_setfield(L, -2, "failed");
-}
-
-static void S_push_site_figures(renderer *r) { S_push_figures(r, REPORT_GROUP_ALL); }
-
-/* `report` of a report page: its figures, its section (a page brief; none
- * for the index) and, on the index, one entry per report section page. */
-void lv_push_report(renderer *r, size_t group)
-{
-    lua_State *L = sandbox_lua(r->sb);
-    lua_createtable(L, 0, 3);
-    S_push_figures(r, group);
-    lua_setfield(L, -2, "figures");
-    if (group != REPORT_GROUP_ALL && group != REPORT_GROUP_ROOT) {
-        lv_push_page_brief(r, r->e.report_sections[group]);
-        lua_setfield(L, -2, "section");
-    }
-    size_t ns = group == REPORT_GROUP_ROOT ? r->e.nreport_sections : 0;
-    lua_createtable(L, (int)ns, 0);
-    if (ns) {
-        /* totals per section, from every record */
-        size_t *count = xcalloc(5 * ns + 1, sizeof *count);
-        const size_t *groups = render_groups(r);
-        for (size_t j = 0; j < r->e.idx->npages; j++) {
-            size_t g = groups[j];
-            const page_record *rec = g == REPORT_GROUP_ROOT ? NULL : render_record(r, j);
-            if (!rec || !rec->nfigs)
-                continue;
-            uint32_t c[4];
-            record_fig_counts(rec, c);
-            count[5 * g] += rec->nfigs;
-            for (int k = 0; k < 4; k++)
-                count[5 * g + 1 + k] += c[k];
-        }
-        static const char *const keys[] = {"total", "computed", "measured", "cited", "failed"};
-        for (size_t g = 0; g < ns; g++) {
-            const page *p = r->e.idx->pages[r->e.report_sections[g]];
-            lua_createtable(L, 0, 8);
-            render_setstr(L, "title", p->title);
-            char *u = render_full_url(r, p->url);
-            render_setstr(L, "page_url", u);
-            free(u);
-            char *path = report_path(r->e.idx, r->e.report_sections, g);
-            u = render_full_url(r, path);
-            render_setstr(L, "url", u);
-            free(u);
-            free(path);
-            for (size_t k = 0; k < 5; k++) {
-                lua_pushinteger(L, (lua_Integer)count[5 * g + k]);
-                lua_setfield(L, -2, keys[k]);
-            }
-            lua_rawseti(L, -2, (lua_Integer)g + 1);
-        }
-        free(count);
-    }
-    lua_setfield(L, -2, "sections");
-}
-
-static void S_push_sections(renderer *r)
-{
-    lua_State *L = sandbox_lua(r->sb);
-    lua_newtable(L);
-    lua_Integer n = 0;
-    const content_index *idx = r->e.idx;
-    for (size_t i = 0; i < idx->npages; i++) {
-        const page *p = idx->pages[i];
-        if (p->kind != PAGE_SECTION)
-            continue;
-        lv_push_page_brief(r, i);
-        size_t nc;
-        size_t *kids = content_children(idx, p, &nc);
-        lv_push_page_list(r, kids, nc);
-        free(kids);
-        lua_setfield(L, -2, "pages");
-        lua_rawseti(L, -2, ++n);
-    }
-}
-
-static void S_push_tags(renderer *r)
-{
-    lua_State *L = sandbox_lua(r->sb);
-    const content_index *idx = r->e.idx;
-    lua_createtable(L, (int)idx->ntags, 0);
-    for (size_t t = 0; t < idx->ntags; t++) {
-        lua_createtable(L, 0, 4);
-        render_setstr(L, "name", idx->tags[t].name);
-        render_setstr(L, "slug", idx->tags[t].slug);
-        char *u = render_full_url(r, idx->tags[t].url);
-        render_setstr(L, "url", u);
-        free(u);
-        lua_pushinteger(L, (lua_Integer)idx->tags[t].npages);
-        lua_setfield(L, -2, "count");
-        lv_push_page_list(r, idx->tags[t].pages, idx->tags[t].npages);
-        lua_setfield(L, -2, "pages");
-        lua_rawseti(L, -2, (lua_Integer)t + 1);
-    }
-}
-
-static void S_push_sources(renderer *r)
-{
-    lua_State *L = sandbox_lua(r->sb);
-    lua_newtable(L);
-    const yv *doc = r->e.src->doc;
-    if (!doc || doc->type != YV_MAP)
-        return;
-    /* sorted by key for a stable page */
-    size_t n = doc->n;
-    size_t *order = xmalloc((n + 1) * sizeof *order);
-    for (size_t i = 0; i < n; i++)
-        order[i] = i;
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(doc->keys[order[j - 1]], doc->keys[order[j]]) > 0; j--) {
-            size_t t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
-    for (size_t i = 0; i < n; i++) {
-        const yv *e = doc->items[order[i]];
-        if (luadata_push(L, e) != 0)
-            lua_error(L);
-        if (!lua_istable(L, -1)) {
-            lua_pop(L, 1);
-            continue;
-        }
-        render_setstr(L, "key", doc->keys[order[i]]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    free(order);
-}
-
-/* __index of `site`: the big lists are built on first use only. */
-static int S_site_index(lua_State *L)
-{
-    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
-    const char *k = lua_tostring(L, 2);
-    if (!k)
-        return 0;
-    if (strcmp(k, "pages") == 0) {
-        size_t n;
-        size_t *v = content_by_date(r->e.idx, &n);
-        lv_push_page_list(r, v, n);
-        free(v);
-    } else if (strcmp(k, "sections") == 0) {
-        S_push_sections(r);
-    } else if (strcmp(k, "tags") == 0) {
-        S_push_tags(r);
-    } else if (strcmp(k, "figures") == 0) {
-        S_push_site_figures(r);
-    } else if (strcmp(k, "sources") == 0) {
-        S_push_sources(r);
-    } else {
-        return 0;
-    }
-    lua_pushvalue(L, 2);
-    lua_pushvalue(L, -2);
-    lua_rawset(L, 1);
-    return 1;
-}
-
-void lv_push_site(renderer *r)
-{
-    lua_State *L = sandbox_lua(r->sb);
-    const config *c = r->e.cfg;
-    lua_createtable(L, 0, 12);
-    render_setstr(L, "title", c->title);
-    render_setstr(L, "base_url", c->base_url);
-    render_setstr(L, "base_path", c->base_path);
-    render_setstr(L, "language", c->language);
-    render_setstr(L, "description", c->description);
-    render_setstr(L, "author", c->author);
-    render_setstr(L, "version", KVSITE_VERSION);
-    if (c->params) {
-        if (luadata_push(L, c->params) != 0)
-            lua_error(L);
-    } else {
-        lua_newtable(L);
-    }
-    lua_setfield(L, -2, "params");
-    lua_createtable(L, 0, 1);
-    lua_pushlightuserdata(L, r);
-    lua_pushcclosure(L, S_site_index, 1);
-    lua_setfield(L, -2, "__index");
-    lua_setmetatable(L, -2);
 }
 
 /* ---------- helpers for templates ---------- */

@@ -17,8 +17,9 @@
  *
  * The mechanism has no tie to the renderer: the sandbox's module views could
  * be kinds of it too. The renderer's views (page briefs, lists of pages and
- * figures, page.toc, page.figures, site, report) are below it, under
- * "renderer's views"; they take the renderer (render_state.h). */
+ * figures, page.toc, page.figures) are below it, under "renderer's views";
+ * they take the renderer (render_state.h). `site` and `report`, built from
+ * them, are luasite.h's. */
 #ifndef KV_LUAVIEW_H
 #define KV_LUAVIEW_H
 
@@ -72,17 +73,23 @@ typedef struct renderer renderer;
 /* A page as listings see it: a table with a locked metatable (params made
  * when read). i indexes idx->pages. */
 void lv_push_page_brief(renderer *r, size_t i);
-/* A list of pages v[0..n) (copied). */
-void lv_push_page_list(renderer *r, const size_t *v, size_t n);
+/* A list of pages v[0..n), over v itself, not copied: v lives as long as
+ * the build (the index's listings, content.h, made once before workers
+ * fork). The view is read-only and expires with the job like the others. */
+void lv_push_page_slice(renderer *r, const size_t *v, size_t n);
+/* Page i as a list item (a read-only object, fields made when read). */
+void lv_push_page_obj(renderer *r, size_t i);
 /* page.toc and page.figures of the page being rendered: they expire when
  * the page's job ends. */
 void lv_push_toc(renderer *r, const md_heading *toc, size_t n);
 void lv_push_page_figures(renderer *r, const fig_ctx *figs, const char *src);
-/* `site` for the current job. */
-void lv_push_site(renderer *r);
-/* `report` of a report page for a group (report.h's REPORT_GROUP_ or a report
- * section's position). */
-void lv_push_report(renderer *r, size_t group);
+/* Figures of a group (REPORT_GROUP_ALL: every one) among the records so
+ * far, of its report page number (0: all of them), with totals per tier:
+ * {list = view, total, computed, measured, cited, failed}. Only the group's
+ * records are read. `site` and `report` are luasite.h's. */
+void lv_push_figures(renderer *r, size_t group, size_t number);
+/* Whether job j's figures are on report page number (0: any page) of group. */
+bool lv_report_lists(renderer *r, size_t group, size_t number, size_t j);
 /* The fast paths templates take for figures (template.h). */
 bool lv_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v);
 extern const tpl_list_reader lv_list_reader;

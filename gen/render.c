@@ -13,9 +13,11 @@
 #include "helpers.h"
 #include "jobs.h"
 #include "links.h"
+#include "luasite.h"
 #include "luaview.h"
 #include "markdown.h"
 #include "output.h"
+#include "paginate.h"
 #include "paths.h"
 #include "quote.h"
 #include "render_state.h"
@@ -107,6 +109,7 @@ renderer *render_new(const render_env *e)
         r->phase = r->own_phase = render_job_phases(e);
     buf_init(&r->scratch);
     strmap_init(&r->tag_urls);
+    strmap_init(&r->by_template);
     r->params_page = SIZE_MAX;
     return r;
 }
@@ -127,6 +130,7 @@ void render_free(renderer *r)
     record_figs_buf_free(&r->figs_buf);
     buf_free(&r->scratch);
     strmap_free_with(&r->tag_urls, free);
+    strmap_free(&r->by_template);
     free(r);
 }
 
@@ -328,9 +332,33 @@ typedef struct {
     size_t job;
     const page *p;
     const md_result *res;
-    const size_t *kids;
+    const size_t *kids; /* the whole listing (content_kids) */
     size_t nkids;
+    size_t number;      /* the listing's page: 1, or 2.. for /<section>/page/N/ */
+    const char *path;   /* that page's site path */
 } page_env_args;
+
+/* page.pages, the entries of listing page number of v[0..n), and
+ * page.paginator, on the table on top of the stack. first: the listing's
+ * first page ("/posts/"). Without a plan (no pager jobs) nothing splits. */
+static void S_set_listing(renderer *r, const size_t *v, size_t n, size_t per,
+                          const char *first, size_t number)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    if (!r->e.pages_plan)
+        per = n ? n : 1;
+    size_t lo, hi;
+    paginate_bounds(n, per, number, &lo, &hi);
+    lv_push_page_slice(r, v ? v + lo : NULL, hi - lo);
+    lua_setfield(L, -2, "pages");
+    lv_push_paginator(r, first, number, n, per);
+    lua_setfield(L, -2, "paginator");
+}
+
+static size_t S_section_per(const renderer *r, const page *p)
+{
+    return paginate_of(r->e.cfg, p);
+}
 
 static int S_page_env(lua_State *L)
 {
@@ -339,41 +367,82 @@ static int S_page_env(lua_State *L)
     S_set_helpers(r);
     sandbox_push_template_env(r->sb);
     lv_push_page_brief(r, a->job);
+    if (a->number > 1) {
+        char *u = render_full_url(r, a->path);
+        render_setstr(L, "url", u);
+        free(u);
+        u = xasprintf("%s%s", r->e.cfg->base_url, a->path + 1);
+        render_setstr(L, "permalink", u);
+        free(u);
+        render_setstr(L, "path", a->path);
+    }
     lua_pushlstring(L, buf_cstr(&a->res->html), a->res->html.len);
     lua_setfield(L, -2, "content");
     lv_push_toc(r, a->res->toc, a->res->ntoc);
     lua_setfield(L, -2, "toc");
     lv_push_page_figures(r, &a->res->figs, a->p->src);
     lua_setfield(L, -2, "figures");
+    render_setstr(L, "report_url", r->report_url);
     if (a->p->kind != PAGE_REGULAR) {
-        lv_push_page_list(r, a->kids, a->nkids);
-        lua_setfield(L, -2, "pages");
+        S_set_listing(r, a->kids, a->nkids, S_section_per(r, a->p), a->p->url, a->number);
+    } else {
+        /* the neighbours in the section's listing, found in the build's */
+        size_t prev = content_prev(r->e.idx, a->job), next = content_next(r->e.idx, a->job);
+        if (prev != SIZE_MAX) {
+            lv_push_page_obj(r, prev);
+            lua_setfield(L, -2, "prev");
+        }
+        if (next != SIZE_MAX) {
+            lv_push_page_obj(r, next);
+            lua_setfield(L, -2, "next");
+        }
     }
     lua_setfield(L, -2, "page");
     lua_pop(L, 1);
     return 0;
 }
 
-static void S_render_page(renderer *r, size_t job, const page *p, page_record *rec)
+/* The full URL of the report page that lists job's figures. */
+static char *S_report_url(renderer *r, size_t job)
+{
+    size_t group = r->e.nreport_sections ? render_groups(r)[job] : REPORT_GROUP_ALL;
+    char *first = report_path(r->e.idx, r->e.report_sections, group);
+    const paginate_plan_t *pl = r->e.pages_plan;
+    char *path = paginate_path(first, pl && job < r->e.idx->npages ? pl->report_number[job] : 1);
+    char *u = render_full_url(r, path);
+    free(path);
+    free(first);
+    return u;
+}
+
+/* Page p, or page number (2..) of its listing: a section's or home's next
+ * pages are the same page rendered again, with the next entries. Their
+ * figures, links and diagnostics are the first page's: rendered the same
+ * (so the figures link to the same rows), kept once, by the first. */
+static void S_render_page(renderer *r, size_t job, const page *p, size_t number,
+                          page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
     const char *file = p->src ? p->src : "content";
-    rec->url = xstrdup(p->url);
-    rec->src = xstrdup(p->src ? p->src : "");
+    bool again = number > 1;
+    char *path = paginate_path(p->url, number);
+    char *out = again ? xasprintf("%sindex.html", path + 1) : xstrdup(p->out);
+    diag_list quiet;
+    diag_list_init(&quiet);
+    diag_list *dl = again ? &quiet : &rec->diags;
+    rec->url = xstrdup(path);
+    rec->src = xstrdup(p->src && !again ? p->src : "");
     md_result res;
     md_result_init(&res);
     char *prefix = S_anchor_prefix(p->url);
     res.figs.anchor_prefix = prefix;
     free(r->report_url);
-    char *rpath = report_path(r->e.idx, r->e.report_sections,
-                              r->e.nreport_sections ? render_groups(r)[job] : REPORT_GROUP_ALL);
-    r->report_url = render_full_url(r, rpath);
-    free(rpath);
+    r->report_url = S_report_url(r, job);
     res.figs.report_url = r->report_url;
-    sandbox_page_begin(r->sb, file, &rec->diags);
+    sandbox_page_begin(r->sb, file, dl);
     r->cur_page = p;
     r->cur_file = file;
-    r->cur_rec = rec;
+    r->cur_rec = again ? NULL : rec;
     r->cur_figs = &res.figs;
     if (p->src) {
         buf text = BUF_INIT;
@@ -383,20 +452,22 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
                        fs_strerror(rc, r->e.cfg->limits.page_bytes));
         } else if (p->body_off <= text.len) {
             md_render(r->md, p, file, text.ptr + p->body_off, text.len - p->body_off,
-                      p->body_line, 1, false, &res, &rec->diags);
+                      p->body_line, 1, false, &res, dl);
         }
         buf_free(&text);
     }
-    rec->links = res.links;
-    rec->nlinks = res.nlinks;
-    res.links = NULL;
-    res.nlinks = 0;
+    if (!again) {
+        rec->links = res.links;
+        rec->nlinks = res.nlinks;
+        res.links = NULL;
+        res.nlinks = 0;
+    }
     char *tname = sandbox_exhausted(r->sb) ? NULL : S_pick_template(r, p, &rec->diags);
     if (tname) {
         size_t nkids = 0;
-        size_t *kids = p->kind != PAGE_REGULAR ? content_children(r->e.idx, p, &nkids) : NULL;
-        page_env_args args = {r, job, p, &res, kids, nkids};
-        bool track = p->front && p->front->type == YV_MAP && p->front->n;
+        const size_t *kids = p->kind != PAGE_REGULAR ? content_kids(r->e.idx, job, &nkids) : NULL;
+        page_env_args args = {r, job, p, &res, kids, nkids, number, path};
+        bool track = !again && p->front && p->front->type == YV_MAP && p->front->n;
         if (track) {
             r->params_page = job;
             r->params_read = xcalloc(p->front->n, 1);
@@ -408,7 +479,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
             diag_error(&rec->diags, file, 0, 0, "preparing the page for its template: %s",
                        err.msg);
             sandbox_error_free(&err);
-        } else if (S_finish(r, tname, p->out, rec, file) == 0 && track) {
+        } else if (S_finish(r, tname, out, rec, file) == 0 && track) {
             S_check_front_keys(r, p, rec);
         }
         if (track) {
@@ -416,18 +487,24 @@ static void S_render_page(renderer *r, size_t job, const page *p, page_record *r
             r->params_read = NULL;
             r->params_page = SIZE_MAX;
         }
-        free(kids);
         free(tname);
     }
-    rec->summary = p->summary ? fig_plain_text(p->summary)
-                   : res.summary ? xstrdup(res.summary) : xstrdup("");
-    rec->figs = res.figs.figs;
-    rec->nfigs = res.figs.nfigs;
-    res.figs.figs = NULL;
-    res.figs.nfigs = 0;
+    if (again) {
+        rec->summary = xstrdup("");
+    } else {
+        rec->summary = p->summary ? fig_plain_text(p->summary)
+                       : res.summary ? xstrdup(res.summary) : xstrdup("");
+        rec->figs = res.figs.figs;
+        rec->nfigs = res.figs.nfigs;
+        res.figs.figs = NULL;
+        res.figs.nfigs = 0;
+    }
     S_job_end(r, rec, file);
     md_result_free(&res);
+    diag_list_free(&quiet);
     free(prefix);
+    free(out);
+    free(path);
 }
 
 typedef struct {
@@ -435,6 +512,8 @@ typedef struct {
     job_kind kind;
     size_t index;
     const char *title, *path, *url;
+    size_t number;      /* page of the listing (tags, report): 1.. */
+    const char *first;  /* the listing's first page ("/tags/go/") */
 } generated_env_args;
 
 /* The variables of a generated page (tags, sources, report, 404), protected. */
@@ -457,16 +536,24 @@ static int S_generated_env(lua_State *L)
     lua_setfield(L, -2, "toc");
     lua_newtable(L);
     lua_setfield(L, -2, "params");
+    size_t group = kind == JOB_CHECKS_SECTION ? a->index
+                   : r->e.nreport_sections    ? REPORT_GROUP_ROOT
+                                              : REPORT_GROUP_ALL;
     if (kind == JOB_TAG) {
         const tag *t = &r->e.idx->tags[a->index];
-        lv_push_page_list(r, t->pages, t->npages);
-        lua_setfield(L, -2, "pages");
+        S_set_listing(r, t->pages, t->npages, (size_t)r->e.cfg->paginate, a->first, a->number);
         render_setstr(L, "tag", t->name);
+    } else if (report && r->e.pages_plan) {
+        const paginate_plan_t *pl = r->e.pages_plan;
+        size_t slot = paginate_slot(pl, group);
+        /* the report lists pages: its paginator counts them */
+        size_t count = pl->report_pages[slot], per = pl->report_per;
+        lv_push_paginator(r, a->first, a->number, count > 1 ? (count - 1) * per + 1 : 1, per);
+        lua_setfield(L, -2, "paginator");
     }
     lua_setfield(L, -2, "page");
     if (report) {
-        lv_push_report(r, kind == JOB_CHECKS_SECTION ? a->index
-                          : r->e.nreport_sections ? REPORT_GROUP_ROOT : REPORT_GROUP_ALL);
+        lv_push_report(r, group, a->number);
         lua_setfield(L, -2, "report");
     }
     lua_pop(L, 1);
@@ -478,16 +565,17 @@ static int S_generated_env(lua_State *L)
  * that lists no rows breaks every one). Checked here, where the report's
  * ids and the figures it lists are at hand, with one error per page at its
  * first figure whose row is missing. */
-static void S_check_report_rows(renderer *r, size_t group, page_record *rec)
+static void S_check_report_rows(renderer *r, size_t group, size_t number, page_record *rec)
 {
     strmap ids;
     strmap_init(&ids);
     for (size_t i = 0; i < rec->nids; i++)
         strmap_put(&ids, rec->ids[i], (void *)1);
-    size_t njobs = group == REPORT_GROUP_ALL ? r->e.nrecords : r->e.idx->npages;
-    const size_t *groups = group == REPORT_GROUP_ALL ? NULL : render_groups(r);
+    if (!r->e.pages_plan)
+        number = 0;
+    size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
     for (size_t j = 0; j < njobs; j++) {
-        if (groups && groups[j] != group)
+        if (!lv_report_lists(r, group, number, j))
             continue;
         const page_record *pr = render_record(r, j);
         if (!pr || !pr->nfigs)
@@ -520,7 +608,8 @@ static void S_check_report_rows(renderer *r, size_t group, page_record *rec)
     strmap_free(&ids);
 }
 
-static void S_render_generated(renderer *r, job_kind kind, size_t index, page_record *rec)
+static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t number,
+                               page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
     const job_kind_info *info = jobs_info(kind);
@@ -537,6 +626,11 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
         title = r->e.idx->pages[r->e.report_sections[index]]->title;
         url = made_url = report_path(r->e.idx, r->e.report_sections, index);
     }
+    /* page number of a listing: /tags/go/page/2/ */
+    const char *first = url;
+    char *page_url = number > 1 ? paginate_path(first, number) : NULL;
+    if (page_url)
+        url = page_url;
     rec->url = xstrdup(url);
     rec->src = xstrdup("");
     rec->summary = xstrdup("");
@@ -548,7 +642,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
                    : r->e.nreport_sections    ? REPORT_GROUP_ROOT
                                               : REPORT_GROUP_ALL;
     char *full_url = render_full_url(r, url);
-    generated_env_args args = {r, kind, index, title, url, full_url};
+    generated_env_args args = {r, kind, index, title, url, full_url, number, first};
     lua_pushcfunction(L, S_generated_env);
     lua_pushlightuserdata(L, &args);
     sandbox_error err;
@@ -560,11 +654,27 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, page_re
     free(full_url);
     char *out = kind == JOB_404 ? xstrdup("404.html") : xasprintf("%sindex.html", url + 1);
     if (ready && S_finish(r, tname, out, rec, tpath) == 0 && report)
-        S_check_report_rows(r, group, rec);
+        S_check_report_rows(r, group, number, rec);
     free(out);
     /* the ids a link may name (report rows, sources) were read from the output */
     S_job_end(r, rec, tpath);
+    free(page_url);
     free(made_url);
+}
+
+/* Page number 2 and up of a listing (paginate.h). */
+static void S_render_pager(renderer *r, size_t index, page_record *rec)
+{
+    const paginate_plan_t *pl = r->e.pages_plan;
+    const pager_item *it = &pl->items[index];
+    if (it->kind == PAGER_SECTION)
+        S_render_page(r, it->owner, r->e.idx->pages[it->owner], it->number, rec);
+    else if (it->kind == PAGER_TAG)
+        S_render_generated(r, JOB_TAG, it->owner, it->number, rec);
+    else if (it->owner + 1 < pl->nslots)
+        S_render_generated(r, JOB_CHECKS_SECTION, it->owner, it->number, rec);
+    else
+        S_render_generated(r, JOB_CHECKS, 0, it->number, rec);
 }
 
 /* checks.json: every figure, in job order. It can be tens of megabytes, so
@@ -635,11 +745,13 @@ void render_job(renderer *r, size_t job, page_record *rec)
         r->read_mark[r->reads[i]] = 0;
     r->nreads = 0;
     if (kind == JOB_PAGE) {
-        S_render_page(r, job, r->e.idx->pages[index], rec);
+        S_render_page(r, job, r->e.idx->pages[index], 1, rec);
     } else if (kind == JOB_CHECKS_JSON) {
         S_render_checks_json(r, rec);
+    } else if (kind == JOB_PAGER) {
+        S_render_pager(r, index, rec);
     } else {
-        S_render_generated(r, kind, index, rec);
+        S_render_generated(r, kind, index, 1, rec);
     }
     if (!rec->url)
         rec->url = xstrdup("");

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "jobs.h"
+#include "paginate.h"
 #include "content.h"
 #include "record.h"
 #include "sources.h"
@@ -34,6 +35,8 @@ typedef struct render_env {
                                * every record read asks; NULL: worked out per job */
     figstore *figs;           /* where records keep their figures (record_figures);
                                * the parent appends, workers only read */
+    const paginate_plan_t *pages_plan; /* the build's pagination (paginate.h), made
+                               * by the parent; NULL: no listing has a second page */
 } render_env;
 
 /* The template that splits the checks report into one page per top-level

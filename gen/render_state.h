@@ -36,6 +36,7 @@ struct renderer {
     size_t nreads, capreads;
     buf scratch;        /* lv_push_page_brief's */
     strmap tag_urls;    /* tag name -> its URL (owned) */
+    strmap by_template; /* template name -> first page index + 2 (site.page_with_template) */
     char *fig_url;      /* full URL of the page whose figures a view last gave */
     size_t fig_url_job;
     size_t *groups;     /* report group by page (report_groups), NULL until needed */

@@ -1,14 +1,16 @@
 /* gencorpus: writes the `make bench` corpus (issue 7).
  *
- *   gencorpus OUTDIR PAGES [--figures]
+ *   gencorpus OUTDIR PAGES [--figures] [--sections N]
  *
  * OUTDIR must be missing or empty. It receives two projects over the same
  * Markdown bytes, so kvsite and Hugo build the same content:
  *   OUTDIR/kvsite/  site.yaml, templates/ (page, section, home, tag, tags,
  *                   checks, 404 .html), content/
  *   OUTDIR/hugo/    hugo.toml, layouts/, content/
- * content/ holds _index.md (home), sections s00..s19 (fewer when PAGES < 20)
- * with an _index.md each, and the pages: page i is sNN/pIIIII.md, NN = i % 20.
+ * content/ holds _index.md (home), sections s00..s19 (fewer when PAGES < 20;
+ * --sections N: N of them, 1..20, so a corpus can put every page in one
+ * section) with an _index.md each, and the pages: page i is sNN/pIIIII.md,
+ * NN = i % the number of sections.
  *
  * A page is about 4 KB: YAML front matter (title, date, tags, summary,
  * weight), English and Chinese prose, headings, a GFM table, a fenced code
@@ -998,7 +1000,7 @@ static int S_skeleton(const char *outdir, unsigned nsec)
 
 static int S_usage(void)
 {
-    fputs("usage: gencorpus OUTDIR PAGES [--figures]\n"
+    fputs("usage: gencorpus OUTDIR PAGES [--figures] [--sections N]\n"
           "  writes OUTDIR/kvsite and OUTDIR/hugo over the same PAGES pages (1..100000)\n",
           stderr);
     return 2;
@@ -1006,13 +1008,25 @@ static int S_usage(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 4)
+    if (argc < 3 || argc > 6)
         return S_usage();
     corpus c = {0, 0, 0};
-    if (argc == 4) {
-        if (strcmp(argv[3], "--figures") != 0)
+    unsigned long want_sec = MAX_SECTIONS;
+    for (int a = 3; a < argc; a++) {
+        if (strcmp(argv[a], "--figures") == 0) {
+            c.figures = 1;
+        } else if (strcmp(argv[a], "--sections") == 0 && a + 1 < argc) {
+            char *e;
+            errno = 0;
+            want_sec = strtoul(argv[++a], &e, 10);
+            if (errno || *e || argv[a][0] == '-' || want_sec < 1 || want_sec > MAX_SECTIONS) {
+                fprintf(stderr, "gencorpus: --sections must be a number in 1..%u\n",
+                        MAX_SECTIONS);
+                return 2;
+            }
+        } else {
             return S_usage();
-        c.figures = 1;
+        }
     }
     const char *outdir = argv[1];
     if (!*outdir || strlen(outdir) > MAX_OUTDIR) {
@@ -1027,7 +1041,7 @@ int main(int argc, char **argv)
         return 2;
     }
     c.pages = (unsigned)n;
-    c.nsec = c.pages < MAX_SECTIONS ? c.pages : MAX_SECTIONS;
+    c.nsec = c.pages < want_sec ? c.pages : (unsigned)want_sec;
 
     if (S_check_outdir(outdir) != 0 || S_skeleton(outdir, c.nsec) != 0)
         return 1;

@@ -110,7 +110,7 @@ fi
 rm -rf "$OUT/det-a" "$OUT/det-b"
 
 # ---- measuring ----
-declare -A WALL CPU RSS STATUS
+declare -A WALL CPU RSS STATUS BIG
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
@@ -261,6 +261,70 @@ for n in $SIZES; do
     fi
 done
 
+# ---- the bundled templates (issue 17) ----
+# The same corpora built with the templates users see: the default theme
+# (share/theme, what `kvsite new` sites use) and this repository's own
+# templates/. Two shapes: every page in one section (one listing of them all,
+# paginated) and the pages over 20 sections; at the gating size and twice it,
+# for the growth factor. The minimal templates stay as the rows above, and
+# as the reference the bundled build of the same one-section corpus is held
+# to. Hugo builds the one-section corpus with its minimal layouts.
+BUNDLED_SIZES=${BENCH_BUNDLED_SIZES:-"10000 20000"}
+use_theme() { # use_theme PROJECT theme|repo|minimal
+    case $2 in
+        theme) rm -rf "$1/templates.minimal"; mv "$1/templates" "$1/templates.minimal" ;;
+        repo) rm -rf "$1/templates.minimal"; mv "$1/templates" "$1/templates.minimal"
+              cp -R "$ROOT/templates" "$1/templates" ;;
+    esac
+}
+for n in $BUNDLED_SIZES; do
+    for shape in one twenty; do
+        secs=20
+        [ $shape = one ] && secs=1
+        for kind in plain figures; do
+            dir=$OUT/$kind-$shape-$n
+            flag=()
+            [ $kind = figures ] && flag=(--figures)
+            note "== $n pages, $kind, $shape section(s), bundled templates"
+            gen "$dir" "$n" "${flag[@]}" --sections $secs || { fail "gencorpus $n $kind $shape failed"; continue; }
+            if [ $shape = one ] && [ $kind = plain ]; then
+                hugo_run "hugo-$kind-$shape-$n" "$dir/hugo" "$n"
+                kvsite_run "kv-min-$kind-$shape-$n" "$dir/kvsite" "$n" 2
+                rm -rf "$dir/hugo/public"
+                cp -R "$dir/kvsite" "$dir/kvsite-repo"
+                use_theme "$dir/kvsite-repo" repo
+                kvsite_run "kv-repo-$kind-$shape-$n" "$dir/kvsite-repo" "$n" 2
+                rm -rf "$dir/kvsite-repo"
+            fi
+            use_theme "$dir/kvsite" theme
+            kvsite_run "kv-theme-$kind-$shape-$n" "$dir/kvsite" "$n" 2
+            # the largest HTML file of a listing, report or page
+            big=$(find "$dir/kvsite/site" -name index.html -printf '%s %P\n' 2>/dev/null | sort -n | tail -n 1)
+            note "  largest page: ${big:-none}"
+            BIG[$kind-$shape-$n]=${big%% *}
+            rm -rf "$dir"
+        done
+    done
+done
+# BENCH_FULL=1: 100,000 pages in one section with the theme, built once
+if [ "${BENCH_FULL:-0}" = 1 ]; then
+    dir=$OUT/plain-one-$FULL_SIZE
+    note "== $FULL_SIZE pages, plain, one section, bundled templates (one timed build)"
+    if gen "$dir" $FULL_SIZE --sections 1; then
+        use_theme "$dir/kvsite" theme
+        saved_repeat=$REPEAT
+        REPEAT=1
+        kvsite_run "kv-theme-plain-one-$FULL_SIZE" "$dir/kvsite" $FULL_SIZE 2
+        REPEAT=$saved_repeat
+        big=$(find "$dir/kvsite/site" -name index.html -printf '%s %P\n' 2>/dev/null | sort -n | tail -n 1)
+        note "  largest page: ${big:-none}"
+        BIG[plain-one-$FULL_SIZE]=${big%% *}
+    else
+        fail "gencorpus $FULL_SIZE --sections 1 failed"
+    fi
+    rm -rf "$dir"
+fi
+
 # ---- results ----
 row() { # row KEY LABEL PAGES
     local k=$1
@@ -339,6 +403,66 @@ for n in $SIZES; do
     printf '%-8s %-38s %8s %10s   %s\n' "$n" "hugo / cmark-gfm floor (wall)" \
         "$(r=$(ratio "hugo-plain-$n" "floor-$n"); echo "${r:-n/a}")" - info
 done
+
+
+# ---- the bundled templates: results ----
+bsizes=($BUNDLED_SIZES)
+bgate=${bsizes[0]}
+note ""
+note "== bundled templates (median of $REPEAT runs; one = every page in one section, twenty = 20 sections)"
+printf '%-8s %-34s %9s %9s %13s %12s   %s\n' pages run "wall s" "CPU s" "peak RSS MiB" "largest B" status
+brow() { # brow KEY LABEL PAGES [BIGKEY]
+    local k=$1 big=${4:+${BIG[$4]:-}}
+    if [ "${STATUS[$k]:-}" = ok ]; then
+        printf '%-8s %-34s %9s %9s %13s %12s   %s\n' "$3" "$2" "${WALL[$k]}" "${CPU[$k]}" "${RSS[$k]}" "${big:--}" ok
+    elif [ -n "${STATUS[$k]:-}" ]; then
+        printf '%-8s %-34s %9s %9s %13s %12s   %s\n' "$3" "$2" n/a n/a n/a - "${STATUS[$k]}"
+    fi
+}
+for n in $BUNDLED_SIZES; do
+    brow "hugo-plain-one-$n" "hugo plain one (minimal layouts)" "$n"
+    brow "kv-min-plain-one-$n" "kvsite plain one, minimal" "$n"
+    brow "kv-repo-plain-one-$n" "kvsite plain one, repo templates" "$n"
+    for kind in plain figures; do
+        for shape in one twenty; do
+            brow "kv-theme-$kind-$shape-$n" "kvsite $kind $shape, theme" "$n" "$kind-$shape-$n"
+        done
+    done
+done
+brow "kv-theme-plain-one-$FULL_SIZE" "kvsite plain one, theme (1 run)" "$FULL_SIZE" "plain-one-$FULL_SIZE"
+note ""
+note "== bundled templates: ratios (targets gate at $bgate pages; growth ${bsizes[1]:-n/a} / $bgate)"
+printf '%-56s %8s %10s   %s\n' ratio value target result
+bcheck() { # bcheck LABEL VALUE OP LIMIT
+    local res
+    res=$(verdict "$2" "$3" "$4")
+    printf '%-56s %8s %10s   %s\n' "$1" "${2:-n/a}" "$3 $4" "$res"
+    [ "$res" = PASS ] || missed+=("bundled: $1 = ${2:-n/a}, target $3 $4")
+}
+for t in theme repo; do
+    bcheck "kvsite $t / hugo, plain one section (wall)" \
+        "$(ratio "kv-$t-plain-one-$bgate" "hugo-plain-one-$bgate")" "<=" $T_HUGO
+    bcheck "kvsite $t / kvsite minimal, plain one section (wall)" \
+        "$(ratio "kv-$t-plain-one-$bgate" "kv-min-plain-one-$bgate")" "<=" 1.5
+done
+peak=""
+for k in "${!RSS[@]}"; do
+    case $k in *-$FULL_SIZE) ;; kv-theme-*|kv-repo-*) [ "${STATUS[$k]:-}" = ok ] || continue
+        peak=$(awk -v a="${peak:-0}" -v b="${RSS[$k]}" 'BEGIN { print (b > a) ? b : a }') ;;
+    esac
+done
+bcheck "peak RSS of any kvsite process, bundled (MiB)" "$peak" "<=" $T_RSS
+if [ -n "${bsizes[1]:-}" ]; then
+    for key in theme-plain-one theme-plain-twenty theme-figures-one theme-figures-twenty repo-plain-one min-plain-one; do
+        bcheck "growth ${bsizes[1]} / $bgate, kvsite $key (wall)" \
+            "$(ratio "kv-$key-${bsizes[1]}" "kv-$key-$bgate")" "<=" 2.2
+    done
+fi
+bigmax=""
+for k in "${!BIG[@]}"; do
+    [ -n "${BIG[$k]}" ] && bigmax=$(awk -v a="${bigmax:-0}" -v b="${BIG[$k]}" 'BEGIN { print (b > a) ? b : a }')
+done
+bcheck "largest HTML page of the theme (bytes)" "$bigmax" "<=" 204800
 
 if [ "${BENCH_FULL:-0}" = 1 ]; then
     note ""

@@ -1225,7 +1225,7 @@ config_case() {
 }
 
 t_config_unknown_key() {
-    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, limits
+    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, paginate, limits
 site.yaml:4:3: error: unknown key "page_byte" in limits; known keys: page_bytes, front_matter_bytes, data_bytes, template_bytes, output_bytes, files, page_tags, depth, lua_instructions, lua_memory, page_timeout, build_timeout, worker_memory' config_case <<'EOF'
 title: X
 colour: red
@@ -2427,6 +2427,155 @@ templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-1: /c
 templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-2: /checks/ has no heading or anchor with id "no-articles-kv-cache-2"
 templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-3: /checks/ has no heading or anchor with id "no-articles-kv-cache-3" (and 8 more broken links of templates/checks.html in the output for /checks/)
 EOF
+}
+
+# ---------- listings paginate (issue 17) ----------
+
+# A starter site (the default theme) with 25 articles, each with a tag and
+# a figure: paginate 10 splits every listing of them in three.
+paginated_site() {
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/project
+    mkdir -p "$(dirname "$W")"
+    "$KVSITE" new "$W" --lang en >/dev/null 2>&1 || { fail "kvsite new failed"; return 1; }
+    local i
+    for i in $(seq -w 1 25); do
+        printf -- '---\ntitle: "Post %s"\ndate: 2026-02-%s\ntags: [many]\n---\nHalf: `50%% {= %d/(2*%d)}`.\n' \
+            "$i" "$i" "$((10#$i))" "$((10#$i))" >"$W/content/articles/post-$i.md"
+    done
+    printf 'paginate: 10\n' >>"$W/site.yaml"
+}
+
+t_paginate_listing_pages() {
+    paginated_site || return
+    kv build --strict
+    expect_rc 0
+    # 26 articles (the starter's and 25), newest first: 10, 10, 6
+    expect_file site/articles/index.html
+    expect_file site/articles/page/2/index.html
+    expect_file site/articles/page/3/index.html
+    expect_no_file site/articles/page/4/index.html
+    local n f u
+    for f in site/articles/index.html site/articles/page/2/index.html; do
+        n=$(grep -c 'class="pl-title"' "$W/$f")
+        [ "$n" = 10 ] || fail "$f lists $n pages, not 10"
+    done
+    n=$(grep -c 'class="pl-title"' "$W/site/articles/page/3/index.html")
+    [ "$n" = 6 ] || fail "page 3 lists $n pages, not 6"
+    expect_grep site/articles/index.html 'Post 25<'
+    expect_no_grep site/articles/index.html 'Post 15<'
+    expect_grep site/articles/page/2/index.html 'Post 15<'
+    # rel=prev/next in the head and in the pager; first and last
+    expect_grep site/articles/index.html '<link rel="next" href="/articles/page/2/">'
+    expect_no_grep site/articles/index.html 'rel="prev"'
+    expect_grep site/articles/page/2/index.html '<link rel="prev" href="/articles/">'
+    expect_grep site/articles/page/2/index.html '<link rel="next" href="/articles/page/3/">'
+    expect_grep site/articles/page/2/index.html '<a href="/articles/page/3/" rel="next">'
+    expect_grep site/articles/page/2/index.html '<a href="/articles/page/3/">Last</a>'
+    expect_grep site/articles/page/3/index.html '<a href="/articles/">First</a>'
+    expect_no_grep site/articles/page/3/index.html 'rel="next"'
+    expect_grep site/articles/page/2/index.html 'Page 2 of 3'
+    # a tag's page too: many has 25 pages
+    expect_file site/tags/many/page/3/index.html
+    expect_no_file site/tags/many/page/4/index.html
+    # every page is in the sitemap
+    for u in /articles/page/2/ /articles/page/3/ /tags/many/page/2/ /checks/page/2/; do
+        expect_grep site/sitemap.xml "<loc>$u</loc>"
+    done
+}
+
+# The report lists the figures of 10 pages a page; a figure links to the
+# report page that lists it, and that page has its row.
+t_paginate_report_split() {
+    paginated_site || return
+    kv build --strict
+    expect_rc 0
+    expect_file site/checks/page/2/index.html
+    expect_file site/checks/page/3/index.html
+    local href id at
+    href=$(grep -o 'href="/checks/[^"]*#[^"]*"' "$W/site/articles/post-25/index.html" | head -n 1)
+    case $href in
+        'href="/checks/page/'[23]'/#'*) ;;
+        *) fail "post-25's figure links to ${href:-nothing}, not to a later report page"; return ;;
+    esac
+    id=${href#*#}
+    id=${id%\"}
+    at=${href#href=\"}
+    at=${at%%#*}
+    expect_grep "site${at}index.html" "id=\"$id\""
+    expect_no_grep site/checks/index.html "id=\"$id\""
+    expect_grep site/checks/index.html '<link rel="next" href="/checks/page/2/">'
+}
+
+# paginate out of bounds, in site.yaml or a section's front matter: located errors.
+t_paginate_bad_values() {
+    paginated_site || return
+    local v
+    for v in 0 -1 1001 many; do
+        sed -i '$d' "$W/site.yaml"
+        printf 'paginate: %s\n' "$v" >>"$W/site.yaml"
+        kv build
+        expect_rc 2
+        grep -qE "^site\.yaml:[0-9]+:1: error: paginate must be" "$W.err" ||
+            fail "paginate: $v: no located error: $(head -n 2 "$W.err")"
+    done
+    sed -i '$d' "$W/site.yaml"
+    printf -- '---\ntitle: "Articles"\npaginate: 0\n---\n' >"$W/content/articles/_index.md"
+    kv build
+    expect_rc 1
+    grep -q '^content/articles/_index.md:3:11: error: paginate must be between 1 and 1000 entries per page, not 0' "$W.err" ||
+        fail "no located error for the section's paginate: $(head -n 2 "$W.err")"
+    printf -- '---\ntitle: "Articles"\npaginate: 5\n---\n' >"$W/content/articles/_index.md"
+    kv build --strict
+    expect_rc 0
+    expect_file site/articles/page/6/index.html
+    expect_no_file site/articles/page/7/index.html
+}
+
+# The helpers templates find things with: site.section, site.page,
+# site.pages_by_tag, site.page_with_template, page.prev / page.next; the
+# lists are read-only.
+t_site_helpers() {
+    good_built || return
+    { cat "$W/templates/page.html"
+      cat <<'EOF'
+<p class="h-sec">{{ site.section("notes").title }}:{{ #site.section("notes").pages }}:{{ tostring(site.section("nope")) }}</p>
+<p class="h-page">{{ site.page("content/notes/week-1.md").title }}|{{ site.page("/notes/week-1/").path }}|{{ tostring(site.page("/nope/")) }}</p>
+<p class="h-tag">{{ #site.pages_by_tag("kv-cache") }}:{{ #site.pages_by_tag("no-such-tag") }}</p>
+<p class="h-tpl">{{ tostring(site.page_with_template("nope.html")) }}</p>
+<p class="h-nav">{{ page.prev and page.prev.title or "-" }}|{{ page.next and page.next.title or "-" }}</p>
+<p class="h-ro">{{ tostring((pcall(function() site.pages[1] = 1 end))) }}{{ tostring((pcall(function() site.section("notes").pages[1] = 1 end))) }}</p>
+EOF
+    } >"$W/templates/page.html.new"
+    mv "$W/templates/page.html.new" "$W/templates/page.html"
+    kv build
+    expect_rc 0
+    grep -qE '<p class="h-sec">[^:<]+:[1-9][0-9]*:nil</p>' "$W/site/notes/week-1/index.html" ||
+        fail "site.section: $(grep -o '<p class="h-sec">.*' "$W/site/notes/week-1/index.html")"
+    expect_grep site/notes/week-1/index.html '<p class="h-page">Week 1|/notes/week-1/|nil</p>'
+    grep -qE '<p class="h-tag">[1-9][0-9]*:0</p>' "$W/site/notes/week-1/index.html" ||
+        fail "site.pages_by_tag: $(grep -o '<p class="h-tag">.*' "$W/site/notes/week-1/index.html")"
+    expect_grep site/notes/week-1/index.html '<p class="h-tpl">nil</p>'
+    expect_grep site/notes/week-1/index.html '<p class="h-ro">falsefalse</p>'
+}
+
+# The site's lists are the build's, shared by every page: a page cannot
+# change them, nor keep one where the next page could reach it (their
+# metatables are locked; a view read after its page ends fails, luaview.h).
+t_site_views_kept() {
+    good_built || return
+    { cat <<'EOF'
+<p>meta:{{ tostring(getmetatable(site.pages)) }}|{{ tostring(getmetatable(site.sections)) }}|{{ tostring(getmetatable(site.tags)) }}</p>
+<p>keep:{{ tostring((pcall(function() getmetatable(site.pages).kept = site.sections end))) }}</p>
+<p>set:{{ tostring((pcall(function() site.sections[1].pages[1] = 1 end))) }}|{{ tostring((pcall(function() site.tags[1] = 1 end))) }}</p>
+EOF
+      cat "$W/templates/page.html"; } >"$W/templates/page.html.new"
+    mv "$W/templates/page.html.new" "$W/templates/page.html"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/week-1/index.html '<p>meta:locked|locked|locked</p>'
+    expect_grep site/notes/week-1/index.html '<p>keep:false</p>'
+    expect_grep site/notes/week-1/index.html '<p>set:false|false</p>'
 }
 
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------

@@ -59,6 +59,7 @@ static void S_site(site *s)
     }
     s->idx.pages = s->ptrs;
     s->idx.npages = 4;
+    content_listings(&s->idx);
     static const char *urls[6] = {"/", "/old/", "/new/", "/mid/", "/404.html", "/checks/"};
     for (int j = 0; j < 6; j++) {
         s->recs[j].done = 1;
@@ -71,6 +72,7 @@ static void S_site(site *s)
 static void S_free(site *s)
 {
     config_free(&s->cfg); /* the pages and records point at literals */
+    content_listings_free(&s->idx);
 }
 
 static void test_atom(void **state)
@@ -112,6 +114,7 @@ static void test_atom_empty(void **state)
     site s;
     S_site(&s);
     s.idx.npages = 1; /* home only */
+    content_listings(&s.idx);
     S_set(&s.cfg.author, "");
     buf b = BUF_INIT;
     feed_atom(&b, &s.cfg, &s.idx, s.recs);

@@ -1,0 +1,374 @@
+#include "luasite.h"
+
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "luadata.h"
+#include "luaview.h"
+#include "paginate.h"
+#include "render_state.h"
+#include "report.h"
+
+/* ---------- the report ---------- */
+
+/* `report` of a report page: its figures, its section (a page brief; none
+ * for the index) and, on the index, one entry per report section page. */
+void lv_push_report(renderer *r, size_t group, size_t number)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, 0, 3);
+    lv_push_figures(r, group, r->e.pages_plan ? number : 0);
+    lua_setfield(L, -2, "figures");
+    if (group != REPORT_GROUP_ALL && group != REPORT_GROUP_ROOT) {
+        lv_push_page_brief(r, r->e.report_sections[group]);
+        lua_setfield(L, -2, "section");
+    }
+    size_t ns = group == REPORT_GROUP_ROOT ? r->e.nreport_sections : 0;
+    lua_createtable(L, (int)ns, 0);
+    if (ns) {
+        /* totals per section, from every record */
+        size_t *count = xcalloc(5 * ns + 1, sizeof *count);
+        const size_t *groups = render_groups(r);
+        for (size_t j = 0; j < r->e.idx->npages; j++) {
+            size_t g = groups[j];
+            const page_record *rec = g == REPORT_GROUP_ROOT ? NULL : render_record(r, j);
+            if (!rec || !rec->nfigs)
+                continue;
+            uint32_t c[4];
+            record_fig_counts(rec, c);
+            count[5 * g] += rec->nfigs;
+            for (int k = 0; k < 4; k++)
+                count[5 * g + 1 + k] += c[k];
+        }
+        static const char *const keys[] = {"total", "computed", "measured", "cited", "failed"};
+        for (size_t g = 0; g < ns; g++) {
+            const page *p = r->e.idx->pages[r->e.report_sections[g]];
+            lua_createtable(L, 0, 8);
+            render_setstr(L, "title", p->title);
+            char *u = render_full_url(r, p->url);
+            render_setstr(L, "page_url", u);
+            free(u);
+            char *path = report_path(r->e.idx, r->e.report_sections, g);
+            u = render_full_url(r, path);
+            render_setstr(L, "url", u);
+            free(u);
+            free(path);
+            for (size_t k = 0; k < 5; k++) {
+                lua_pushinteger(L, (lua_Integer)count[5 * g + k]);
+                lua_setfield(L, -2, keys[k]);
+            }
+            lua_rawseti(L, -2, (lua_Integer)g + 1);
+        }
+        free(count);
+    }
+    lua_setfield(L, -2, "sections");
+}
+
+/* ---------- paginator ---------- */
+
+static void S_set_page_url(renderer *r, const char *k, const char *first, size_t number)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    char *path = paginate_path(first, number);
+    char *u = render_full_url(r, path);
+    render_setstr(L, k, u);
+    free(u);
+    free(path);
+}
+
+void lv_push_paginator(renderer *r, const char *first_path, size_t number, size_t nitems,
+                       size_t per)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    size_t count = paginate_count(nitems, per);
+    lua_createtable(L, 0, 8);
+    lua_pushinteger(L, (lua_Integer)number);
+    lua_setfield(L, -2, "number");
+    lua_pushinteger(L, (lua_Integer)count);
+    lua_setfield(L, -2, "total_pages");
+    lua_pushinteger(L, (lua_Integer)per);
+    lua_setfield(L, -2, "per_page");
+    lua_pushinteger(L, (lua_Integer)nitems);
+    lua_setfield(L, -2, "total");
+    S_set_page_url(r, "first", first_path, 1);
+    S_set_page_url(r, "last", first_path, count);
+    if (number > 1)
+        S_set_page_url(r, "prev", first_path, number - 1);
+    if (number < count)
+        S_set_page_url(r, "next", first_path, number + 1);
+}
+
+/* ---------- site ---------- */
+
+/* A section page as site.sections and site.section() give it: its brief,
+ * with `pages`, a view of its listing. */
+static void S_push_section(renderer *r, size_t i)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lv_push_page_brief(r, i);
+    size_t nc;
+    const size_t *kids = content_kids(r->e.idx, i, &nc);
+    lv_push_page_slice(r, kids, nc);
+    lua_setfield(L, -2, "pages");
+}
+
+/* site.sections: a view of the section pages, each made when read. */
+typedef struct {
+    lv_head h;
+    renderer *r;
+} site_view;
+
+static size_t S_sections_len(const void *o)
+{
+    return ((const site_view *)o)->r->e.idx->nsections;
+}
+
+static bool S_sections_item(lua_State *L, void *o, lua_Integer i)
+{
+    renderer *r = ((site_view *)o)->r;
+    (void)L;
+    if (i < 1 || (size_t)i > r->e.idx->nsections)
+        return false;
+    S_push_section(r, r->e.idx->sections[i - 1]);
+    return true;
+}
+
+static const lv_kind S_SECTIONS_VIEW = {"kvsite.sections", "site.sections", NULL, 0, NULL,
+                                        S_sections_item, S_sections_len};
+
+/* site.tags: a view of the tags, {name, slug, url, count, pages} each. */
+static size_t S_tags_len(const void *o) { return ((const site_view *)o)->r->e.idx->ntags; }
+
+static void S_push_tag(renderer *r, size_t t)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const tag *tg = &r->e.idx->tags[t];
+    lua_createtable(L, 0, 5);
+    render_setstr(L, "name", tg->name);
+    render_setstr(L, "slug", tg->slug);
+    char *u = render_full_url(r, tg->url);
+    render_setstr(L, "url", u);
+    free(u);
+    lua_pushinteger(L, (lua_Integer)tg->npages);
+    lua_setfield(L, -2, "count");
+    lv_push_page_slice(r, tg->pages, tg->npages);
+    lua_setfield(L, -2, "pages");
+}
+
+static bool S_tags_item(lua_State *L, void *o, lua_Integer i)
+{
+    renderer *r = ((site_view *)o)->r;
+    (void)L;
+    if (i < 1 || (size_t)i > r->e.idx->ntags)
+        return false;
+    S_push_tag(r, (size_t)i - 1);
+    return true;
+}
+
+static const lv_kind S_TAGS_VIEW = {"kvsite.tags", "site.tags", NULL, 0, NULL, S_tags_item,
+                                    S_tags_len};
+
+static void S_push_site_view(renderer *r, const lv_kind *kind)
+{
+    site_view *v = lv_new(sandbox_lua(r->sb), kind, sizeof *v, 0, &r->job_gen);
+    v->r = r;
+}
+
+static void S_push_sources(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_newtable(L);
+    const yv *doc = r->e.src->doc;
+    if (!doc || doc->type != YV_MAP)
+        return;
+    /* sorted by key for a stable page */
+    size_t n = doc->n;
+    size_t *order = xmalloc((n + 1) * sizeof *order);
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(doc->keys[order[j - 1]], doc->keys[order[j]]) > 0; j--) {
+            size_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        const yv *e = doc->items[order[i]];
+        if (luadata_push(L, e) != 0)
+            lua_error(L);
+        if (!lua_istable(L, -1)) {
+            lua_pop(L, 1);
+            continue;
+        }
+        render_setstr(L, "key", doc->keys[order[i]]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    free(order);
+}
+
+/* site.section(name): the section page of folder name ("notes", "a/b";
+ * "" for home), with its listing; nil for none. */
+static int S_site_section(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *name = luaL_checkstring(L, 1);
+    const page *p = strmap_get(&r->e.idx->by_section, name);
+    size_t i = p ? content_index_of(r->e.idx, p->url) : SIZE_MAX;
+    if (i == SIZE_MAX || r->e.idx->pages[i] != p) {
+        lua_pushnil(L);
+        return 1;
+    }
+    S_push_section(r, i);
+    return 1;
+}
+
+/* The page a key names: a source file ("content/a/b.md"), a site path
+ * ("/a/b/") or a URL with the base path ("/docs/a/b/"); SIZE_MAX for none. */
+static size_t S_page_named(renderer *r, const char *key)
+{
+    const content_index *idx = r->e.idx;
+    size_t cl = strlen(CONTENT_DIR);
+    if (!strncmp(key, CONTENT_DIR "/", cl + 1)) {
+        const page *p = strmap_get(&idx->by_rel, key + cl + 1);
+        return p ? content_index_of(idx, p->url) : SIZE_MAX;
+    }
+    size_t i = content_index_of(idx, key);
+    size_t bl = strlen(r->e.cfg->base_path);
+    if (i == SIZE_MAX && bl && !strncmp(key, r->e.cfg->base_path, bl))
+        i = content_index_of(idx, key + bl);
+    return i;
+}
+
+/* site.page(key): the page (a list item) a source path or URL names, nil for
+ * none: a template that looks up a page by URL (the report's page titles)
+ * does not build a table of the site. */
+static int S_site_page(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    size_t i = S_page_named(r, luaL_checkstring(L, 1));
+    if (i == SIZE_MAX)
+        lua_pushnil(L);
+    else
+        lv_push_page_obj(r, i);
+    return 1;
+}
+
+/* site.pages_by_tag(t): the pages of tag t (its name or slug), newest
+ * first; an empty list for a tag no page has. */
+static int S_site_pages_by_tag(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *t = luaL_checkstring(L, 1);
+    const content_index *idx = r->e.idx;
+    char *slug = content_slugify(t);
+    size_t lo = 0, hi = idx->ntags; /* tags are sorted by slug */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(idx->tags[mid].slug, slug) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    bool found = lo < idx->ntags && !strcmp(idx->tags[lo].slug, slug);
+    free(slug);
+    if (found)
+        lv_push_page_slice(r, idx->tags[lo].pages, idx->tags[lo].npages);
+    else
+        lv_push_page_slice(r, NULL, 0);
+    return 1;
+}
+
+/* site.page_with_template(name): the first page (in source order) whose
+ * front matter says template: name; nil for none. Looked up once per
+ * worker, then remembered. */
+static int S_site_page_with_template(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *name = luaL_checkstring(L, 1);
+    void *got = strmap_get(&r->by_template, name);
+    if (!got) {
+        size_t at = SIZE_MAX;
+        for (size_t i = 0; i < r->e.idx->npages && at == SIZE_MAX; i++) {
+            const char *tn = r->e.idx->pages[i]->template_name;
+            if (tn && !strcmp(tn, name))
+                at = i;
+        }
+        /* stored + 2, so that none (SIZE_MAX + 2 wraps to 1) is remembered too */
+        got = (void *)(uintptr_t)(at + 2);
+        strmap_put(&r->by_template, name, got);
+    }
+    size_t i = (size_t)(uintptr_t)got - 2;
+    if (i == SIZE_MAX)
+        lua_pushnil(L);
+    else
+        lv_push_page_obj(r, i);
+    return 1;
+}
+
+/* __index of `site`: the big lists are views made on first use. */
+static int S_site_index(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *k = lua_tostring(L, 2);
+    if (!k)
+        return 0;
+    if (strcmp(k, "pages") == 0) {
+        lv_push_page_slice(r, r->e.idx->by_date, r->e.idx->nby_date);
+    } else if (strcmp(k, "sections") == 0) {
+        S_push_site_view(r, &S_SECTIONS_VIEW);
+    } else if (strcmp(k, "tags") == 0) {
+        S_push_site_view(r, &S_TAGS_VIEW);
+    } else if (strcmp(k, "figures") == 0) {
+        lv_push_figures(r, REPORT_GROUP_ALL, 0);
+    } else if (strcmp(k, "sources") == 0) {
+        S_push_sources(r);
+    } else {
+        return 0;
+    }
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 1);
+    return 1;
+}
+
+void lv_push_site(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    const config *c = r->e.cfg;
+    lua_createtable(L, 0, 16);
+    render_setstr(L, "title", c->title);
+    render_setstr(L, "base_url", c->base_url);
+    render_setstr(L, "base_path", c->base_path);
+    render_setstr(L, "language", c->language);
+    render_setstr(L, "description", c->description);
+    render_setstr(L, "author", c->author);
+    render_setstr(L, "version", KVSITE_VERSION);
+    lua_pushinteger(L, c->paginate);
+    lua_setfield(L, -2, "paginate");
+    if (c->params) {
+        if (luadata_push(L, c->params) != 0)
+            lua_error(L);
+    } else {
+        lua_newtable(L);
+    }
+    lua_setfield(L, -2, "params");
+    static const struct {
+        const char *name;
+        lua_CFunction fn;
+    } helpers[] = {{"section", S_site_section},
+                   {"page", S_site_page},
+                   {"pages_by_tag", S_site_pages_by_tag},
+                   {"page_with_template", S_site_page_with_template}};
+    for (size_t i = 0; i < sizeof helpers / sizeof *helpers; i++) {
+        lua_pushlightuserdata(L, r);
+        lua_pushcclosure(L, helpers[i].fn, 1);
+        lua_setfield(L, -2, helpers[i].name);
+    }
+    lua_createtable(L, 0, 1);
+    lua_pushlightuserdata(L, r);
+    lua_pushcclosure(L, S_site_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
+}

@@ -1,0 +1,135 @@
+#include "paginate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "report.h"
+
+size_t paginate_count(size_t n, size_t per)
+{
+    if (per == 0)
+        per = PAGINATE_DEFAULT;
+    return n == 0 ? 1 : (n - 1) / per + 1;
+}
+
+void paginate_bounds(size_t n, size_t per, size_t number, size_t *lo, size_t *hi)
+{
+    if (per == 0)
+        per = PAGINATE_DEFAULT;
+    size_t last = paginate_count(n, per);
+    if (number < 1)
+        number = 1;
+    if (number > last)
+        number = last;
+    *lo = (number - 1) * per;
+    if (*lo > n)
+        *lo = n;
+    *hi = n - *lo > per ? *lo + per : n;
+}
+
+size_t paginate_number_of(size_t pos, size_t per)
+{
+    return pos / (per ? per : PAGINATE_DEFAULT) + 1;
+}
+
+char *paginate_path(const char *first, size_t number)
+{
+    if (number <= 1)
+        return xstrdup(first);
+    size_t n = strlen(first);
+    return xasprintf("%s%spage/%zu/", first, n && first[n - 1] == '/' ? "" : "/", number);
+}
+
+int paginate_check(const yv *v, const char *file, int *out, diag_list *dl)
+{
+    if (v->type != YV_INT) {
+        diag_error(dl, file, v->line, v->col,
+                   "paginate must be a whole number of entries per page (1 to %d), not %s",
+                   PAGINATE_MAX, yv_type_a(v->type));
+        return -1;
+    }
+    if (v->i < 1 || v->i > PAGINATE_MAX) {
+        diag_error(dl, file, v->line, v->col,
+                   "paginate must be between 1 and %d entries per page, not %s", PAGINATE_MAX,
+                   v->str);
+        return -1;
+    }
+    *out = (int)v->i;
+    return 0;
+}
+
+size_t paginate_of(const config *cfg, const page *p)
+{
+    const yv *v = p->front && p->front->type == YV_MAP ? yv_get(p->front, "paginate") : NULL;
+    if (v && v->type == YV_INT && v->i >= 1 && v->i <= PAGINATE_MAX)
+        return (size_t)v->i;
+    return cfg->paginate >= 1 ? (size_t)cfg->paginate : PAGINATE_DEFAULT;
+}
+
+bool paginate_in_report(const content_index *idx, size_t i)
+{
+    return idx->pages[i]->src != NULL && idx->pages[i]->fig_marks;
+}
+
+size_t paginate_slot(const paginate_plan_t *pl, size_t group)
+{
+    return group == REPORT_GROUP_ALL || group == REPORT_GROUP_ROOT || group >= pl->nslots
+               ? pl->nslots - 1
+               : group;
+}
+
+static void S_add(paginate_plan_t *pl, size_t *cap, pager_kind kind, size_t owner, size_t pages)
+{
+    for (size_t k = 2; k <= pages; k++) {
+        if (pl->nitems == *cap) {
+            *cap = *cap ? *cap * 2 : 16;
+            pl->items = xrealloc(pl->items, *cap * sizeof *pl->items);
+        }
+        pl->items[pl->nitems++] = (pager_item){kind, owner, k};
+    }
+}
+
+void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *cfg,
+                   const size_t *groups, size_t nsections)
+{
+    memset(pl, 0, sizeof *pl);
+    size_t cap = 0;
+    size_t site_per = cfg->paginate >= 1 ? (size_t)cfg->paginate : PAGINATE_DEFAULT;
+    for (size_t i = 0; i < idx->npages; i++) {
+        if (idx->pages[i]->kind == PAGE_REGULAR)
+            continue;
+        size_t n;
+        content_kids(idx, i, &n);
+        S_add(pl, &cap, PAGER_SECTION, i, paginate_count(n, paginate_of(cfg, idx->pages[i])));
+    }
+    for (size_t t = 0; t < idx->ntags; t++)
+        S_add(pl, &cap, PAGER_TAG, t, paginate_count(idx->tags[t].npages, site_per));
+    /* the report: each group's pages with a file, in page order */
+    pl->nslots = nsections + 1;
+    pl->report_per = site_per;
+    pl->report_pages = xcalloc(pl->nslots, sizeof *pl->report_pages);
+    pl->report_number = xcalloc(idx->npages + 1, sizeof *pl->report_number);
+    size_t *seen = xcalloc(pl->nslots, sizeof *seen);
+    for (size_t i = 0; i < idx->npages; i++) {
+        size_t s = paginate_slot(pl, groups ? groups[i] : REPORT_GROUP_ALL);
+        if (!paginate_in_report(idx, i)) {
+            pl->report_number[i] = 1;
+            continue;
+        }
+        pl->report_number[i] = paginate_number_of(seen[s]++, site_per);
+    }
+    for (size_t s = 0; s < pl->nslots; s++) {
+        pl->report_pages[s] = paginate_count(seen[s], site_per);
+        S_add(pl, &cap, PAGER_REPORT, s, pl->report_pages[s]);
+    }
+    free(seen);
+}
+
+void paginate_plan_free(paginate_plan_t *pl)
+{
+    free(pl->items);
+    free(pl->report_number);
+    free(pl->report_pages);
+    memset(pl, 0, sizeof *pl);
+}
