@@ -77,7 +77,7 @@ static int S_setup(void **state)
     sandbox_opts so = {f->root, 1000000, 16u << 20, 1u << 20, 32};
     f->sb = sandbox_new(&so);
     sandbox_page_begin(f->sb, FILE_A, &f->dl);
-    f->o = (md_opts){&f->cfg, &f->idx, &f->src, f->sb, false, true, true, DIAG_WARNING};
+    f->o = (md_opts){&f->cfg, &f->idx, &f->src, f->sb, false, true, true, DIAG_WARNING, false};
     md_result_init(&f->res);
     *state = f;
     return 0;
