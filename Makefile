@@ -45,7 +45,7 @@ $(B)/ts/$(call ts_name,$(1))_%.o: $(call ts_src,$(1))/%.c | $(B)/ts
 endef
 $(foreach l,$(TS_LANGS),$(eval $(call TS_RULE,$(l))))
 TS_QUERIES := $(foreach l,$(TS_LANGS),$(call ts_name,$(l))=$(call ts_src,$(l))/../queries/highlights.scm)
-$(B)/ts/queries.c: tools/embed_queries.py | $(B)/ts
+$(B)/ts/queries.c: tools/embed_queries.py $(foreach q,$(TS_QUERIES),$(word 2,$(subst =, ,$(q)))) | $(B)/ts
 	python3 tools/embed_queries.py $@ $(TS_QUERIES)
 $(B)/ts/queries.o: $(B)/ts/queries.c
 	$(CC) $(TS_CFLAGS) -c $< -o $@
@@ -53,7 +53,8 @@ $(TS_MOD)/%:
 	@echo "kvsite: $@ is missing: run \`make deps\` (npm ci in $(NPM_DIR))" >&2; exit 1
 
 DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
-               liblua5.4-dev libyaml-dev libcmocka-dev python3 procps
+               liblua5.4-dev libyaml-dev libcmocka-dev python3 procps \
+               libtree-sitter-dev nodejs
 
 .PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
 
@@ -142,6 +143,9 @@ memcheck: $(KVSITE)
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PKGS)
+	@# Debian's npm is a package of its own; a nodejs from elsewhere brings its own npm
+	command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm
+	cd $(NPM_DIR) && npm ci
 
 clean:
 	rm -rf build site .kvsite .site.staging* .site.old*
