@@ -27,6 +27,8 @@ void config_defaults(config *c)
     c->theme = xstrdup("");
     c->tolerance = 0.05;
     c->feed_entries = 20;
+    c->pagefind = xstrdup("");
+    c->search_timeout = 120.0;
     c->limits.page_bytes = 4u << 20;
     c->limits.front_matter_bytes = 64u << 10;
     c->limits.data_bytes = 8u << 20;
@@ -51,6 +53,7 @@ void config_free(config *c)
     free(c->description);
     free(c->author);
     free(c->theme);
+    free(c->pagefind);
     yv_free(c->doc);
     memset(c, 0, sizeof *c);
 }
@@ -79,6 +82,9 @@ static const key_spec S_keys[] = {
     {"figures.tolerance", K_NUMBER, OFF(tolerance), 0, 1},
     {"build.jobs", K_INT, OFF(jobs), 0, 256},
     {"feed.entries", K_INT, OFF(feed_entries), 1, 10000},
+    {"search.enabled", K_BOOL, OFF(search), 0, 0},
+    {"search.pagefind", K_STRING, OFF(pagefind), 0, 0},
+    {"search.timeout", K_NUMBER, OFF(search_timeout), 1, 86400},
     {"limits.page_bytes", K_SIZE, OFF(limits.page_bytes), 1024, 1e9},
     {"limits.front_matter_bytes", K_SIZE, OFF(limits.front_matter_bytes), 64, 1e8},
     {"limits.data_bytes", K_SIZE, OFF(limits.data_bytes), 1024, 1e9},

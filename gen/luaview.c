@@ -1042,6 +1042,8 @@ void lv_push_site(renderer *r)
     render_setstr(L, "description", c->description);
     render_setstr(L, "author", c->author);
     render_setstr(L, "version", KVSITE_VERSION);
+    lua_pushboolean(L, c->search); /* search.enabled: templates show the search box */
+    lua_setfield(L, -2, "search");
     if (c->params) {
         if (luadata_push(L, c->params) != 0)
             lua_error(L);
