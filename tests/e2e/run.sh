@@ -1225,7 +1225,7 @@ config_case() {
 }
 
 t_config_unknown_key() {
-    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, limits
+    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, search, limits
 site.yaml:4:3: error: unknown key "page_byte" in limits; known keys: page_bytes, front_matter_bytes, data_bytes, template_bytes, output_bytes, files, page_tags, depth, lua_instructions, lua_memory, page_timeout, build_timeout, worker_memory' config_case <<'EOF'
 title: X
 colour: red
