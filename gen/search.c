@@ -154,27 +154,39 @@ int search_index(const char *prog, const char *site_dir, double timeout, diag_li
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
-    /* what it printed, for the error: its last SEARCH_OUTPUT_MAX bytes */
-    const char *said = buf_cstr(&out);
+    /* what it printed, for the error: its last SEARCH_OUTPUT_MAX bytes, on
+     * one line (a diagnostic is one line) */
+    const char *tail = buf_cstr(&out);
     if (out.len > SEARCH_OUTPUT_MAX)
-        said += out.len - SEARCH_OUTPUT_MAX;
+        tail += out.len - SEARCH_OUTPUT_MAX;
+    buf one = BUF_INIT;
+    for (const char *p = tail; *p; p++) {
+        if (*p == '\n') {
+            if (p[1])
+                buf_puts(&one, " | ");
+        } else if (*p != '\r') {
+            buf_putc(&one, *p);
+        }
+    }
+    const char *said = one.len ? buf_cstr(&one) : "nothing";
     int rc = 0;
     char *entry = xasprintf("%s/%s/pagefind-entry.json", site_dir, SEARCH_DIR);
     if (timed_out) {
         diag_error(dl, NULL, 0, 0, "search: %s did not finish in search.timeout (%g s); it "
-                   "printed:\n%s", prog, timeout, said);
+                   "printed: %s", prog, timeout, said);
         rc = -1;
     } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        diag_error(dl, NULL, 0, 0, "search: %s failed (%s %d); it printed:\n%s", prog,
+        diag_error(dl, NULL, 0, 0, "search: %s failed (%s %d); it printed: %s", prog,
                    WIFEXITED(st) ? "exit status" : "signal",
                    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), said);
         rc = -1;
     } else if (!fs_exists(entry)) {
-        diag_error(dl, NULL, 0, 0, "search: %s wrote no %s/pagefind-entry.json; it printed:\n%s",
+        diag_error(dl, NULL, 0, 0, "search: %s wrote no %s/pagefind-entry.json; it printed: %s",
                    prog, SEARCH_DIR, said);
         rc = -1;
     }
     free(entry);
+    buf_free(&one);
     buf_free(&out);
     return rc;
 }

@@ -627,7 +627,8 @@ static void test_page_markup(void **state)
                      "```lua\nlocal x\n```\n\n```cobol\nMOVE\n```\n";
     S_html(f, md,
            /* a link reference definition when footnotes are off */
-           "<p>A<a href=\"/articles/Note.\">^n</a>.</p>\n<table>\n<thead>\n<tr>\n<th align=\"right\">a</th>\n"
+           "<p>A<a href=\"/articles/Note.\">^n</a>.</p>\n<table>\n<thead>\n<tr>\n"
+           "<th align=\"right\">a</th>\n"
            "<th align=\"center\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n"
            "<td align=\"right\">1</td>\n<td align=\"center\">2</td>\n</tr>\n</tbody>\n"
            "</table>\n<pre><code class=\"language-lua\">local x\n"
