@@ -49,6 +49,8 @@ $(B)/ts/queries.c: tools/embed_queries.py $(foreach q,$(TS_QUERIES),$(word 2,$(s
 	python3 tools/embed_queries.py $@ $(TS_QUERIES)
 $(B)/ts/queries.o: $(B)/ts/queries.c
 	$(CC) $(TS_CFLAGS) -c $< -o $@
+# the grammars alone, for builds outside this Makefile (tests/fuzz/run.sh)
+grammars: $(TS_OBJ) $(B)/ts/queries.o
 $(TS_MOD)/%:
 	@echo "kvsite: $@ is missing: run \`make deps\` (npm ci in $(NPM_DIR))" >&2; exit 1
 
@@ -56,7 +58,7 @@ DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensio
                liblua5.4-dev libyaml-dev libcmocka-dev python3 procps \
                libtree-sitter-dev nodejs
 
-.PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
+.PHONY: all site kvsite grammars test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
 
 # `make install` (PREFIX, DESTDIR as usual): the binary, and beside it under
 # share/kvsite/ the default theme, the checks library (its modules, not the bundled
