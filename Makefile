@@ -1,7 +1,7 @@
 # kvsite: `make` builds the generator and the bundled site; `make test` runs every test.
 # Libraries come from Debian packages, found with pkg-config (see `make deps`).
 
-PKGS      := libcmark-gfm lua5.4 yaml-0.1 libmicrohttpd
+PKGS      := libcmark-gfm lua5.4 yaml-0.1 libmicrohttpd tree-sitter
 B         ?= build
 CC        ?= cc
 OPT       ?= -O2 -g
@@ -24,11 +24,41 @@ UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 KVSITE    := $(B)/kvsite
 
+# Code highlighting (gen/highlight.c): the tree-sitter grammars of tools/npm
+# (`make deps` runs `npm ci` there), their C parsers compiled into kvsite
+# without our warnings (not our code) and their highlights.scm embedded.
+NPM_DIR   := tools/npm
+TS_MOD    := $(NPM_DIR)/node_modules
+# name:folder of its src/:whether it has a scanner.c
+TS_LANGS  := lua:@tree-sitter-grammars/tree-sitter-lua:1 c:tree-sitter-c:0 \
+             bash:tree-sitter-bash:1 yaml:@tree-sitter-grammars/tree-sitter-yaml:1 \
+             json:tree-sitter-json:0 python:tree-sitter-python:1 \
+             markdown:@tree-sitter-grammars/tree-sitter-markdown/tree-sitter-markdown:1
+TS_CFLAGS := -std=gnu11 -O2 -w
+ts_name    = $(word 1,$(subst :, ,$(1)))
+ts_src     = $(TS_MOD)/$(word 2,$(subst :, ,$(1)))/src
+TS_OBJ    := $(foreach l,$(TS_LANGS),$(B)/ts/$(call ts_name,$(l))_parser.o \
+               $(if $(filter 1,$(word 3,$(subst :, ,$(l)))),$(B)/ts/$(call ts_name,$(l))_scanner.o))
+define TS_RULE
+$(B)/ts/$(call ts_name,$(1))_%.o: $(call ts_src,$(1))/%.c | $(B)/ts
+	$$(CC) $(TS_CFLAGS) -I$(call ts_src,$(1)) -c $$< -o $$@
+endef
+$(foreach l,$(TS_LANGS),$(eval $(call TS_RULE,$(l))))
+TS_QUERIES := $(foreach l,$(TS_LANGS),$(call ts_name,$(l))=$(call ts_src,$(l))/../queries/highlights.scm)
+$(B)/ts/queries.c: tools/embed_queries.py $(foreach q,$(TS_QUERIES),$(word 2,$(subst =, ,$(q)))) | $(B)/ts
+	python3 tools/embed_queries.py $@ $(TS_QUERIES)
+$(B)/ts/queries.o: $(B)/ts/queries.c
+	$(CC) $(TS_CFLAGS) -c $< -o $@
+# the grammars alone, for builds outside this Makefile (tests/fuzz/run.sh)
+grammars: $(TS_OBJ) $(B)/ts/queries.o
+$(TS_MOD)/%:
+	@echo "kvsite: $@ is missing: run \`make deps\` (npm ci in $(NPM_DIR))" >&2; exit 1
+
 DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
                liblua5.4-dev libyaml-dev libcmocka-dev python3 procps \
-               libmicrohttpd-dev curl
+               libmicrohttpd-dev curl libtree-sitter-dev nodejs
 
-.PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
+.PHONY: all site kvsite grammars test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
 
 # `make install` (PREFIX, DESTDIR as usual): the binary, and beside it under
 # share/kvsite/ the default theme, the checks library (its modules, not the bundled
@@ -45,7 +75,7 @@ kvsite: $(KVSITE)
 $(B)/obj/%.o: gen/%.c $(wildcard gen/*.h) | $(B)/obj
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(B)/libkvsite.a: $(LIB_OBJ)
+$(B)/libkvsite.a: $(LIB_OBJ) $(TS_OBJ) $(B)/ts/queries.o
 	rm -f $@ && ar rcs $@ $^
 
 $(KVSITE): $(B)/obj/main.o $(B)/libkvsite.a
@@ -55,7 +85,7 @@ $(B)/tests/%: tests/unit/%.c $(B)/libkvsite.a $(wildcard gen/*.h tests/unit/*.h)
 	$(CC) $(CFLAGS) -Igen $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libkvsite.a \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs cmocka)
 
-$(B)/obj $(B)/tests:
+$(B)/obj $(B)/tests $(B)/ts:
 	mkdir -p $@
 
 site: $(KVSITE)
@@ -116,6 +146,9 @@ memcheck: $(KVSITE)
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PKGS)
+	@# Debian's npm is a package of its own; a nodejs from elsewhere brings its own npm
+	command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm
+	cd $(NPM_DIR) && npm ci
 
 clean:
 	rm -rf build site .kvsite .site.staging* .site.old*

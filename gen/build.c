@@ -31,6 +31,7 @@
 #include "record.h"
 #include "render.h"
 #include "report.h"
+#include "search.h"
 #include "sources.h"
 #include "strmap.h"
 #include "theme.h"
@@ -66,6 +67,7 @@ typedef struct {
     char counts[INCR_COUNTS]; /* the summary's counts: "3 pages, 2 figures (...)" */
     int status;
     bool told;         /* build_opts.done was called */
+    char *search_prog; /* Pagefind, when search is on and it was found (search.h) */
 } build_state;
 
 static double S_now(void)
@@ -310,7 +312,11 @@ static void S_plan(build_state *s)
  * a full build waits for the staging folder's scan here. */
 static void S_choose(build_state *s)
 {
-    bool incremental = incr_possible(&s->inc, s->o->no_cache);
+    if (output_writes(&s->out))
+        s->search_prog = search_find(&s->cfg, s->root_real, &s->dl);
+    /* the index is made whole in the staging folder: with search, every
+     * build is a full one (pages still come from the cache when unchanged) */
+    bool incremental = incr_possible(&s->inc, s->o->no_cache) && !s->search_prog;
     S_trace(s, incremental ? "incremental" : "full build");
     if (incremental) {
         /* changed files go to a folder of their own, moved in when the build succeeds */
@@ -516,6 +522,21 @@ static void S_report(build_state *s)
     diag_print(&s->dl, stderr, s->github);
 }
 
+/* The search index, into the staging folder before it is swapped in; its
+ * failure is the build's error, printed here (the rest was printed). */
+static void S_search(build_state *s)
+{
+    diag_list sdl;
+    diag_list_init(&sdl);
+    search_index(s->search_prog, s->out.staging, s->cfg.search_timeout, &sdl);
+    diag_print(&sdl, stderr, s->github);
+    for (size_t i = 0; i < sdl.n; i++)
+        diag_add(&s->dl, sdl.v[i].level, sdl.v[i].file, sdl.v[i].line, sdl.v[i].col, "%s",
+                 sdl.v[i].msg);
+    diag_list_free(&sdl);
+    S_trace(s, "search index");
+}
+
 /* A build without errors replaces the output: an incremental one moves its
  * files in, a full one swaps the staging folder in. */
 static void S_publish(build_state *s)
@@ -538,10 +559,12 @@ static void S_publish(build_state *s)
                 free(rel);
             }
         }
-        int rc = output_publish(&s->out, fresh.ptr ? fresh.ptr : "", fresh.len, &s->dl);
-        buf_free(&fresh);
-        if (rc != 0)
+        if (s->search_prog)
+            S_search(s);
+        if (s->dl.errors == 0
+            && output_publish(&s->out, fresh.ptr ? fresh.ptr : "", fresh.len, &s->dl) != 0)
             diag_print(&s->dl, stderr, s->github);
+        buf_free(&fresh);
     }
     if (s->dl.errors && output_writes(&s->out))
         output_discard(&s->out); /* nothing of a failed build stays on disk */
@@ -636,6 +659,7 @@ static int S_finish(build_state *s)
     free(s->job_phases);
     diag_list_free(&s->dl);
     free(s->root_real);
+    free(s->search_prog);
     return s->status;
 }
 

@@ -29,6 +29,8 @@ void config_defaults(config *c)
     c->tolerance = 0.05;
     c->feed_entries = 20;
     c->paginate = PAGINATE_DEFAULT;
+    c->pagefind = xstrdup("");
+    c->search_timeout = 120.0;
     c->limits.page_bytes = 4u << 20;
     c->limits.front_matter_bytes = 64u << 10;
     c->limits.data_bytes = 8u << 20;
@@ -53,6 +55,7 @@ void config_free(config *c)
     free(c->description);
     free(c->author);
     free(c->theme);
+    free(c->pagefind);
     yv_free(c->doc);
     memset(c, 0, sizeof *c);
 }
@@ -82,6 +85,9 @@ static const key_spec S_keys[] = {
     {"build.jobs", K_INT, OFF(jobs), 0, 256},
     {"feed.entries", K_INT, OFF(feed_entries), 1, 10000},
     {"paginate", K_INT, OFF(paginate), 1, PAGINATE_MAX},
+    {"search.enabled", K_BOOL, OFF(search), 0, 0},
+    {"search.pagefind", K_STRING, OFF(pagefind), 0, 0},
+    {"search.timeout", K_NUMBER, OFF(search_timeout), 1, 86400},
     {"limits.page_bytes", K_SIZE, OFF(limits.page_bytes), 1024, 1e9},
     {"limits.front_matter_bytes", K_SIZE, OFF(limits.front_matter_bytes), 64, 1e8},
     {"limits.data_bytes", K_SIZE, OFF(limits.data_bytes), 1024, 1e9},

@@ -44,6 +44,9 @@ typedef struct {
     int jobs;                /* build.jobs; 0 = number of cores */
     int feed_entries;        /* feed.entries */
     int paginate;            /* entries per listing page (paginate.h) */
+    bool search;             /* search.enabled: a Pagefind index (search.h) */
+    char *pagefind;          /* search.pagefind: the program, "" for pagefind on PATH */
+    double search_timeout;   /* search.timeout: seconds Pagefind may take */
     config_limits limits;
     yv *doc;                 /* the parsed file (owned), NULL when there is none */
     const yv *params;        /* params: passed to templates as site.params; into doc */

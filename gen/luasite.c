@@ -347,6 +347,8 @@ void lv_push_site(renderer *r)
     render_setstr(L, "version", KVSITE_VERSION);
     lua_pushinteger(L, c->paginate);
     lua_setfield(L, -2, "paginate");
+    lua_pushboolean(L, c->search); /* search.enabled: templates show the search box */
+    lua_setfield(L, -2, "search");
     if (c->params) {
         if (luadata_push(L, c->params) != 0)
             lua_error(L);

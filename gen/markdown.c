@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "highlight.h"
 #include "strmap.h"
 #include "url.h"
 #include "utf8.h"
@@ -87,6 +88,32 @@ void md_result_free(md_result *r)
     free(r->summary);
     fig_ctx_free(&r->figs);
     memset(r, 0, sizeof *r);
+}
+
+/* A fenced code block whose language highlight.h knows, as the HTML block
+ * cmark would print with the tokens in spans; NULL to leave it to cmark
+ * (another language, no language, or over highlight's bounds). */
+static cmark_node *S_highlighted(cmark_node *n)
+{
+    const char *info = cmark_node_get_fence_info(n);
+    const char *code = cmark_node_get_literal(n);
+    if (!info || !code)
+        return NULL;
+    size_t ln = strcspn(info, " \t");
+    if (ln == 0 || !hl_known(info, ln))
+        return NULL;
+    buf html = BUF_INIT;
+    buf_puts(&html, "<pre><code class=\"language-");
+    buf_put_html(&html, info, ln);
+    buf_puts(&html, "\">");
+    cmark_node *rep = NULL;
+    if (hl_html(info, ln, code, strlen(code), &html)) {
+        buf_puts(&html, "</code></pre>\n");
+        rep = cmark_node_new_with_mem(CMARK_NODE_HTML_BLOCK, &S_mem);
+        cmark_node_set_literal(rep, buf_cstr(&html));
+    }
+    buf_free(&html);
+    return rep;
 }
 
 /* ---------- links ---------- */
@@ -482,6 +509,8 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
      * (always) are then made safe by the walk below, exactly as cmark's safe
      * mode would print them. */
     int options = CMARK_OPT_DEFAULT | CMARK_OPT_UNSAFE;
+    if (m->o.page_markup)
+        options |= CMARK_OPT_FOOTNOTES | CMARK_OPT_TABLE_PREFER_STYLE_ATTRIBUTES;
     bool safe = !m->o.unsafe;
     cmark_parser *parser = cmark_parser_new_with_mem(options, &S_mem);
     for (size_t i = 0; i < NEXT; i++)
@@ -584,6 +613,8 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
                 if (!e.remove)
                     e.node = NULL;
             }
+            if (!e.node && m->o.page_markup && (e.rep = S_highlighted(n)))
+                e.node = n;
             break;
         case CMARK_NODE_CODE: {
             const char *lit = cmark_node_get_literal(n);

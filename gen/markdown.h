@@ -58,6 +58,11 @@ typedef struct {
     bool tagfilter;             /* GFM tagfilter: <script>, <style>, ... escaped even when unsafe */
     bool heading_ids;
     diag_level unverified;      /* level of the unverified-figure lint */
+    bool page_markup;           /* a site's page: GFM footnotes, table alignment as
+                                   style="text-align" (no obsolete align=), fenced
+                                   code highlighted (highlight.h). Off for
+                                   `kvsite render`, which prints what cmark-gfm
+                                   prints (the spec examples compare with it) */
 } md_opts;
 
 md_ctx *md_new(const md_opts *o);

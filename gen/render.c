@@ -101,7 +101,7 @@ renderer *render_new(const render_env *e)
     tpl_set_field_reader(r->tpl, lv_read_field, r);
     tpl_set_list_reader(r->tpl, &lv_list_reader, r);
     md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,
-                  (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING};
+                  (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING, true};
     r->md = md_new(&mo);
     r->read_mark = xcalloc(e->nrecords + 1, 1);
     r->phase = e->job_phases;
@@ -774,7 +774,7 @@ int render_fragment(const char *text, size_t len, bool unsafe, buf *out, diag_li
     memset(&none, 0, sizeof none);
     /* --unsafe shows raw HTML as CommonMark defines it, without GitHub's
      * tagfilter: the spec's examples pass as they do with the library */
-    md_opts mo = {NULL, NULL, &none, NULL, unsafe, !unsafe, true, DIAG_WARNING};
+    md_opts mo = {NULL, NULL, &none, NULL, unsafe, !unsafe, true, DIAG_WARNING, false};
     md_ctx *m = md_new(&mo);
     md_result res;
     md_result_init(&res);

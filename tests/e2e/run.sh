@@ -1225,7 +1225,7 @@ config_case() {
 }
 
 t_config_unknown_key() {
-    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, paginate, limits
+    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, paginate, search, limits
 site.yaml:4:3: error: unknown key "page_byte" in limits; known keys: page_bytes, front_matter_bytes, data_bytes, template_bytes, output_bytes, files, page_tags, depth, lua_instructions, lua_memory, page_timeout, build_timeout, worker_memory' config_case <<'EOF'
 title: X
 colour: red
@@ -2576,6 +2576,170 @@ EOF
     expect_grep site/notes/week-1/index.html '<p>meta:locked|locked|locked</p>'
     expect_grep site/notes/week-1/index.html '<p>keep:false</p>'
     expect_grep site/notes/week-1/index.html '<p>set:false|false</p>'
+# ---------- Markdown and code, search (issue 18) ----------
+
+# A page's footnotes, aligned table and fenced code, as the site shows them:
+# footnotes linked both ways, alignment without the obsolete align=, Lua
+# highlighted in classes, a language kvsite does not know left plain.
+t_md_page_markup() {
+    good_built || return
+    page content/notes/code.md <<'EOF'
+---
+title: Code
+---
+A claim.[^src]
+
+| name | bytes |
+|:-----|------:|
+| k    | 2     |
+
+```lua
+local n = 2 -- <two>
+```
+
+```cobol
+MOVE 1 TO X.
+```
+
+[^src]: Where it comes from.
+EOF
+    kv build
+    expect_rc 0
+    local f=$W/site/notes/code/index.html
+    grep -qF '<sup class="footnote-ref"><a href="#fn-src" id="fnref-src" data-footnote-ref>1</a></sup>' "$f" ||
+        fail "no footnote reference"
+    grep -qF '<li id="fn-src">' "$f" || fail "no footnote"
+    grep -qF '<a href="#fnref-src" class="footnote-backref"' "$f" || fail "no link back"
+    grep -qF '<td style="text-align: right">2</td>' "$f" || fail "no right-aligned cell"
+    local aligned
+    aligned=$(grep -rl ' align=' "$W/site" --include='*.html')
+    [ -z "$aligned" ] || fail "align= in $aligned"
+    grep -qF '<pre><code class="language-lua"><span class="hl-keyword">local</span> n = <span class="hl-constant">2</span> <span class="hl-comment">-- &lt;two&gt;</span>' "$f" ||
+        fail "Lua not highlighted: $(grep -A1 'language-lua' "$f" | head -n 2)"
+    grep -qF '<pre><code class="language-cobol">MOVE 1 TO X.' "$f" || fail "unknown language not plain"
+    # `kvsite render` prints what cmark-gfm prints (the spec compares with it)
+    printf 'x[^1]\n\n[^1]: y\n\n```lua\nlocal a\n```\n' | (cd "$W" && "$KVSITE" render) >"$W.render"
+    grep -q 'footnote\|hl-' "$W.render" && fail "kvsite render changed: $(cat "$W.render")"
+}
+
+# search: the Pagefind program the tests use (tools/npm, installed by make deps)
+PAGEFIND=$ROOT/tools/npm/node_modules/.bin/pagefind
+
+# search_on [PROGRAM]: turns search on in the project's site.yaml
+search_on() {
+    printf 'search:\n  enabled: true\n  pagefind: %s\n' "${1:-$PAGEFIND}" >>"$W/site.yaml"
+}
+
+# Search on: the index is made in the staging folder and published with the
+# pages, in the same swap; a second build still has it; search off again
+# and the next build's output has none.
+t_search_on() {
+    [ -x "$PAGEFIND" ] || { fail "no $PAGEFIND: run make deps"; return; }
+    good_built || return
+    search_on
+    kv build
+    expect_rc 0
+    expect_summary "$SUMMARY_OK"
+    expect_file site/pagefind/pagefind-entry.json
+    expect_file site/pagefind/pagefind-ui.js
+    grep -q ': warning:' "$W.err" && fail "warnings: $(head -n 2 "$W.err")"
+    expect_no_staging
+    kv build --no-cache
+    expect_rc 0
+    expect_file site/pagefind/pagefind-entry.json
+    sed -i 's/enabled: true/enabled: false/' "$W/site.yaml"
+    kv build
+    expect_rc 0
+    expect_no_file site/pagefind
+}
+
+# Search on without Pagefind: one warning, the site built without search.
+t_search_missing() {
+    good_built || return
+    search_on tools/no-such-pagefind
+    kv build
+    expect_rc 0
+    expect_diags <<'EOF'
+site.yaml: warning: search.pagefind: @W@/tools/no-such-pagefind is not a program that can be run: the site is built without search
+EOF
+    expect_no_file site/pagefind
+    sed -i '/^  pagefind:/d' "$W/site.yaml"
+    PATH=/usr/bin:/bin kv build
+    expect_rc 0
+    expect_diags <<'EOF'
+site.yaml: warning: search.enabled: no pagefind on PATH (nor search.pagefind): the site is built without search; `make deps` installs Pagefind under tools/npm
+EOF
+    expect_no_file site/pagefind
+}
+
+# Pagefind failing or too slow: a build error with what it printed; the
+# output stays the previous build's.
+t_search_fails() {
+    good_built || return
+    printf '#!/bin/sh\necho "Error: cannot read the site"\nexit 4\n' >"$W/pf-bad"
+    printf '#!/bin/sh\necho indexing\nsleep 20\n' >"$W/pf-slow"
+    chmod +x "$W/pf-bad" "$W/pf-slow"
+    search_on pf-bad
+    echo 'Changed.' >>"$W/content/notes/week-1.md"
+    kv build
+    expect_rc 1
+    grep -qxF "kvsite: error: search: $W/pf-bad failed (exit status 4); it printed: Error: cannot read the site" "$W.err" ||
+        fail "no error with Pagefind's output: $(head -n 3 "$W.err")"
+    hashes "$W/site" >"$W.snap2"
+    cmp -s "$W.snap" "$W.snap2" || fail "site/ changed although the build failed"
+    expect_no_staging
+    sed -i 's/pf-bad/pf-slow/' "$W/site.yaml"
+    printf '  timeout: 1\n' >>"$W/site.yaml"
+    kv build
+    expect_rc 1
+    grep -qF "did not finish in search.timeout (1 s); it printed: indexing" "$W.err" ||
+        fail "no time-limit error: $(head -n 3 "$W.err")"
+    hashes "$W/site" >"$W.snap2"
+    cmp -s "$W.snap" "$W.snap2" || fail "site/ changed although the build failed"
+}
+
+# The default theme: the search box only with search on, hidden until the
+# script fills it; articles are search results, the chrome is not.
+t_search_theme() {
+    [ -x "$PAGEFIND" ] || { fail "no $PAGEFIND: run make deps"; return; }
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/blog
+    mkdir -p "$(dirname "$W")"
+    (cd "$(dirname "$W")" && "$KVSITE" new blog >/dev/null 2>&1) || { fail "kvsite new failed"; return; }
+    kv build
+    expect_rc 0
+    grep -q 'id="search"' "$W/site/index.html" && fail "a search box with search off"
+    search_on
+    kv build
+    expect_rc 0
+    grep -qF '<div id="search" class="site-search" role="search" data-pagefind-ignore hidden></div>' "$W/site/index.html" ||
+        fail "no hidden search box"
+    expect_file site/assets/search.js
+    grep -q '<article data-pagefind-body>' "$W/site/articles/first-figures/index.html" ||
+        fail "the article is not marked for the index"
+    grep -q 'data-pagefind-body' "$W/site/index.html" "$W/site/tags/index.html" && fail "chrome marked for the index"
+    expect_file site/pagefind/pagefind-entry.json
+}
+
+# The bundled site: Pagefind's own search finds the right technique card
+# first for Chinese terms, and never a tag page, a listing or the report.
+t_search_bundled_ranking() {
+    [ -x "$PAGEFIND" ] || { fail "no $PAGEFIND: run make deps"; return; }
+    command -v node >/dev/null || { fail "no node: run make deps"; return; }
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/project
+    mkdir -p "$W"
+    cp -R "$ROOT/content" "$ROOT/templates" "$ROOT/checks" "$ROOT/site.yaml" "$W/"
+    sed -i "s|pagefind: .*|pagefind: $PAGEFIND|" "$W/site.yaml"
+    kv build
+    expect_rc 0
+    (cd "$W" && timeout 60 node "$ROOT/tests/search/query.mjs" site 量化 潜向量 前缀缓存) >"$W.q" 2>&1 ||
+        { fail "query.mjs failed: $(head -n 3 "$W.q")"; return; }
+    grep -qP '^量化\t/techniques/(kivi|fp8)/ ' "$W.q" || fail "量化: $(grep '^量化' "$W.q")"
+    grep -qP '^潜向量\t/techniques/mla/' "$W.q" || fail "潜向量: $(grep '^潜向量' "$W.q")"
+    grep -qP '^前缀缓存\t/techniques/prefix-caching/' "$W.q" || fail "前缀缓存: $(grep '^前缀缓存' "$W.q")"
+    grep -qP '/(tags|checks)/|\t/techniques/( |$)|\t/( |$)' "$W.q" &&
+        fail "a tag page, the report or a listing found: $(cat "$W.q")"
 }
 
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------

@@ -132,7 +132,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     S_sb = sandbox_new(&so);
     if (!S_sb)
         abort();
-    md_opts mo = {&S_cfg, &S_idx, &S_src, S_sb, false, true, true, DIAG_WARNING};
+    md_opts mo = {&S_cfg, &S_idx, &S_src, S_sb, false, true, true, DIAG_WARNING, true};
     S_md = md_new(&mo);
     atexit(S_cleanup);
     return 0;

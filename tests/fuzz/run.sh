@@ -29,7 +29,7 @@ out=$top/build/fuzz
 spec=${SPEC_DIR:-$top/../shared/spec}
 cc=${FUZZ_CC:-clang}
 targets=${FUZZ_TARGETS:-quote frontmatter template page arith keep}
-pkgs="libcmark-gfm lua5.4 yaml-0.1"
+pkgs="libcmark-gfm lua5.4 yaml-0.1 tree-sitter"
 
 if ! command -v "$cc" >/dev/null || [ -z "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer-*.a' 2>/dev/null)" ]; then
     # optional tools are installed by the target that uses them
@@ -58,6 +58,9 @@ for src in "$top"/gen/*.c; do
         fi
     fi
 done
+# the tree-sitter grammars (not our code: as the Makefile compiles them)
+make -C "$top" -s grammars >/dev/null || { echo "fuzz: cannot build the grammars (make deps?)" >&2; exit 2; }
+objs+=("$top"/build/ts/*.o)
 rm -f "$out/libkvsite-fuzz.a"
 ar rcs "$out/libkvsite-fuzz.a" "${objs[@]}"
 for t in $targets; do

@@ -81,6 +81,9 @@ static void S_check_defaults(const config *c)
     assert_true(c->tolerance == 0.05);
     assert_int_equal(c->jobs, 0);
     assert_int_equal(c->feed_entries, 20);
+    assert_false(c->search);
+    assert_string_equal(c->pagefind, "");
+    assert_true(c->search_timeout == 120.0);
     assert_int_equal(c->limits.page_bytes, 4u << 20);
     assert_int_equal(c->limits.front_matter_bytes, 64u << 10);
     assert_int_equal(c->limits.data_bytes, 8u << 20);
@@ -237,7 +240,7 @@ static void test_unknown_top_level_key(void **state)
 {
     S_expect_error(state, "title: x\ntitel: y\n", 2, 1,
                    "unknown key \"titel\"; known keys: title, base_url, language, description, "
-                   "author, theme, params, content, markdown, figures, build, feed, paginate, limits");
+                   "author, theme, params, content, markdown, figures, build, feed, paginate, search, limits");
 }
 
 static void test_unknown_key_in_section(void **state)
@@ -257,7 +260,7 @@ static void test_dotted_key_is_unknown(void **state)
     /* keys nest: "markdown.unsafe" written as one top-level key is not a setting */
     S_expect_error(state, "markdown.unsafe: true\n", 1, 1,
                    "unknown key \"markdown.unsafe\"; known keys: title, base_url, language, "
-                   "description, author, theme, params, content, markdown, figures, build, feed, paginate, limits");
+                   "description, author, theme, params, content, markdown, figures, build, feed, paginate, search, limits");
 }
 
 /* content.allow_active: a list of non-empty strings, kept as the YAML list */
@@ -337,6 +340,9 @@ static const err_case S_type_errors[] = {
     {"build:\n  jobs: 300\n", 2, 3, "build.jobs must be between 0 and 256, not 300"},
     {"build:\n  jobs: -1\n", 2, 3, "build.jobs must be between 0 and 256, not -1"},
     {"feed:\n  entries: 0\n", 2, 3, "feed.entries must be between 1 and 10000, not 0"},
+    {"search:\n  enabled: yes\n", 2, 3, "search.enabled must be true or false, not a string"},
+    {"search:\n  timeout: 0\n", 2, 3, "search.timeout must be between 1 and 86400, not 0"},
+    {"search:\n  pagefind: [a]\n", 2, 3, "search.pagefind must be a string, not a list"},
     {"limits:\n  page_bytes: 10\n", 2, 3,
      "limits.page_bytes must be between 1024 and 1e+09, not 10"},
     {"limits:\n  lua_memory: 1.5e7\n", 2, 3, "limits.lua_memory must be an integer, not a float"},

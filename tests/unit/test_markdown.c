@@ -77,7 +77,7 @@ static int S_setup(void **state)
     sandbox_opts so = {f->root, 1000000, 16u << 20, 1u << 20, 32};
     f->sb = sandbox_new(&so);
     sandbox_page_begin(f->sb, FILE_A, &f->dl);
-    f->o = (md_opts){&f->cfg, &f->idx, &f->src, f->sb, false, true, true, DIAG_WARNING};
+    f->o = (md_opts){&f->cfg, &f->idx, &f->src, f->sb, false, true, true, DIAG_WARNING, false};
     md_result_init(&f->res);
     *state = f;
     return 0;
@@ -618,6 +618,35 @@ static void test_raw_html(void **state)
            "<a href=\"ftp://a/\">f</a></p>\n");
 }
 
+/* A site's pages (page_markup) get footnotes, alignment as style= and
+ * highlighted code; without it (kvsite render) cmark-gfm's own output. */
+static void test_page_markup(void **state)
+{
+    fx *f = *state;
+    const char *md = "A[^n].\n\n| a | b |\n|--:|:-:|\n| 1 | 2 |\n\n[^n]: Note.\n\n"
+                     "```lua\nlocal x\n```\n\n```cobol\nMOVE\n```\n";
+    S_html(f, md,
+           /* a link reference definition when footnotes are off */
+           "<p>A<a href=\"/articles/Note.\">^n</a>.</p>\n<table>\n<thead>\n<tr>\n"
+           "<th align=\"right\">a</th>\n"
+           "<th align=\"center\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n"
+           "<td align=\"right\">1</td>\n<td align=\"center\">2</td>\n</tr>\n</tbody>\n"
+           "</table>\n<pre><code class=\"language-lua\">local x\n"
+           "</code></pre>\n<pre><code class=\"language-cobol\">MOVE\n</code></pre>\n");
+    f->o.page_markup = true;
+    S_html(f, md,
+           "<p>A<sup class=\"footnote-ref\"><a href=\"#fn-n\" id=\"fnref-n\" "
+           "data-footnote-ref>1</a></sup>.</p>\n<table>\n<thead>\n<tr>\n"
+           "<th style=\"text-align: right\">a</th>\n<th style=\"text-align: center\">b</th>\n"
+           "</tr>\n</thead>\n<tbody>\n<tr>\n<td style=\"text-align: right\">1</td>\n"
+           "<td style=\"text-align: center\">2</td>\n</tr>\n</tbody>\n</table>\n"
+           "<pre><code class=\"language-lua\"><span class=\"hl-keyword\">local</span> x\n"
+           "</code></pre>\n<pre><code class=\"language-cobol\">MOVE\n</code></pre>\n"
+           "<section class=\"footnotes\" data-footnotes>\n<ol>\n<li id=\"fn-n\">\n"
+           "<p>Note. <a href=\"#fnref-n\" class=\"footnote-backref\" data-footnote-backref "
+           "aria-label=\"Back to content\">↩</a></p>\n</li>\n</ol>\n</section>\n");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -645,6 +674,7 @@ int main(void)
         T(test_lint_in_prose),
         T(test_lint_column_after_entities),
         T(test_raw_html),
+        T(test_page_markup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
