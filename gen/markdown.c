@@ -89,6 +89,28 @@ void md_result_free(md_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Copies a page's HTML, with tabindex="0" on the blocks that may scroll
+ * sideways (code blocks and tables, at the start of a line as cmark prints
+ * them): a keyboard can reach and scroll them. */
+static void S_put_scrollable(buf *out, const char *h, size_t n)
+{
+    static const char *const open[] = {"<pre", "<table"};
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (h[i] != '<' || (i > 0 && h[i - 1] != '\n'))
+            continue;
+        for (size_t k = 0; k < 2; k++) {
+            size_t ol = strlen(open[k]);
+            if (n - i > ol && !memcmp(h + i, open[k], ol) && (h[i + ol] == '>' || h[i + ol] == ' ')) {
+                buf_put(out, h + run, i + ol - run);
+                buf_puts(out, " tabindex=\"0\"");
+                run = i + ol;
+            }
+        }
+    }
+    buf_put(out, h + run, n - run);
+}
+
 /* ---------- links ---------- */
 
 static bool S_has_scheme(const char *u)
@@ -482,6 +504,8 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
      * (always) are then made safe by the walk below, exactly as cmark's safe
      * mode would print them. */
     int options = CMARK_OPT_DEFAULT | CMARK_OPT_UNSAFE;
+    if (m->o.idx) /* a site's pages: no obsolete align= (kvsite render prints cmark's HTML) */
+        options |= CMARK_OPT_TABLE_PREFER_STYLE_ATTRIBUTES;
     bool safe = !m->o.unsafe;
     cmark_parser *parser = cmark_parser_new_with_mem(options, &S_mem);
     for (size_t i = 0; i < NEXT; i++)
@@ -502,6 +526,7 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
     if (m->o.cfg) {
         fc->tolerance = m->o.cfg->tolerance;
         fc->base_path = m->o.cfg->base_path;
+        fc->language = m->o.cfg->language;
     }
 
     walk_state w = {m, p, file, dl, out, 0};
@@ -715,7 +740,10 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
         h += 3;
         hn -= 8;
     }
-    buf_put(&out->html, h, hn);
+    if (m->o.idx)
+        S_put_scrollable(&out->html, h, hn);
+    else
+        buf_put(&out->html, h, hn);
 }
 
 int md_render(md_ctx *m, const page *p, const char *file, const char *text, size_t len,
