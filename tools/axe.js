@@ -59,7 +59,11 @@ function serve() {
         }
         for (const scheme of ['light', 'dark']) {
           await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: scheme }]);
-          const r = await page.evaluate(() => axe.run(document, { resultTypes: ['violations'] }));
+          // the dark scheme changes colours only (the themes' dark media query sets colour
+          // variables): there, the rules that read colours; every rule in the light scheme
+          const only = scheme === 'dark' ? ['color-contrast', 'link-in-text-block'] : null;
+          const r = await page.evaluate(o => axe.run(document, o ? { runOnly: { type: 'rule', values: o },
+            resultTypes: ['violations'] } : { resultTypes: ['violations'] }), only);
           runs++;
           for (const v of r.violations) {
             if (v.impact !== 'serious' && v.impact !== 'critical') continue;
