@@ -57,8 +57,11 @@ $(TS_MOD)/%:
 DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
                liblua5.4-dev libyaml-dev libcmocka-dev python3 procps \
                libmicrohttpd-dev curl libtree-sitter-dev nodejs
+# make check-html: the Nu HTML checker runs on Java, axe-core in Chromium driven from node;
+# the npm packages are pinned in tools/npm (package.json and package-lock.json)
+DEBIAN_PKGS += default-jre-headless chromium
 
-.PHONY: all site kvsite grammars test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
+.PHONY: check-html all site kvsite grammars test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
 
 # `make install` (PREFIX, DESTDIR as usual): the binary, and beside it under
 # share/kvsite/ the default theme, the checks library (its modules, not the bundled
@@ -91,10 +94,20 @@ $(B)/obj $(B)/tests $(B)/ts:
 site: $(KVSITE)
 	$(KVSITE) build --strict
 
-# Every test: unit, Lua, end to end and spec, then all of it again under ASan and UBSan.
+# Every test: unit, Lua, end to end and spec, then all of it again under ASan and UBSan,
+# then the bundled site's HTML and accessibility (once: it does not depend on the build flags).
 test:
 	$(MAKE) check-all
 	$(MAKE) B=build/san SAN=1 OPT="-O1 -g" check-all
+	$(MAKE) check-html
+
+# Every page of the bundled site, built afresh, through the Nu HTML checker (0 errors,
+# 0 warnings) and axe-core in headless Chromium at 1280 and 390 px, light and dark
+# (0 serious or critical violations): tools/check-html.sh. Needs `make deps`.
+check-html: $(KVSITE)
+	rm -rf $(B)/html-site
+	$(KVSITE) build --strict --no-cache -o $(abspath $(B))/html-site
+	bash tools/check-html.sh $(B)/html-site
 
 check-all: check-unit check-lua check-e2e check-spec check-site
 
@@ -148,7 +161,7 @@ deps:
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PKGS)
 	@# Debian's npm is a package of its own; a nodejs from elsewhere brings its own npm
 	command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm
-	cd $(NPM_DIR) && npm ci
+	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
 
 clean:
 	rm -rf build site .kvsite .site.staging* .site.old*

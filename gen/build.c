@@ -481,8 +481,16 @@ static void S_feed_and_sitemap(build_state *s)
     feed_atom(&b, &s->cfg, &s->idx, s->records);
     S_emit(s, "feed.xml", &b);
     buf_clear(&b);
-    feed_sitemap(&b, &s->cfg, &s->idx, s->records, s->njobs);
-    S_emit(s, "sitemap.xml", &b);
+    if (feed_absolute(&s->cfg)) {
+        feed_sitemap(&b, &s->cfg, &s->idx, s->records, s->njobs);
+        S_emit(s, "sitemap.xml", &b);
+    } else if (s->cfg.base_url_line > 0) {
+        /* said where base_url is set to a path; the default "/" builds quietly */
+        diag_add(&s->dl, DIAG_NOTE, "site.yaml", s->cfg.base_url_line, s->cfg.base_url_col,
+                 "base_url \"%s\" has no host, so sitemap.xml is not written and feed.xml's "
+                 "ids are not absolute URLs: set base_url to \"https://host/...\"",
+                 s->cfg.base_url);
+    }
     buf_free(&b);
     S_trace(s, "feed, sitemap");
 }

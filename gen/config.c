@@ -382,6 +382,8 @@ static int S_load(config *c, const char *root, diag_list *dl)
     }
     if (dl->errors == before)
         S_base_url(c, CONFIG_FILE, base_line, base_col, dl);
+    c->base_url_line = base_line;
+    c->base_url_col = base_col;
     return dl->errors == before ? 0 : -1;
 }
 

@@ -33,6 +33,7 @@ typedef struct {
     char *title;
     char *base_url;    /* as configured, always ending in '/' */
     char *base_path;   /* path part of base_url without the final '/': "" or "/docs" */
+    int base_url_line, base_url_col; /* where site.yaml sets base_url; 0 when it does not */
     char *language;
     char *description;
     char *author;

@@ -2,13 +2,29 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void S_xml(buf *b, const char *s) { buf_put_xml(b, s ? s : "", s ? strlen(s) : 0); }
 
-static void S_rfc3339(buf *b, const char *date)
+bool feed_absolute(const config *c)
 {
+    return strncmp(c->base_url, "https://", 8) == 0 || strncmp(c->base_url, "http://", 7) == 0;
+}
+
+/* date as RFC 3339; an undated page (date NULL) gets fallback, the newest
+ * page's date, as Atom requires a date and 1970 would be a false one. */
+static void S_rfc3339(buf *b, const char *date, const char *fallback)
+{
+    if (!date || strlen(date) < 10)
+        date = fallback;
     if (!date || strlen(date) < 10) {
-        buf_puts(b, "1970-01-01T00:00:00Z");
+        /* no page of the site has a date: the day of the build */
+        char today[16];
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(today, sizeof today, "%Y-%m-%d", &tm);
+        buf_printf(b, "%sT00:00:00Z", today);
         return;
     }
     if (strlen(date) == 10)
@@ -28,7 +44,9 @@ void feed_atom(buf *out, const config *c, const content_index *idx, const page_r
 {
     size_t n;
     size_t *order = content_by_date(idx, &n);
-    const char *newest = n ? idx->pages[order[0]]->date : NULL;
+    const char *newest = NULL; /* undated pages sort last */
+    for (size_t k = 0; k < n && !newest; k++)
+        newest = idx->pages[order[k]]->date;
     buf_puts(out, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
     buf_printf(out, "<feed xmlns=\"http://www.w3.org/2005/Atom\" xml:lang=\"");
     S_xml(out, c->language);
@@ -41,7 +59,7 @@ void feed_atom(buf *out, const config *c, const content_index *idx, const page_r
     buf_puts(out, "feed.xml\"/>\n  <id>");
     S_xml(out, c->base_url);
     buf_puts(out, "</id>\n  <updated>");
-    S_rfc3339(out, newest);
+    S_rfc3339(out, newest, NULL);
     buf_puts(out, "</updated>\n");
     if (c->author[0]) {
         buf_puts(out, "  <author><name>");
@@ -59,7 +77,7 @@ void feed_atom(buf *out, const config *c, const content_index *idx, const page_r
         buf_puts(out, "\"/>\n    <id>");
         S_xml(out, link);
         buf_puts(out, "</id>\n    <updated>");
-        S_rfc3339(out, p->updated ? p->updated : p->date);
+        S_rfc3339(out, p->updated ? p->updated : p->date, newest);
         buf_puts(out, "</updated>\n");
         const char *summary = r->summary;
         if (summary && summary[0]) {

@@ -5,6 +5,7 @@
 #ifndef KV_FEED_H
 #define KV_FEED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -15,6 +16,11 @@
 /* The Atom feed: the site's cfg->feed_entries newest pages, each with its
  * record's summary. records: by job (a page's job is its index). */
 void feed_atom(buf *out, const config *cfg, const content_index *idx, const page_record *records);
+
+/* Whether cfg's base_url has a scheme and host ("https://host/..."): the
+ * sitemap protocol and Atom ids need absolute URLs, so without one the build
+ * writes no sitemap.xml and says so in a note (README: base_url). */
+bool feed_absolute(const config *cfg);
 
 /* The sitemap: every job that made a page (a URL ending in "/"), with the
  * page's date as lastmod. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "figmark.h"
 #include "quote.h"
 #include "utf8.h"
 
@@ -57,10 +58,7 @@ bool fig_may_have(const char *text, size_t len)
     return false;
 }
 
-const char *fig_tier_name(fig_tier t)
-{
-    return t == FIG_MEASURED ? "measured" : t == FIG_CITED ? "cited" : "computed";
-}
+const char *fig_tier_name(fig_tier t) { return figmark_tier_key(t); }
 
 static bool S_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -130,8 +128,8 @@ typedef struct {
 #define S_LIT(lit) ((S_str){"" lit, sizeof(lit) - 1})
 #define S_BUF(b) ((S_str){(b)->ptr, (b)->len})
 
-/* Keeps c->href, the start of the links to the report up to the anchor's
- * number ("<a href=\"/checks/#page-"), and c->prefix_len in step with the
+/* Keeps c->href, the escaped URL of the figures' report rows up to the
+ * anchor's number ("/checks/#page-"), and c->prefix_len in step with the
  * ctx's strings: built once per page instead of escaped for every figure. */
 static void S_update_href(fig_ctx *c)
 {
@@ -140,7 +138,6 @@ static void S_update_href(fig_ctx *c)
         return;
     buf *h = &c->href;
     buf_clear(h);
-    buf_puts(h, "<a href=\"");
     if (c->report_url) {
         buf_put_html(h, c->report_url, strlen(c->report_url));
         buf_putc(h, '#');
@@ -230,37 +227,33 @@ static void S_lua_error(fig_ctx *c, const sandbox_error *err, int line, int col,
 static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
 
 
-/* The figure's markup is written straight into enter, piece by piece (HTML
- * escaping of a concatenation is the concatenation of the escaped pieces),
- * instead of building the title and the link as strings first. */
-
-/* "<span ... title=\"" up to the title's text. */
-static void S_open_span(buf *enter, const figure *f)
+/* The figure's details and markup (figmark.h), from its strings: value is the
+ * value in the quote's unit or NULL, source a cited figure's source title. */
+static void S_markup(fig_ctx *c, const figure *f, const char *value, const char *source,
+                     bool in_link, buf *enter, buf *exit)
 {
-    switch (f->tier) {
-    case FIG_MEASURED: BUF_PUT_LIT(enter, "<span class=\"fig\" data-tier=\"measured"); break;
-    case FIG_CITED: BUF_PUT_LIT(enter, "<span class=\"fig\" data-tier=\"cited"); break;
-    default: BUF_PUT_LIT(enter, "<span class=\"fig\" data-tier=\"computed"); break;
+    S_update_href(c);
+    buf *u = &c->tmp; /* the source's URL, escaped (c->tmp is free by now) */
+    buf_clear(u);
+    if (f->tier == FIG_CITED && f->ok) {
+        S_put_html(u, c->base_path);
+        buf_puts(u, "/sources/#");
+        S_put_html(u, f->expr);
     }
-    if (f->ok)
-        BUF_PUT_LIT(enter, "\" title=\"");
-    else
-        BUF_PUT_LIT(enter, "\" data-status=\"fail\" title=\"");
-}
-
-/* Ends the title and, outside a link, opens the link to
- * <base><where><id> (where has nothing to escape). */
-static void S_open_link(buf *enter, const char *base, const char *where, const char *id,
-                        bool in_link)
-{
-    BUF_PUT_LIT(enter, "\">");
-    if (!in_link) {
-        BUF_PUT_LIT(enter, "<a href=\"");
-        S_put_html(enter, base);
-        buf_puts(enter, where);
-        S_put_html(enter, id);
-        BUF_PUT_LIT(enter, "\">");
-    }
+    figmark m = {
+        .f = f,
+        .value = value,
+        .message = f->ok ? NULL : f->detail,
+        .source = source,
+        .source_url = u->len ? buf_cstr(u) : NULL,
+        .report_url = c->href.ptr,
+        .report_url_len = c->href.len,
+        .row = f->anchor + c->prefix_len + 1,
+        .lang = figmark_lang(c->language),
+        .in_link = in_link,
+    };
+    figmark_open(enter, &m);
+    figmark_close(exit, &m);
 }
 
 /* "return EXPR" for sandbox_eval: in small (of size cap) when it fits, as
@@ -343,14 +336,7 @@ static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, b
         buf_puts(d, title ? title : k);
     }
     S_pack(c, f, qt, (S_str){k, n}, S_LIT("cite"), S_BUF(d), S_LIT(""));
-    S_open_span(enter, f);
-    BUF_PUT_LIT(enter, "cited: ");
-    S_put_html(enter, f->detail);
-    S_open_link(enter, c->base_path, "/sources/#", f->expr, in_link);
-    if (in_link)
-        BUF_PUT_LIT(exit, "</span>");
-    else
-        BUF_PUT_LIT(exit, "</a></span>");
+    S_markup(c, f, NULL, f->ok ? f->detail : NULL, in_link, enter, exit);
 }
 
 /* Evaluates the expression ex (en bytes, NUL-terminated) of figure c->figs[fi] quoted
@@ -533,28 +519,8 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     if (report)
         diag_error(c->dl, c->file, line, col, "%s", buf_cstr(d));
     S_pack(c, f, quote_text, (S_str){ex, en}, mode, S_BUF(d), prov);
-    S_open_span(enter, f);
-    if (f->ok) {
-        /* "EXPR = <quote_describe>": only the expression can need escaping */
-        buf_put_html(enter, f->detail, en);
-        buf_put(enter, f->detail + en, d->len - en);
-    } else {
-        buf_put_html(enter, f->detail, d->len);
-    }
-    if (f->tier == FIG_MEASURED && f->ok) {
-        BUF_PUT_LIT(enter, "; measured: ");
-        S_put_html(enter, f->provenance);
-    }
-    /* to the figure's row in the report page that lists it */
-    BUF_PUT_LIT(enter, "\">");
-    if (!in_link) {
-        buf_put(enter, c->href.ptr, c->href.len);
-        buf_puts(enter, f->anchor + c->prefix_len + 1);
-        BUF_PUT_LIT(enter, "\">");
-        BUF_PUT_LIT(exit, "</a></span>");
-    } else {
-        BUF_PUT_LIT(exit, "</span>");
-    }
+    /* a passing figure's detail is "EXPR = <value in the quote's unit>" */
+    S_markup(c, f, f->ok ? f->detail + en + 3 : NULL, NULL, in_link, enter, exit);
 }
 
 char *fig_plain_text(const char *s)

@@ -57,6 +57,8 @@ typedef struct {
     const char *base_path;     /* "" or "/docs": prefix of links to the report */
     const char *report_url;    /* the report page that lists these figures
                                 * ("/docs/checks/notes/"); NULL: base_path/checks/ */
+    const char *language;      /* site.language: the words of the figures' details
+                                * (figmark.h); NULL: English */
     diag_level unverified;     /* DIAG_WARNING, or DIAG_ERROR under --strict */
     diag_list *dl;
     figure *figs;
@@ -69,7 +71,7 @@ typedef struct {
     /* fig_span's own, kept across figures to save allocations: */
     buf tmp;                   /* the expression (or key) being checked */
     buf detail;                /* the figure's detail being written */
-    buf href;                  /* "<a href=\"" up to the anchor's number, escaped */
+    buf href;                  /* the report row's URL up to the anchor's number, escaped */
     const char *href_of[3];    /* the report_url, base_path, anchor_prefix of href */
     size_t prefix_len;         /* strlen(anchor_prefix) */
 } fig_ctx;

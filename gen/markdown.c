@@ -116,6 +116,28 @@ static cmark_node *S_highlighted(cmark_node *n)
     return rep;
 }
 
+/* Copies a page's HTML, with tabindex="0" on the blocks that may scroll
+ * sideways (code blocks and tables, at the start of a line as cmark prints
+ * them): a keyboard can reach and scroll them. */
+static void S_put_scrollable(buf *out, const char *h, size_t n)
+{
+    static const char *const open[] = {"<pre", "<table"};
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (h[i] != '<' || (i > 0 && h[i - 1] != '\n'))
+            continue;
+        for (size_t k = 0; k < 2; k++) {
+            size_t ol = strlen(open[k]);
+            if (n - i > ol && !memcmp(h + i, open[k], ol) && (h[i + ol] == '>' || h[i + ol] == ' ')) {
+                buf_put(out, h + run, i + ol - run);
+                buf_puts(out, " tabindex=\"0\"");
+                run = i + ol;
+            }
+        }
+    }
+    buf_put(out, h + run, n - run);
+}
+
 /* ---------- links ---------- */
 
 static bool S_has_scheme(const char *u)
@@ -531,6 +553,7 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
     if (m->o.cfg) {
         fc->tolerance = m->o.cfg->tolerance;
         fc->base_path = m->o.cfg->base_path;
+        fc->language = m->o.cfg->language;
     }
 
     walk_state w = {m, p, file, dl, out, 0};
@@ -746,7 +769,10 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
         h += 3;
         hn -= 8;
     }
-    buf_put(&out->html, h, hn);
+    if (m->o.idx)
+        S_put_scrollable(&out->html, h, hn);
+    else
+        buf_put(&out->html, h, hn);
 }
 
 int md_render(md_ctx *m, const page *p, const char *file, const char *text, size_t len,

@@ -116,7 +116,7 @@ t_new_en_builds_strict() {
     expect_grep "$S/site/index.html" '<html lang="en">'
     expect_grep "$S/site/index.html" 'Skip to content'
     expect_grep "$S/site/articles/first-figures/index.html" 'January 15, 2026'
-    expect_grep "$S/site/articles/first-figures/index.html" 'data-tier="computed" title="kv.bytes(qwen, tokens) = 234,881,024 B = 224.0 MiB"'
+    expect_grep "$S/site/articles/first-figures/index.html" '<span class="fig-k">Expression</span> <code>kv.bytes(qwen, tokens)</code></span><span class="fig-row"><span class="fig-k">Value</span> 234,881,024 B = 224.0 MiB</span>'
     expect_grep "$S/site/articles/first-figures/index.html" 'data-tier="cited"'
     expect_grep "$S/site/sources/index.html" 'Qwen2.5-7B-Instruct model card'
     expect_grep "$S/site/checks/index.html" 'Checks report'

@@ -776,6 +776,8 @@ t_log_controls_escaped() {
 
 t_feed_control_chars() {
     # XML 1.0 forbids most C0 controls: the feed must stay well-formed
+    # (a host in base_url, or there is no sitemap.xml)
+    sed -i 's|^base_url: .*|base_url: "https://example.org/"|' "$P/site.yaml"
     pybytes "$P/content/notes/x.md" 'b"---\ntitle: \"a\\x0b b\\x01\"\nsummary: \"s\\x1f\"\ndate: 2024-01-01\n---\nx\n"'
     build
     expect_ok
@@ -863,6 +865,7 @@ t_out_tag_collision() {
 # ---------- HTML injection ----------
 
 t_html_injection() {
+    sed -i 's|^base_url: .*|base_url: "https://example.org/"|' "$P/site.yaml" # a sitemap too
     cat >"$P/content/notes/x.md" <<'EOF'
 ---
 title: "<script>alert(1)</script> & \"quotes\""

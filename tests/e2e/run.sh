@@ -194,8 +194,8 @@ t_good_table_figures() {
     fresh good
     kv build
     expect_rc 0
-    expect_grep site/articles/kv-cache/index.html '<td><span class="fig" data-tier="computed" title="kv_bytes(4096) = 1,342,177,280 B = 1.250 GiB"><a href="/checks/#articles-kv-cache-8">1.25 GiB</a></span></td>'
-    expect_grep site/articles/kv-cache/index.html '<td><span class="fig" data-tier="computed" title="kv_bytes(131072) = 42,949,672,960 B = 40.0 GiB"><a href="/checks/#articles-kv-cache-9">40 GiB</a></span></td>'
+    expect_grep site/articles/kv-cache/index.html '<td><span class="fig" id="articles-kv-cache-8" data-tier="computed"><button type="button" class="fig-q" popovertarget="articles-kv-cache-8-d" aria-describedby="articles-kv-cache-8-d">1.25 GiB</button><span class="fig-pop" popover id="articles-kv-cache-8-d">'
+    expect_grep site/articles/kv-cache/index.html '<span class="fig-k">Value</span> 42,949,672,960 B = 40.0 GiB</span><a class="fig-report" href="/checks/#articles-kv-cache-9">Its row in the checks report →</a></span></span></td>'
 }
 
 # Every figure links to a row of the checks report that exists, and every cited
@@ -214,8 +214,9 @@ t_good_figure_anchors() {
         grep -qF "id=\"$a\"" "$W/site/sources/index.html" || missing+=" /sources/#$a"
     done
     [ -z "$missing" ] || fail "figure links to anchors that do not exist:$missing"
-    [ "$(grep -rhoE 'href="/checks/#[^"]*"' "$W/site" | wc -l)" -eq 10 ] ||
-        fail "expected 10 links to the checks report"
+    # one per figure, in its details (the cited one too)
+    [ "$(grep -rhoE 'href="/checks/#[^"]*"' "$W/site" | wc -l)" -eq 11 ] ||
+        fail "expected 11 links to the checks report"
 }
 
 t_good_checks_json() {
@@ -878,7 +879,8 @@ t_fig_exact_passes() {
 `0.06 GiB {= 2^26}`, `224 MiB {= 224*2^20}`, `53.1% {= 0.531}`, `7× {= 7}`.
 EOF
     fig_expect_pass
-    expect_grep site/f/index.html '<span class="fig" data-tier="computed" title="2*80*8*128*131072*2 = 42,949,672,960 B = 42.95 GB"><a href="/checks/#f-2">42.9 GB</a></span>'
+    expect_grep site/f/index.html '<span class="fig" id="f-2" data-tier="computed"><button type="button" class="fig-q" popovertarget="f-2-d" aria-describedby="f-2-d">42.9 GB</button>'
+    expect_grep site/f/index.html '<code>2*80*8*128*131072*2</code></span><span class="fig-row"><span class="fig-k">Value</span> 42,949,672,960 B = 42.95 GB</span><a class="fig-report" href="/checks/#f-2">'
     expect_grep site/checks.json '"totals": {"figures": 6, "computed": 6, "measured": 0, "cited": 0, "passed": 6, "failed": 0}'
 }
 
@@ -2740,6 +2742,63 @@ t_search_bundled_ranking() {
     grep -qP '^前缀缓存\t/techniques/prefix-caching/' "$W.q" || fail "前缀缓存: $(grep '^前缀缓存' "$W.q")"
     grep -qP '/(tags|checks)/|\t/techniques/( |$)|\t/( |$)' "$W.q" &&
         fail "a tag page, the report or a listing found: $(cat "$W.q")"
+# ---------- figures' details, report backlinks, absolute feed and sitemap (issue 18) ----------
+
+# Every figure is a button with an id that opens its details (popover, no JavaScript),
+# in the page's language, with a link to its report row; the report links back.
+t_figure_details_popover() {
+    W=$TMP/$((NCOPY += 1))-$CASE/zh
+    mkdir -p "$(dirname "$W")"
+    { "$KVSITE" new "$W" --lang zh >/dev/null 2>&1 && (cd "$W" && "$KVSITE" build --strict >"$W.out" 2>"$W.err"); } ||
+        { fail "the zh starter does not build: $(tail -n 3 "$W.err" 2>/dev/null)"; return; }
+    local a=site/articles/first-figures/index.html
+    expect_grep $a '<span class="fig" id="articles-first-figures-1" data-tier="computed"><button type="button" class="fig-q" popovertarget="articles-first-figures-1-d" aria-describedby="articles-first-figures-1-d">'
+    expect_grep $a '<span class="fig-pop" popover id="articles-first-figures-1-d"><span class="fig-tier">计算：'
+    expect_grep $a '<span class="fig-k">表达式</span> <code>'
+    expect_grep $a '<a class="fig-report" href="/checks/#articles-first-figures-1">核查报告里的这一行 →</a>'
+    # the details are no longer a title attribute (never shown on touch or keyboard)
+    ! grep -qE '<span class="fig"[^>]* title=' "$W/$a" || fail "a figure still has a title attribute"
+    # the report row links back to the figure in its page
+    expect_grep site/checks/index.html '<tr id="articles-first-figures-1" '
+    expect_grep site/checks/index.html 'href="/articles/first-figures/#articles-first-figures-1"'
+    # favicon and OpenGraph in the default theme
+    expect_grep $a '<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">'
+    expect_grep $a '<meta property="og:locale" content="zh_CN">'
+    expect_file site/assets/favicon.svg
+    # base_url unset: no sitemap, and no note about it
+    expect_no_file site/sitemap.xml
+    ! grep -q 'base_url' "$W.err" || fail "a note about base_url although site.yaml sets none"
+}
+
+# An absolute base_url: the sitemap's locations and the feed's ids are absolute URLs;
+# an undated page's entry has the newest page's date, not 1970.
+t_feed_sitemap_absolute() {
+    fresh good
+    printf -- '---\ntitle: Undated\n---\nNo date here.\n' | page content/articles/undated.md
+    kv build
+    expect_rc 0
+    expect_grep site/feed.xml '<id>https://example.org/</id>'
+    expect_grep site/feed.xml '<id>https://example.org/articles/kv-cache/</id>'
+    expect_grep site/sitemap.xml '<url><loc>https://example.org/articles/undated/</loc></url>'
+    expect_no_grep site/sitemap.xml '<loc>/'
+    expect_no_grep site/feed.xml '1970-01-01'
+    tr -d '\n' <"$W/site/feed.xml" | grep -q '<title>Undated</title>    <link href="https://example.org/articles/undated/"/>    <id>https://example.org/articles/undated/</id>    <updated>2026-01-15T00:00:00Z</updated>' ||
+        fail "the undated entry does not carry the newest date"
+}
+
+# base_url set to a path: no sitemap.xml (the protocol wants absolute URLs), and a note
+# at the key says why; the build still succeeds.
+t_base_url_path_note() {
+    fresh bare
+    printf 'base_url: "/docs/"\n' >>"$W/site.yaml"
+    printf 'Plain page.\n' | fig_page f
+    kv build --strict
+    expect_rc 0
+    expect_diags <<'EOF'
+site.yaml:8:1: note: base_url "/docs/" has no host, so sitemap.xml is not written and feed.xml's ids are not absolute URLs: set base_url to "https://host/..."
+EOF
+    expect_no_file site/sitemap.xml
+    expect_file site/feed.xml
 }
 
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------

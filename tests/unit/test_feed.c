@@ -108,6 +108,41 @@ static void test_atom(void **state)
     S_free(&s);
 }
 
+/* An undated page's entry has the newest page's date, not 1970 (issue 18). */
+static void test_atom_undated(void **state)
+{
+    (void)state;
+    site s;
+    S_site(&s);
+    s.pages[3].date = NULL; /* "Mid" */
+    s.cfg.feed_entries = 3;
+    buf b = BUF_INIT;
+    feed_atom(&b, &s.cfg, &s.idx, s.recs);
+    const char *x = buf_cstr(&b);
+    const char *mid = strstr(x, "<title>Mid</title>");
+    assert_non_null(mid);
+    assert_non_null(strstr(mid, "<updated>2024-05-06T07:08:00Z</updated>"));
+    assert_null(strstr(x, "1970"));
+    buf_free(&b);
+    S_free(&s);
+}
+
+/* The sitemap and Atom ids need a base_url with a host. */
+static void test_absolute(void **state)
+{
+    (void)state;
+    config c;
+    config_defaults(&c);
+    assert_false(feed_absolute(&c)); /* "/" */
+    free(c.base_url);
+    c.base_url = xstrdup("https://example.org/docs/");
+    assert_true(feed_absolute(&c));
+    free(c.base_url);
+    c.base_url = xstrdup("/docs/");
+    assert_false(feed_absolute(&c));
+    config_free(&c);
+}
+
 static void test_atom_empty(void **state)
 {
     (void)state;
@@ -118,7 +153,11 @@ static void test_atom_empty(void **state)
     S_set(&s.cfg.author, "");
     buf b = BUF_INIT;
     feed_atom(&b, &s.cfg, &s.idx, s.recs);
-    assert_non_null(strstr(buf_cstr(&b), "<updated>1970-01-01T00:00:00Z</updated>"));
+    /* no page has a date: the day of the build, not 1970 */
+    const char *u = strstr(buf_cstr(&b), "<updated>");
+    assert_non_null(u);
+    assert_null(strstr(buf_cstr(&b), "1970-01-01"));
+    assert_true(strncmp(u + 9, "20", 2) == 0 && u[13] == '-' && u[16] == '-' && u[19] == 'T');
     assert_null(strstr(buf_cstr(&b), "<entry>"));
     assert_null(strstr(buf_cstr(&b), "<author>"));
     buf_free(&b);
@@ -153,6 +192,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_atom),
         cmocka_unit_test(test_atom_empty),
+        cmocka_unit_test(test_atom_undated),
+        cmocka_unit_test(test_absolute),
         cmocka_unit_test(test_sitemap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

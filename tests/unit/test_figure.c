@@ -299,14 +299,25 @@ static void S_pass(fx *f, const char *lit, const char *q, const char *mode, cons
     assert_string_equal(buf_cstr(&f->text), q);
     assert_false(f->code);
     char want[600];
-    buf esc = BUF_INIT;
-    buf_put_html(&esc, detail, strlen(detail));
     snprintf(want, sizeof want,
-             "<span class=\"fig\" data-tier=\"computed\" title=\"%s\"><a href=\"/checks/#%s\">",
-             buf_cstr(&esc), g->anchor);
-    buf_free(&esc);
+             "<span class=\"fig\" id=\"%s\" data-tier=\"computed\"><button type=\"button\" "
+             "class=\"fig-q\" popovertarget=\"%s-d\" aria-describedby=\"%s-d\">",
+             g->anchor, g->anchor, g->anchor);
     assert_string_equal(buf_cstr(&f->enter), want);
-    assert_string_equal(buf_cstr(&f->exit), "</a></span>");
+    /* the details: the value in the quote's unit (the detail after "EXPR = "), escaped,
+     * and the link to the report row */
+    buf esc = BUF_INIT;
+    const char *value = strstr(detail, " = ");
+    assert_non_null(value);
+    buf_puts(&esc, "<span class=\"fig-k\">Value</span> ");
+    buf_put_html(&esc, value + 3, strlen(value + 3));
+    buf_puts(&esc, "</span>");
+    if (!strstr(buf_cstr(&f->exit), buf_cstr(&esc)))
+        fail_msg("%s: no value \"%s\" in %s", lit, buf_cstr(&esc), buf_cstr(&f->exit));
+    buf_free(&esc);
+    snprintf(want, sizeof want, "<a class=\"fig-report\" href=\"/checks/#%s\">", g->anchor);
+    assert_non_null(strstr(buf_cstr(&f->exit), want));
+    assert_non_null(strstr(buf_cstr(&f->exit), "</button><span class=\"fig-pop\" popover id=\""));
 }
 
 /* A failing figure: exactly one new error at 3:5 with this message. */
@@ -410,9 +421,14 @@ static void test_cited_figures(void **state)
     assert_true(g->value == 0.0);
     assert_string_equal(buf_cstr(&f->text), "7.03×");
     assert_string_equal(buf_cstr(&f->enter),
-                        "<span class=\"fig\" data-tier=\"cited\" title=\"cited: Quest: &lt;sparse&gt; "
-                        "&amp; fast\"><a href=\"/sources/#quest2024\">");
-    assert_string_equal(buf_cstr(&f->exit), "</a></span>");
+                        "<span class=\"fig\" id=\"fig-1\" data-tier=\"cited\"><button type=\"button\" "
+                        "class=\"fig-q\" popovertarget=\"fig-1-d\" aria-describedby=\"fig-1-d\">");
+    /* the details name the tier and link the source, its title escaped */
+    assert_non_null(strstr(buf_cstr(&f->exit), "<span class=\"fig-tier\">Cited: "));
+    assert_non_null(strstr(buf_cstr(&f->exit),
+                           "<span class=\"fig-k\">Source</span> <a href=\"/sources/#quest2024\">"
+                           "Quest: &lt;sparse&gt; &amp; fast</a>"));
+    assert_null(strstr(buf_cstr(&f->exit), "Expression"));
 
     S_span(f, "7× {cite nope}");
     assert_int_equal(f->dl.n, 1);
@@ -449,10 +465,10 @@ static void test_measured_figures(void **state)
     assert_true(g->ok);
     assert_int_equal(g->tier, FIG_MEASURED);
     assert_string_equal(g->provenance, "source: bench; date: 2024-05-01");
-    assert_string_equal(buf_cstr(&f->enter),
-                        "<span class=\"fig\" data-tier=\"measured\" title=\"m() = 234,881,024 B = "
-                        "224.0 MiB; measured: source: bench; date: 2024-05-01\"><a "
-                        "href=\"/checks/#fig-1\">");
+    assert_non_null(strstr(buf_cstr(&f->enter), "<span class=\"fig\" id=\"fig-1\" data-tier=\"measured\">"));
+    assert_non_null(strstr(buf_cstr(&f->exit),
+                           "<span class=\"fig-k\">Measured at</span> source: bench; date: 2024-05-01</span>"));
+    assert_non_null(strstr(buf_cstr(&f->exit), "<a class=\"fig-report\" href=\"/checks/#fig-1\">"));
     /* the next figure starts unmeasured */
     S_span(f, "224 MiB {= " QWEN "}");
     assert_int_equal(S_last(f)->tier, FIG_COMPUTED);
@@ -468,15 +484,14 @@ static void test_span_options(void **state)
     f->c.base_path = "/docs";
     S_span_at(f, "224 MiB {= " QWEN "}", 1, 1, true);
     assert_string_equal(S_last(f)->anchor, "articles-kv-11");
-    /* inside a link: no link of its own */
+    /* inside a link: no button, no popover (interactive content does not nest) */
     assert_string_equal(buf_cstr(&f->enter),
-                        "<span class=\"fig\" data-tier=\"computed\" title=\"" QWEN
-                        " = 234,881,024 B = 224.0 MiB\">");
+                        "<span class=\"fig\" id=\"articles-kv-11\" data-tier=\"computed\">");
     assert_string_equal(buf_cstr(&f->exit), "</span>");
     S_span_at(f, "224 MiB {= " QWEN "}", 1, 1, false);
-    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/docs/checks/#articles-kv-12\">"));
+    assert_non_null(strstr(buf_cstr(&f->exit), "href=\"/docs/checks/#articles-kv-12\">"));
     S_span_at(f, "7× {cite quest2024}", 1, 1, false);
-    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/docs/sources/#quest2024\">"));
+    assert_non_null(strstr(buf_cstr(&f->exit), "<a href=\"/docs/sources/#quest2024\">"));
 }
 
 static void test_escaped_and_inline(void **state)
@@ -639,20 +654,21 @@ static void test_report_links_and_ownership(void **state)
     f->c.anchor_prefix = "p<1>";
     S_span(f, "224 MiB {= " QWEN "}");
     assert_string_equal(S_last(f)->anchor, "p<1>-1");
-    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/docs/checks/a&amp;b/#p&lt;1&gt;-1\">"));
+    assert_non_null(strstr(buf_cstr(&f->exit), "href=\"/docs/checks/a&amp;b/#p&lt;1&gt;-1\">"));
+    assert_non_null(strstr(buf_cstr(&f->enter), " id=\"p&lt;1&gt;-1\" "));
     S_span(f, "224 MiB {= " QWEN "}");
-    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/docs/checks/a&amp;b/#p&lt;1&gt;-2\">"));
+    assert_non_null(strstr(buf_cstr(&f->exit), "href=\"/docs/checks/a&amp;b/#p&lt;1&gt;-2\">"));
     f->c.anchor_prefix = "q";
     S_span(f, "224 MiB {= " QWEN "}");
     assert_string_equal(S_last(f)->anchor, "q-3");
-    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/docs/checks/a&amp;b/#q-3\">"));
+    assert_non_null(strstr(buf_cstr(&f->exit), "href=\"/docs/checks/a&amp;b/#q-3\">"));
     f->c.report_url = NULL;
     f->c.base_path = "/b\"p";
     S_span(f, "1 GB {= 'x'}"); /* failing figures link there too */
-    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/b&quot;p/checks/#q-4\">"));
-    /* a passing figure's expression is escaped in the title */
+    assert_non_null(strstr(buf_cstr(&f->exit), "href=\"/b&quot;p/checks/#q-4\">"));
+    /* a passing figure's expression is escaped in its details */
     S_span(f, "1 B {= 1 < 2 and 1 or 0}");
-    assert_non_null(strstr(buf_cstr(&f->enter), "title=\"1 &lt; 2 and 1 or 0 = 1 B\""));
+    assert_non_null(strstr(buf_cstr(&f->exit), "<code>1 &lt; 2 and 1 or 0</code>"));
     assert_int_equal(f->c.nfigs, 5);
 
     /* figures move as structs (render.c gathers an include's figures into
@@ -681,7 +697,7 @@ static void test_report_links_and_ownership(void **state)
     assert_string_equal(S_last(f)->anchor, "q-1");
     fig_ctx_free(&f->c);
     S_span(f, "224 MiB {= " QWEN "}"); /* and after fig_ctx_free */
-    assert_non_null(strstr(buf_cstr(&f->enter), "<a href=\"/b&quot;p/checks/#q-1\">"));
+    assert_non_null(strstr(buf_cstr(&f->exit), "href=\"/b&quot;p/checks/#q-1\">"));
 }
 
 /* grow(n): adds n empty figures to the page's ctx and moves its array, as

@@ -28,6 +28,15 @@
 /* 2 x 28 layers x 4 KV heads x 128 x 4096 tokens x 2 bytes = 224 MiB (Qwen2.5-7B) */
 #define QWEN "2*28*4*128*4096*2"
 #define QWEN_TITLE QWEN " = 234,881,024 B = 224.0 MiB"
+/* a figure's button, then its details (figmark.c) */
+#define FIG_OPEN(id, tier) "<span class=\"fig\" id=\"" id "\" data-tier=\"" tier "\"><button type=\"button\" " \
+    "class=\"fig-q\" popovertarget=\"" id "-d\" aria-describedby=\"" id "-d\">"
+#define FIG_REPORT(id) "<a class=\"fig-report\" href=\"/checks/#" id "\">Its row in the checks report →</a></span></span>"
+#define QWEN_FIG(id, q) FIG_OPEN(id, "computed") q "</button><span class=\"fig-pop\" popover id=\"" id \
+    "-d\"><span class=\"fig-tier\">Computed: recomputed from its expression at build time</span>" \
+    "<span class=\"fig-row fig-quote\">" q "</span><span class=\"fig-row\"><span class=\"fig-k\">" \
+    "Expression</span> <code>" QWEN "</code></span><span class=\"fig-row\"><span class=\"fig-k\">Value" \
+    "</span> 234,881,024 B = 224.0 MiB</span>" FIG_REPORT(id)
 
 /* ---- fixtures ------------------------------------------------------------- */
 
@@ -171,10 +180,10 @@ static void test_plain_markdown(void **state)
     assert_int_equal(f->res.figs.nfigs, 0);
     assert_int_equal(f->res.ntoc, 1);
     S_html(f, "```{lua}\nerror('not run')\n```\n",
-           "<pre><code class=\"language-{lua}\">error('not run')\n</code></pre>\n");
+           "<pre tabindex=\"0\"><code class=\"language-{lua}\">error('not run')\n</code></pre>\n");
     f->o.heading_ids = false;
     S_html(f, "## Title\n\n| a | b |\n|---|---|\n| 1 | ~~2~~ |\n",
-           "<h2>Title</h2>\n<table>\n<thead>\n<tr>\n<th>a</th>\n<th>b</th>\n</tr>\n</thead>\n"
+           "<h2>Title</h2>\n<table tabindex=\"0\">\n<thead>\n<tr>\n<th>a</th>\n<th>b</th>\n</tr>\n</thead>\n"
            "<tbody>\n<tr>\n<td>1</td>\n<td><del>2</del></td>\n</tr>\n</tbody>\n</table>\n");
     assert_int_equal(f->res.ntoc, 1); /* the toc is there with or without ids in the HTML */
     assert_string_equal(f->res.toc[0].id, "title");
@@ -237,8 +246,7 @@ static void test_heading_with_figure(void **state)
 {
     fx *f = *state;
     S_html(f, "## Cache: `224 MiB {= " QWEN "}`\n",
-           "<h2 id=\"cache-224-mib\">Cache: <span class=\"fig\" data-tier=\"computed\" title=\"" QWEN_TITLE
-           "\"><a href=\"/checks/#fig-1\">224 MiB</a></span></h2>\n");
+           "<h2 id=\"cache-224-mib\">Cache: " QWEN_FIG("fig-1", "224 MiB") "</h2>\n");
     assert_string_equal(f->res.toc[0].text, "Cache: 224 MiB");
 }
 
@@ -248,8 +256,7 @@ static void test_figure_span(void **state)
 {
     fx *f = *state;
     S_html(f, "Size: `224 MiB {= " QWEN "}`.\n",
-           "<p>Size: <span class=\"fig\" data-tier=\"computed\" title=\"" QWEN_TITLE
-           "\"><a href=\"/checks/#fig-1\">224 MiB</a></span>.</p>\n");
+           "<p>Size: " QWEN_FIG("fig-1", "224 MiB") ".</p>\n");
     assert_int_equal(f->res.figs.nfigs, 1);
     const figure *g = &f->res.figs.figs[0];
     assert_int_equal(g->line, 1);
@@ -268,8 +275,10 @@ static void test_figure_span(void **state)
     free(f->cfg.base_path);
     f->cfg.base_path = xstrdup("/docs");
     assert_int_equal(S_md_at(f, "\n\nA `7× {≈ 7.1}` and `0.06 GiB {= 2^26}`\n", 12, 1, false), 0);
-    S_has(f, "<a href=\"/docs/checks/#fig-1\">7×</a>");
-    S_has(f, "<a href=\"/docs/checks/#fig-2\">0.06 GiB</a>");
+    S_has(f, "-d\">7×</button>");
+    S_has(f, "<a class=\"fig-report\" href=\"/docs/checks/#fig-1\">");
+    S_has(f, "-d\">0.06 GiB</button>");
+    S_has(f, "<a class=\"fig-report\" href=\"/docs/checks/#fig-2\">");
     assert_int_equal(f->res.figs.nfigs, 2);
     assert_int_equal(f->res.figs.figs[0].line, 14);
     assert_int_equal(f->res.figs.figs[0].col, 4);
@@ -284,9 +293,11 @@ static void test_failing_figure(void **state)
     assert_int_equal(f->dl.n, 1);
     S_diag(f, 0, DIAG_ERROR, 1, 9,
            "quoted 40 GB, but 40 * 2^30 = 42.95 GB (40.00 GiB); did you mean GiB?");
-    S_has(f, "<span class=\"fig\" data-tier=\"computed\" data-status=\"fail\" title=\"quoted 40 GB, "
-             "but 40 * 2^30 = 42.95 GB (40.00 GiB); did you mean GiB?\"><a "
-             "href=\"/checks/#fig-1\">40 GB</a></span>");
+    S_has(f, "<span class=\"fig\" id=\"fig-1\" data-tier=\"computed\" data-status=\"fail\"><button");
+    S_has(f, ">40 GB</button>");
+    S_has(f, "<span class=\"fig-row\"><span class=\"fig-k\">Fails</span> quoted 40 GB, "
+             "but 40 * 2^30 = 42.95 GB (40.00 GiB); did you mean GiB?</span>");
+    S_has(f, FIG_REPORT("fig-1"));
     assert_false(f->res.figs.figs[0].ok);
 }
 
@@ -297,8 +308,10 @@ static void test_figure_quote_escaped(void **state)
 {
     fx *f = *state;
     assert_int_equal(S_md(f, "## A `<b>'&\" {= 1}` B\n\nSee `x&y {= 2}`.\n"), -1);
-    S_has(f, "\"><a href=\"/checks/#fig-1\">&lt;b&gt;'&amp;&quot;</a></span> B</h2>");
-    S_has(f, "\"><a href=\"/checks/#fig-2\">x&amp;y</a></span>.</p>");
+    S_has(f, "-d\">&lt;b&gt;'&amp;&quot;</button>");
+    S_has(f, "<span class=\"fig-row fig-quote\">&lt;b&gt;&#39;&amp;&quot;</span>");
+    S_has(f, "-d\">x&amp;y</button>");
+    S_has(f, FIG_REPORT("fig-2") ".</p>");
     assert_string_equal(f->res.toc[0].text, "A <b>'&\" B");
     assert_string_equal(f->res.summary, "See x&y.");
 }
@@ -307,8 +320,11 @@ static void test_cited_figure(void **state)
 {
     fx *f = *state;
     S_html(f, "Speed-up `7.03× {cite quest2024}`.\n",
-           "<p>Speed-up <span class=\"fig\" data-tier=\"cited\" title=\"cited: Quest paper\"><a "
-           "href=\"/sources/#quest2024\">7.03×</a></span>.</p>\n");
+           "<p>Speed-up " FIG_OPEN("fig-1", "cited") "7.03×</button><span class=\"fig-pop\" popover "
+           "id=\"fig-1-d\"><span class=\"fig-tier\">Cited: reported by a source, not reproduced</span>"
+           "<span class=\"fig-row fig-quote\">7.03×</span><span class=\"fig-row\"><span class=\"fig-k\">"
+           "Source</span> <a href=\"/sources/#quest2024\">Quest paper</a></span>" FIG_REPORT("fig-1")
+           ".</p>\n");
     assert_int_equal(f->res.figs.figs[0].tier, FIG_CITED);
     assert_string_equal(f->res.figs.figs[0].mode, "cite");
     assert_string_equal(f->res.figs.figs[0].expr, "quest2024");
@@ -331,9 +347,13 @@ static void test_measured_figure(void **state)
            "end\n"
            "```\n\n"
            "Measured `224 MiB {= measured_bytes()}`.\n",
-           "<p>Measured <span class=\"fig\" data-tier=\"measured\" title=\"measured_bytes() = "
-           "234,881,024 B = 224.0 MiB; measured: source: bench; machine: A100\"><a "
-           "href=\"/checks/#fig-1\">224 MiB</a></span>.</p>\n");
+           "<p>Measured " FIG_OPEN("fig-1", "measured") "224 MiB</button><span class=\"fig-pop\" popover "
+           "id=\"fig-1-d\"><span class=\"fig-tier\">Measured: read from a stored measurement</span>"
+           "<span class=\"fig-row fig-quote\">224 MiB</span><span class=\"fig-row\"><span class=\"fig-k\">"
+           "Expression</span> <code>measured_bytes()</code></span><span class=\"fig-row\"><span "
+           "class=\"fig-k\">Value</span> 234,881,024 B = 224.0 MiB</span><span class=\"fig-row\"><span "
+           "class=\"fig-k\">Measured at</span> source: bench; machine: A100</span>" FIG_REPORT("fig-1")
+           ".</p>\n");
     const figure *g = &f->res.figs.figs[0];
     assert_int_equal(g->tier, FIG_MEASURED);
     assert_string_equal(g->provenance, "source: bench; machine: A100");
@@ -344,8 +364,8 @@ static void test_figure_in_link(void **state)
 {
     fx *f = *state;
     S_html(f, "[see `224 MiB {= " QWEN "}`](b.md)\n",
-           "<p><a href=\"/articles/b/\">see <span class=\"fig\" data-tier=\"computed\" title=\"" QWEN_TITLE
-           "\">224 MiB</span></a></p>\n");
+           "<p><a href=\"/articles/b/\">see <span class=\"fig\" id=\"fig-1\" data-tier=\"computed\">"
+           "224 MiB</span></a></p>\n");
 }
 
 static void test_escaped_span(void **state)
@@ -364,11 +384,11 @@ static void test_lua_blocks(void **state)
     S_html(f, "```{lua}\nx = 21\n```\n\nValue `{lua} x * 2`, `{lua} 1/4`, `{lua} '<b>'`.\n",
            "<p>Value 42, 0.25, &lt;b&gt;.</p>\n");
     S_html(f, "```{lua}\n--| echo: true\ny = 1\n```\n",
-           "<pre><code class=\"language-lua\">y = 1\n</code></pre>\n");
+           "<pre tabindex=\"0\"><code class=\"language-lua\">y = 1\n</code></pre>\n");
     S_html(f, "```{lua}\n--| eval: false\n--| echo: true\nerror('x')\n```\n",
-           "<pre><code class=\"language-lua\">error('x')\n</code></pre>\n");
+           "<pre tabindex=\"0\"><code class=\"language-lua\">error('x')\n</code></pre>\n");
     S_html(f, "```lua\nerror('never')\n```\n",
-           "<pre><code class=\"language-lua\">error('never')\n</code></pre>\n");
+           "<pre tabindex=\"0\"><code class=\"language-lua\">error('never')\n</code></pre>\n");
     S_html(f, "~~~ {lua}\nz = 3\n~~~\n\n`{lua} z`\n", "<p>3</p>\n");
 }
 
@@ -532,7 +552,7 @@ static void test_positions_in_blocks(void **state)
         assert_int_equal(f->res.figs.figs[i].col, want[i][1]);
     }
     /* figures inside table cells stay in their cells */
-    S_has(f, "<td><span class=\"fig\" data-tier=\"computed\" data-status=\"fail\"");
+    S_has(f, "<td><span class=\"fig\" id=\"fig-2\" data-tier=\"computed\" data-status=\"fail\"");
     S_has(f, "<td><code>é</code> <span class=\"fig\"");
 }
 
@@ -541,8 +561,7 @@ static void test_inline_mode(void **state)
     fx *f = *state;
     assert_int_equal(S_md_at(f, "Hello *x* & `224 MiB {= " QWEN "}`", 1, 1, true), 0);
     assert_string_equal(buf_cstr(&f->res.html),
-                        "Hello <em>x</em> &amp; <span class=\"fig\" data-tier=\"computed\" "
-                        "title=\"" QWEN_TITLE "\"><a href=\"/checks/#fig-1\">224 MiB</a></span>");
+                        "Hello <em>x</em> &amp; " QWEN_FIG("fig-1", "224 MiB"));
     assert_int_equal(S_md_at(f, "a\n\nb", 1, 1, true), 0);
     assert_string_equal(buf_cstr(&f->res.html), "<p>a</p>\n<p>b</p>\n");
     /* a front-matter string: positions start at its line and column */

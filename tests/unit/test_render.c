@@ -231,8 +231,14 @@ static void test_jobs(void **state)
     /* a page: its title and content through page.html, the figure as its span */
     S_out_is(&s, "notes/kv/index.html",
              "<!-- page.html -->\n<title>KV cache</title>\n"
-             "<p>The cache holds <span class=\"fig\" data-tier=\"computed\" title=\"2+2 = 4\">"
-             "<a href=\"/checks/#notes-kv-1\">4</a></span> blocks.</p>\n\n");
+             "<p>The cache holds <span class=\"fig\" id=\"notes-kv-1\" data-tier=\"computed\">"
+             "<button type=\"button\" class=\"fig-q\" popovertarget=\"notes-kv-1-d\" "
+             "aria-describedby=\"notes-kv-1-d\">4</button><span class=\"fig-pop\" popover "
+             "id=\"notes-kv-1-d\"><span class=\"fig-tier\">Computed: recomputed from its expression at "
+             "build time</span><span class=\"fig-row fig-quote\">4</span><span class=\"fig-row\"><span "
+             "class=\"fig-k\">Expression</span> <code>2+2</code></span><span class=\"fig-row\"><span "
+             "class=\"fig-k\">Value</span> 4</span><a class=\"fig-report\" href=\"/checks/#notes-kv-1\">"
+             "Its row in the checks report →</a></span></span> blocks.</p>\n\n");
     const page_record *kv = &s.records[S_job_of(&s, "content/notes/kv.md")];
     assert_true(kv->done);
     assert_string_equal(kv->url, "/notes/kv/");
@@ -319,9 +325,10 @@ static void test_failing_figure(void **state)
     assert_string_equal(d->msg, "quoted 5, but 2+2 = 4.00");
     assert_int_equal(rec->nfigs, 1);
     S_out_has(&s, "notes/bad/index.html",
-              "<p>It holds <span class=\"fig\" data-tier=\"computed\" data-status=\"fail\" "
-              "title=\"quoted 5, but 2+2 = 4.00\"><a href=\"/checks/#notes-bad-1\">5</a></span> "
-              "blocks.</p>\n");
+              "<p>It holds <span class=\"fig\" id=\"notes-bad-1\" data-tier=\"computed\" "
+              "data-status=\"fail\"><button");
+    S_out_has(&s, "notes/bad/index.html",
+              "<span class=\"fig-k\">Fails</span> quoted 5, but 2+2 = 4.00</span>");
     /* the other pages are not touched by it */
     assert_int_equal(s.records[S_job_of(&s, "content/notes/kv.md")].diags.n, 0);
     S_free(&s);
