@@ -42,9 +42,24 @@ void fig_ctx_free(fig_ctx *c)
     c->href_of[0] = c->href_of[1] = c->href_of[2] = NULL;
 }
 
+/* One row per tier: its name (checks.json, the report, data-tier) and the
+ * start of its figure's markup. Templates carry the labels (zh, en). */
+static const struct {
+    const char *name;
+    const char *open; /* "<span class=\"fig\" data-tier=\"NAME" */
+    size_t open_len;
+} S_tiers[FIG_TIERS] = {
+#define S_TIER(n) {n, "<span class=\"fig\" data-tier=\"" n, sizeof "<span class=\"fig\" data-tier=\"" n - 1}
+    [FIG_COMPUTED] = S_TIER("computed"),
+    [FIG_MEASURED] = S_TIER("measured"),
+    [FIG_CITED] = S_TIER("cited"),
+    [FIG_REFUTED] = S_TIER("refuted"),
+#undef S_TIER
+};
+
 const char *fig_tier_name(fig_tier t)
 {
-    return t == FIG_MEASURED ? "measured" : t == FIG_CITED ? "cited" : "computed";
+    return (unsigned)t < FIG_TIERS ? S_tiers[t].name : "computed";
 }
 
 static bool S_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -65,6 +80,27 @@ static void S_trim(const char **s, size_t *n)
         (*n)--;
 }
 
+#define S_NE "\xE2\x89\xA0"     /* ≠ U+2260 */
+#define S_NAPPROX "\xE2\x89\x89" /* ≉ U+2249 */
+
+/* The figure's mark at in[0..n): its length (0: none), and whether it is
+ * approximate and refuted: = ~ ≈ (kept), ≠ != ≉ !~ (refuted). */
+static size_t S_mark(const char *in, size_t n, bool *approx, bool *refuted)
+{
+    *approx = *refuted = false;
+    if (n >= 1 && (in[0] == '=' || in[0] == '~'))
+        return *approx = in[0] == '~', 1;
+    if (n >= 2 && in[0] == '!' && (in[1] == '=' || in[1] == '~'))
+        return *refuted = true, *approx = in[1] == '~', 2;
+    if (n >= 3 && memcmp(in, "\xE2\x89\x88", 3) == 0) /* ≈ */
+        return *approx = true, 3;
+    if (n >= 3 && memcmp(in, S_NE, 3) == 0)
+        return *refuted = true, 3;
+    if (n >= 3 && memcmp(in, S_NAPPROX, 3) == 0)
+        return *refuted = *approx = true, 3;
+    return 0;
+}
+
 /* The inner part of `... {INNER}`: sets *brace to the offset of '{'. */
 static bool S_figure_parts(const char *lit, size_t len, size_t *brace)
 {
@@ -75,9 +111,8 @@ static bool S_figure_parts(const char *lit, size_t len, size_t *brace)
         return false;
     const char *in = b + 1;
     size_t n = (size_t)(lit + len - 1 - in);
-    if (n >= 1 && (in[0] == '=' || in[0] == '~'))
-        goto yes;
-    if (n >= 3 && memcmp(in, "\xE2\x89\x88", 3) == 0) /* ≈ */
+    bool approx, refuted;
+    if (S_mark(in, n, &approx, &refuted))
         goto yes;
     if (n >= 5 && memcmp(in, "cite", 4) == 0 && S_space(in[4]))
         goto yes;
@@ -152,6 +187,7 @@ static figure *S_new_figure(fig_ctx *c, int line, int col)
     memset(f, 0, sizeof *f);
     f->line = line;
     f->col = col;
+    f->value = NAN; /* until an expression gives one */
     return f;
 }
 
@@ -222,11 +258,8 @@ static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
 /* "<span ... title=\"" up to the title's text. */
 static void S_open_span(buf *enter, const figure *f)
 {
-    switch (f->tier) {
-    case FIG_MEASURED: BUF_PUT_LIT(enter, "<span class=\"fig\" data-tier=\"measured"); break;
-    case FIG_CITED: BUF_PUT_LIT(enter, "<span class=\"fig\" data-tier=\"cited"); break;
-    default: BUF_PUT_LIT(enter, "<span class=\"fig\" data-tier=\"computed"); break;
-    }
+    unsigned t = (unsigned)f->tier < FIG_TIERS ? (unsigned)f->tier : FIG_COMPUTED;
+    buf_put(enter, S_tiers[t].open, S_tiers[t].open_len);
     if (f->ok)
         BUF_PUT_LIT(enter, "\" title=\"");
     else
@@ -305,21 +338,30 @@ static bool S_valid_key(const char *k, size_t n)
     return true;
 }
 
-static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, bool in_link,
-                   buf *enter, buf *exit)
+/* The entry of source key k (n bytes, NUL-terminated), or NULL with the
+ * reason appended to d. */
+static const yv *S_source(fig_ctx *c, const char *k, size_t n, buf *d)
 {
-    f->tier = FIG_CITED;
-    const char *k = S_cstr(&c->tmp, key, n);
-    buf *d = &c->detail;
-    buf_clear(d);
     const yv *entry = NULL;
-    if (!S_valid_key(key, n)) {
+    if (!S_valid_key(k, n)) {
         buf_printf(d, "malformed source key \"%s\"", k);
     } else if (!sources_present(c->src)) {
         buf_printf(d, "cited source \"%s\", but there is no %s", k, SOURCES_FILE);
     } else if (!(entry = sources_get(c->src, k))) {
         buf_printf(d, "cited source \"%s\" is not in %s", k, SOURCES_FILE);
     }
+    return entry;
+}
+
+static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, bool in_link,
+                   buf *enter, buf *exit)
+{
+    f->tier = FIG_CITED;
+    f->value = 0;
+    const char *k = S_cstr(&c->tmp, key, n);
+    buf *d = &c->detail;
+    buf_clear(d);
+    const yv *entry = S_source(c, k, n, d);
     if (!entry) {
         diag_error(c->dl, c->file, f->line, f->col, "%s", buf_cstr(d));
     } else {
@@ -339,10 +381,11 @@ static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, b
 }
 
 /* Evaluates the expression ex (en bytes, NUL-terminated) of figure c->figs[fi] quoted
- * as q and writes its detail into c->detail. Returns true when the detail
+ * as q and writes its detail into c->detail. A refuted figure passes when
+ * no value agrees with q (each is a finite number that quote_check refuses). Returns true when the detail
  * is an error still to be reported (a Lua error is reported here). */
 static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_t en, bool approx,
-                    double tol, S_str quote_text, S_str *prov)
+                    bool refuted, double tol, S_str quote_text, S_str *prov)
 {
     buf *d = &c->detail;
     char small[256];
@@ -383,19 +426,29 @@ static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_
         double v = lua_tonumber(L, idx);
         if (i == 0)
             f->value = v;
-        if (quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), NULL))
+        bool agrees = quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), NULL);
+        if (refuted ? !agrees && isfinite(v) : agrees)
             continue;
         /* again, for the message: failures are rare */
         if (nres > 1)
             buf_printf(d, "value %d of %d: ", i + 1, nres);
-        quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), d);
+        if (refuted && agrees) {
+            buf_printf(d, "quoted %s and it matches", q->text);
+            if (approx || q->approx)
+                buf_printf(d, " within %g%%", tol * 100);
+            buf_printf(d, ": the claim is right (%s = ", ex);
+            quote_describe(q, v, sandbox_units(c->sb), d);
+            buf_putc(d, ')');
+        } else {
+            quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), d);
+        }
         report = true;
         break;
     }
     lua_pop(L, nres);
     const char *pv = NULL;
     if (sandbox_figure_measured(c->sb, &pv)) {
-        f->tier = FIG_MEASURED;
+        f->tier = refuted ? FIG_REFUTED : FIG_MEASURED;
         *prov = (S_str){pv, strlen(pv)};
     }
     if (!report) {
@@ -405,6 +458,23 @@ static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_
         quote_describe(q, f->value, sandbox_units(c->sb), d);
     }
     return report;
+}
+
+/* After a refuted quote: " → 43 GB", the value as q writes its number, with
+ * as many more decimals (up to 3) as it takes not to read as the quote. */
+static void S_true_value(buf *exit, const quote *q, double value)
+{
+    buf v = BUF_INIT;
+    for (int dec = q->decimals; dec <= q->decimals + 3; dec++) {
+        buf_clear(&v);
+        quote_restate(q, value, dec, &v);
+        if (strcmp(buf_cstr(&v), q->text + q->body) != 0)
+            break;
+    }
+    BUF_PUT_LIT(exit, "<span class=\"fig-true\"> \xE2\x86\x92 ");
+    buf_put_html(exit, v.ptr, v.len);
+    BUF_PUT_LIT(exit, "</span>");
+    buf_free(&v);
 }
 
 void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool in_link,
@@ -473,9 +543,9 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         S_cite(c, f, quote_text, k, kn, in_link, enter, exit);
         return;
     }
-    /* mark and optional tolerance: "=", "≈", "~", "≈10%", "~2.5%" */
-    bool approx = in[0] != '=';
-    size_t skip = in[0] == '=' || in[0] == '~' ? 1 : 3;
+    /* mark and optional tolerance: "=", "≈", "~", "≈10%", "~2.5%", "≠", "≉5%" */
+    bool approx, refuted;
+    size_t skip = S_mark(in, inn, &approx, &refuted);
     double tol = c->tolerance;
     const char *p = in + skip, *end = in + inn;
     if (approx) {
@@ -492,6 +562,32 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         }
     }
     S_str mode = {in, (size_t)(p - in)};
+    /* a refuted claim's source: "; cite KEY" at the end */
+    buf claim = BUF_INIT;
+    const yv *claim_src = NULL;
+    bool claim_bad = false;
+    for (const char *semi = end; refuted && semi > p; semi--) {
+        if (semi[-1] != ';')
+            continue;
+        const char *k = semi;
+        size_t kn = (size_t)(end - k);
+        S_trim(&k, &kn);
+        if (kn > 5 && memcmp(k, "cite", 4) == 0 && S_space(k[4])) {
+            k += 4, kn -= 4;
+            S_trim(&k, &kn);
+            buf key = BUF_INIT;
+            buf_put(&key, k, kn);
+            claim_src = S_source(c, buf_cstr(&key), kn, &claim);
+            if (claim_src) {
+                const char *title = yv_string(yv_get(claim_src, "title"));
+                buf_printf(&claim, "claimed in %s: %s", buf_cstr(&key), title ? title : "");
+            }
+            claim_bad = !claim_src;
+            buf_free(&key);
+            end = semi - 1;
+        }
+        break;
+    }
     const char *expr = p;
     size_t en = (size_t)(end - p);
     S_trim(&expr, &en);
@@ -502,7 +598,9 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     bool report = true;
     quote q;
     buf err = BUF_INIT;
-    if (quote_parse(qs, qn, sandbox_units(c->sb), &q, &err) != 0) {
+    if (claim_bad) {
+        buf_put(d, claim.ptr, claim.len);
+    } else if (quote_parse(qs, qn, sandbox_units(c->sb), &q, &err) != 0) {
         BUF_PUT_LIT(d, "malformed quote: ");
         buf_put(d, buf_cstr(&err), err.len);
     } else if (en == 0) {
@@ -511,14 +609,22 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         buf_puts(d, "tolerance must be between 0% and 100%");
     } else {
         size_t fi = (size_t)(f - c->figs);
-        report = S_check(c, fi, &q, ex, en, approx, tol, quote_text, &prov);
+        report = S_check(c, fi, &q, ex, en, approx, refuted, tol, quote_text, &prov);
         f = &c->figs[fi]; /* c->figs may have moved: see S_check */
     }
     buf_free(&err);
     if (report)
         diag_error(c->dl, c->file, line, col, "%s", buf_cstr(d));
+    if (refuted) {
+        f->tier = FIG_REFUTED;
+        if (claim_src)
+            prov = S_BUF(&claim);
+    }
     S_pack(c, f, quote_text, (S_str){ex, en}, mode, S_BUF(d), prov);
+    buf_free(&claim);
     S_open_span(enter, f);
+    if (refuted && f->ok)
+        BUF_PUT_LIT(enter, "refuted: ");
     if (f->ok) {
         /* "EXPR = <quote_describe>": only the expression can need escaping */
         buf_put_html(enter, f->detail, en);
@@ -529,6 +635,9 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     if (f->tier == FIG_MEASURED && f->ok) {
         BUF_PUT_LIT(enter, "; measured: ");
         S_put_html(enter, f->provenance);
+    } else if (f->tier == FIG_REFUTED && f->ok && f->provenance[0]) {
+        BUF_PUT_LIT(enter, "; ");
+        S_put_html(enter, f->provenance);
     }
     /* to the figure's row in the report page that lists it */
     BUF_PUT_LIT(enter, "\">");
@@ -536,10 +645,17 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         buf_put(enter, c->href.ptr, c->href.len);
         buf_puts(enter, f->anchor + c->prefix_len + 1);
         BUF_PUT_LIT(enter, "\">");
-        BUF_PUT_LIT(exit, "</a></span>");
-    } else {
-        BUF_PUT_LIT(exit, "</span>");
     }
+    if (refuted) {
+        /* struck through, the true value beside it */
+        BUF_PUT_LIT(enter, "<s>");
+        BUF_PUT_LIT(exit, "</s>");
+    }
+    if (!in_link)
+        BUF_PUT_LIT(exit, "</a>");
+    if (refuted && f->ok)
+        S_true_value(exit, &q, f->value);
+    BUF_PUT_LIT(exit, "</span>");
 }
 
 char *fig_plain_text(const char *s)

@@ -820,14 +820,14 @@ void lv_push_page_figures(renderer *r, const fig_ctx *figs, const char *src)
 /* ---------- site and report ---------- */
 
 /* Figures of a group (REPORT_REPORT_GROUP_ALL: every one) among the records so far,
- * with totals per tier: {list = view, total, computed, measured, cited,
+ * with totals per tier: {list = view, total, computed, measured, cited, refuted,
  * failed}. Only the group's records are read. */
 static void S_push_figures(renderer *r, size_t group)
 {
     lua_State *L = sandbox_lua(r->sb);
     lua_createtable(L, 0, 8);
     size_t nspans = 0, total = 0;
-    lua_Integer tiers[3] = {0, 0, 0}, failed = 0;
+    lua_Integer tiers[FIG_TIERS] = {0}, failed = 0;
     /* generated pages have no figures */
     size_t njobs = group == REPORT_GROUP_ALL ? r->e.nrecords : r->e.idx->npages;
     const size_t *groups = group == REPORT_GROUP_ALL ? NULL : render_groups(r);
@@ -850,11 +850,11 @@ static void S_push_figures(renderer *r, size_t group)
         const page_record *rec = render_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
-        uint32_t counts[4];
+        uint32_t counts[FIG_TIERS + 1];
         record_fig_counts(rec, counts);
-        for (int t = 0; t < 3; t++)
+        for (int t = 0; t < FIG_TIERS; t++)
             tiers[t] += counts[t];
-        failed += counts[3];
+        failed += counts[FIG_TIERS];
         total += rec->nfigs;
         fv->spans[2 * nspans] = j;
         fv->spans[2 * nspans + 1] = total;
@@ -870,6 +870,8 @@ static void S_push_figures(renderer *r, size_t group)
     lua_setfield(L, -2, "measured");
     lua_pushinteger(L, tiers[FIG_CITED]);
     lua_setfield(L, -2, "cited");
+    lua_pushinteger(L, tiers[FIG_REFUTED]);
+    lua_setfield(L, -2, "refuted");
     lua_pushinteger(L, failed);
     lua_setfield(L, -2, "failed");
 }
@@ -892,20 +894,22 @@ void lv_push_report(renderer *r, size_t group)
     lua_createtable(L, (int)ns, 0);
     if (ns) {
         /* totals per section, from every record */
-        size_t *count = xcalloc(5 * ns + 1, sizeof *count);
+        enum { NK = FIG_TIERS + 2 }; /* total, each tier, failed */
+        size_t *count = xcalloc(NK * ns + 1, sizeof *count);
         const size_t *groups = render_groups(r);
         for (size_t j = 0; j < r->e.idx->npages; j++) {
             size_t g = groups[j];
             const page_record *rec = g == REPORT_GROUP_ROOT ? NULL : render_record(r, j);
             if (!rec || !rec->nfigs)
                 continue;
-            uint32_t c[4];
+            uint32_t c[FIG_TIERS + 1];
             record_fig_counts(rec, c);
-            count[5 * g] += rec->nfigs;
-            for (int k = 0; k < 4; k++)
-                count[5 * g + 1 + k] += c[k];
+            count[NK * g] += rec->nfigs;
+            for (int k = 0; k < FIG_TIERS + 1; k++)
+                count[NK * g + 1 + k] += c[k];
         }
-        static const char *const keys[] = {"total", "computed", "measured", "cited", "failed"};
+        static const char *const keys[NK] = {"total", "computed", "measured", "cited", "refuted",
+                                             "failed"};
         for (size_t g = 0; g < ns; g++) {
             const page *p = r->e.idx->pages[r->e.report_sections[g]];
             lua_createtable(L, 0, 8);
@@ -918,8 +922,8 @@ void lv_push_report(renderer *r, size_t group)
             render_setstr(L, "url", u);
             free(u);
             free(path);
-            for (size_t k = 0; k < 5; k++) {
-                lua_pushinteger(L, (lua_Integer)count[5 * g + k]);
+            for (size_t k = 0; k < NK; k++) {
+                lua_pushinteger(L, (lua_Integer)count[NK * g + k]);
                 lua_setfield(L, -2, keys[k]);
             }
             lua_rawseti(L, -2, (lua_Integer)g + 1);
