@@ -359,12 +359,14 @@ static void test_enum_out_of_range_refused(void **state)
     buf enc = BUF_INIT;
     record_encode(&r, NULL, &enc);
     /* values outside their enums are not well-formed records */
-    int tier3 = S_decode_with(&enc, OFF_TIER, 3);
+    int tier3 = S_decode_with(&enc, OFF_TIER, FIG_TIERS);
+    int refuted = S_decode_with(&enc, OFF_TIER, FIG_REFUTED); /* the last tier is one */
     int tier_big = S_decode_with(&enc, OFF_TIER, 0x80000001u);
     int level3 = S_decode_with(&enc, OFF_LEVEL, 3);
     record_free(&r);
     buf_free(&enc);
     assert_int_equal(tier3, -1);
+    assert_int_equal(refuted, 0);
     assert_int_equal(tier_big, -1);
     assert_int_equal(level3, -1);
 }
