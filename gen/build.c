@@ -632,6 +632,11 @@ int build_run(const build_opts *o)
         S_publish(&s);
         S_summary(&s);
         S_save(&s);
+        if (o->after) {
+            build_result r = {o->root, s.records, s.njobs, s.figs, &s.dl,
+                              s.cfg.limits.page_bytes, s.github, s.status};
+            s.status = o->after(o->after_ctx, &r);
+        }
     }
     return S_finish(&s);
 }

@@ -12,6 +12,23 @@
 
 #include <stdbool.h>
 
+#include "diag.h"
+#include "figstore.h"
+#include "record.h"
+
+/* What a check leaves to a command that goes on from it (check --fix,
+ * check --diff): read-only, valid during the call. */
+typedef struct {
+    const char *root;              /* the project folder */
+    const page_record *records;    /* every page's, in page order */
+    size_t nrecords;
+    const figstore *figs;          /* where a record's figures are when ->figs is NULL */
+    const diag_list *dl;           /* every diagnostic of the check, sorted */
+    size_t page_bytes;             /* limits.page_bytes */
+    bool github;                   /* GITHUB_ACTIONS=true */
+    int status;                    /* the check's: 0 or 1 */
+} build_result;
+
 typedef struct {
     const char *root;  /* project folder (-C) */
     const char *out;   /* output folder; NULL for <root>/site */
@@ -22,6 +39,10 @@ typedef struct {
     bool no_cache;     /* --no-cache: build even when nothing changed */
     bool exiting;      /* the process exits after build_run: its memory is
                         * left to the exit instead of freed */
+    /* called after a check that rendered every page (not after a
+     * configuration error); its return is the exit status */
+    int (*after)(void *ctx, const build_result *r);
+    void *after_ctx;
 } build_opts;
 
 int build_run(const build_opts *o);
