@@ -131,7 +131,7 @@ void fix_udiff(buf *out, const char *rel, const char *old, size_t olen, const ch
         }
         /* a hunk: changed lines closer than twice the context join it */
         size_t start = k > S_CONTEXT ? k - S_CONTEXT : 0, last = k;
-        for (size_t j = k + 1; j < no && j <= last + 2 * S_CONTEXT; j++)
+        for (size_t j = k + 1; j < no && j <= last + 2 * S_CONTEXT + 1; j++)
             if (!S_same(o[j], w[j]))
                 last = j;
         size_t end = last + 1 + S_CONTEXT < no ? last + 1 + S_CONTEXT : no;
@@ -242,8 +242,9 @@ static int S_write(const char *root, const char *rel, const buf *data, const str
     return rc;
 }
 
-/* Where the check reported errors ("file\nline\ncol"), and whether every
- * one of them is a figure that computed a value (evaluated: the same keys). */
+/* The first error of the check (and their count in *n) that is not at a
+ * figure that computed a value or cites a source (evaluated, by
+ * "file\nline\ncol"); NULL when there is none. */
 static const diag *S_other_error(const build_result *r, const strmap *evaluated, size_t *n)
 {
     const diag *first = NULL;
@@ -366,7 +367,8 @@ int fix_after_check(void *ctx, const build_result *r)
             status = 1;
         }
         for (size_t i = 0; figs && i < rec->nfigs; i++) {
-            if (figs[i].ok || !isfinite(figs[i].value) || figs[i].tier == FIG_CITED)
+            /* cited figures have no value, and their errors are no parse errors */
+            if (figs[i].ok || (!isfinite(figs[i].value) && figs[i].tier != FIG_CITED))
                 continue;
             char *k = S_key(rec->src, figs[i].line, figs[i].col);
             strmap_put(&evaluated, k, (void *)1);

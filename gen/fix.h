@@ -11,8 +11,8 @@
  * (after a backtick, before its brace; the n-th figure with that quote on the
  * line is the n-th such place), and the new quote passes the one quote rule
  * for the value. The tree is refused whole (exit 2, nothing written) when the
- * check found an error that is not a figure that computed a value: a parse
- * error, a Lua error, a broken link. Only files under content/ are written,
+ * check found an error that is not at a figure that computed a value or
+ * cites a source: a parse error, a Lua error, a broken link. Only files under content/ are written,
  * each atomically (a temporary file in the same folder, its mode kept, then a
  * rename), opened beneath the project without following symbolic links.
  *
