@@ -224,7 +224,7 @@ t_good_checks_json() {
     expect_rc 0
     local j=site/checks.json
     [ -f "$W/$j" ] || { fail "$j missing"; return; }
-    expect_grep $j '"totals": {"figures": 11, "computed": 9, "measured": 1, "cited": 1, "passed": 11, "failed": 0}'
+    expect_grep $j '"totals": {"figures": 11, "computed": 9, "measured": 1, "cited": 1, "refuted": 0, "passed": 11, "failed": 0}'
     expect_grep $j '{"page": "/articles/kv-cache/", "file": "content/articles/kv-cache.md", "line": 18, "col": 33, "quote": "40 GiB", "expr": "kv_bytes(131072)", "mode": "=", "value": 42949672960, "tier": "computed", "status": "pass"'
     expect_grep $j '"line": 19, "col": 37, "quote": "42.9 GB", "expr": "kv_bytes(131072)", "mode": "≈10%", "value": 42949672960, "tier": "computed", "status": "pass"'
     expect_grep $j '"line": 22, "col": 19, "quote": "2.5×", "expr": "paper2024", "mode": "cite", "value": null, "tier": "cited", "status": "pass", "detail": "A paper about caches"'
@@ -879,7 +879,7 @@ t_fig_exact_passes() {
 EOF
     fig_expect_pass
     expect_grep site/f/index.html '<span class="fig" data-tier="computed" title="2*80*8*128*131072*2 = 42,949,672,960 B = 42.95 GB"><a href="/checks/#f-2">42.9 GB</a></span>'
-    expect_grep site/checks.json '"totals": {"figures": 6, "computed": 6, "measured": 0, "cited": 0, "passed": 6, "failed": 0}'
+    expect_grep site/checks.json '"totals": {"figures": 6, "computed": 6, "measured": 0, "cited": 0, "refuted": 0, "passed": 6, "failed": 0}'
 }
 
 t_fig_percent_fails() {
