@@ -460,6 +460,36 @@ static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_
     return report;
 }
 
+/* A refuted claim's source, "; cite KEY" at the end of p..*end: moves *end
+ * before it and writes "claimed in KEY: title" to claim (*src the entry), or
+ * the reason it is not in sources.yaml (then returns true). */
+static bool S_claim_source(fig_ctx *c, const char *p, const char **end, buf *claim,
+                           const yv **src)
+{
+    const char *semi = *end;
+    while (semi > p && semi[-1] != ';')
+        semi--;
+    if (semi == p)
+        return false;
+    const char *k = semi;
+    size_t kn = (size_t)(*end - k);
+    S_trim(&k, &kn);
+    if (!(kn > 5 && memcmp(k, "cite", 4) == 0 && S_space(k[4])))
+        return false;
+    k += 4, kn -= 4;
+    S_trim(&k, &kn);
+    buf key = BUF_INIT;
+    buf_put(&key, k, kn);
+    *src = S_source(c, buf_cstr(&key), kn, claim);
+    if (*src) {
+        const char *title = yv_string(yv_get(*src, "title"));
+        buf_printf(claim, "claimed in %s: %s", buf_cstr(&key), title ? title : "");
+    }
+    buf_free(&key);
+    *end = semi - 1;
+    return !*src;
+}
+
 /* After a refuted quote: " → 43 GB", the value as q writes its number, with
  * as many more decimals (up to 3) as it takes not to read as the quote. */
 static void S_true_value(buf *exit, const quote *q, double value)
@@ -475,6 +505,47 @@ static void S_true_value(buf *exit, const quote *q, double value)
     buf_put_html(exit, v.ptr, v.len);
     BUF_PUT_LIT(exit, "</span>");
     buf_free(&v);
+}
+
+/* The markup around a checked figure f (its detail is dlen bytes, the
+ * expression's en of them); q: the quote of a refuted claim, else NULL. */
+static void S_markup(fig_ctx *c, const figure *f, const quote *q, size_t en, size_t dlen,
+                     bool in_link, buf *enter, buf *exit)
+{
+    S_open_span(enter, f);
+    if (q && f->ok)
+        BUF_PUT_LIT(enter, "refuted: ");
+    if (f->ok) {
+        /* "EXPR = <quote_describe>": only the expression can need escaping */
+        buf_put_html(enter, f->detail, en);
+        buf_put(enter, f->detail + en, dlen - en);
+    } else {
+        buf_put_html(enter, f->detail, dlen);
+    }
+    if (f->tier == FIG_MEASURED && f->ok) {
+        BUF_PUT_LIT(enter, "; measured: ");
+        S_put_html(enter, f->provenance);
+    } else if (f->tier == FIG_REFUTED && f->ok && f->provenance[0]) {
+        BUF_PUT_LIT(enter, "; ");
+        S_put_html(enter, f->provenance);
+    }
+    /* to the figure's row in the report page that lists it */
+    BUF_PUT_LIT(enter, "\">");
+    if (!in_link) {
+        buf_put(enter, c->href.ptr, c->href.len);
+        buf_puts(enter, f->anchor + c->prefix_len + 1);
+        BUF_PUT_LIT(enter, "\">");
+    }
+    if (q) {
+        /* struck through, the true value beside it */
+        BUF_PUT_LIT(enter, "<s>");
+        BUF_PUT_LIT(exit, "</s>");
+    }
+    if (!in_link)
+        BUF_PUT_LIT(exit, "</a>");
+    if (q && f->ok)
+        S_true_value(exit, q, f->value);
+    BUF_PUT_LIT(exit, "</span>");
 }
 
 void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool in_link,
@@ -562,32 +633,9 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         }
     }
     S_str mode = {in, (size_t)(p - in)};
-    /* a refuted claim's source: "; cite KEY" at the end */
     buf claim = BUF_INIT;
     const yv *claim_src = NULL;
-    bool claim_bad = false;
-    for (const char *semi = end; refuted && semi > p; semi--) {
-        if (semi[-1] != ';')
-            continue;
-        const char *k = semi;
-        size_t kn = (size_t)(end - k);
-        S_trim(&k, &kn);
-        if (kn > 5 && memcmp(k, "cite", 4) == 0 && S_space(k[4])) {
-            k += 4, kn -= 4;
-            S_trim(&k, &kn);
-            buf key = BUF_INIT;
-            buf_put(&key, k, kn);
-            claim_src = S_source(c, buf_cstr(&key), kn, &claim);
-            if (claim_src) {
-                const char *title = yv_string(yv_get(claim_src, "title"));
-                buf_printf(&claim, "claimed in %s: %s", buf_cstr(&key), title ? title : "");
-            }
-            claim_bad = !claim_src;
-            buf_free(&key);
-            end = semi - 1;
-        }
-        break;
-    }
+    bool claim_bad = refuted && S_claim_source(c, p, &end, &claim, &claim_src);
     const char *expr = p;
     size_t en = (size_t)(end - p);
     S_trim(&expr, &en);
@@ -622,40 +670,7 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     }
     S_pack(c, f, quote_text, (S_str){ex, en}, mode, S_BUF(d), prov);
     buf_free(&claim);
-    S_open_span(enter, f);
-    if (refuted && f->ok)
-        BUF_PUT_LIT(enter, "refuted: ");
-    if (f->ok) {
-        /* "EXPR = <quote_describe>": only the expression can need escaping */
-        buf_put_html(enter, f->detail, en);
-        buf_put(enter, f->detail + en, d->len - en);
-    } else {
-        buf_put_html(enter, f->detail, d->len);
-    }
-    if (f->tier == FIG_MEASURED && f->ok) {
-        BUF_PUT_LIT(enter, "; measured: ");
-        S_put_html(enter, f->provenance);
-    } else if (f->tier == FIG_REFUTED && f->ok && f->provenance[0]) {
-        BUF_PUT_LIT(enter, "; ");
-        S_put_html(enter, f->provenance);
-    }
-    /* to the figure's row in the report page that lists it */
-    BUF_PUT_LIT(enter, "\">");
-    if (!in_link) {
-        buf_put(enter, c->href.ptr, c->href.len);
-        buf_puts(enter, f->anchor + c->prefix_len + 1);
-        BUF_PUT_LIT(enter, "\">");
-    }
-    if (refuted) {
-        /* struck through, the true value beside it */
-        BUF_PUT_LIT(enter, "<s>");
-        BUF_PUT_LIT(exit, "</s>");
-    }
-    if (!in_link)
-        BUF_PUT_LIT(exit, "</a>");
-    if (refuted && f->ok)
-        S_true_value(exit, &q, f->value);
-    BUF_PUT_LIT(exit, "</span>");
+    S_markup(c, f, refuted ? &q : NULL, en, d->len, in_link, enter, exit);
 }
 
 char *fig_plain_text(const char *s)
