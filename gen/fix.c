@@ -304,6 +304,8 @@ static void S_fix_file(S_run *x, const char *rel, const figure *figs, size_t n)
     if (ne && S_read(x->r->root, rel, x->r->page_bytes, &text, &st, &why) != 0) {
         fprintf(err, "%s: error: not fixed: %s\n", rel, why);
         x->failed_files++;
+        for (size_t i = 0; i < ne; i++)
+            free(ed[i].new_);
         ne = 0;
     }
     size_t keep = 0;
