@@ -61,7 +61,7 @@ typedef struct {
     size_t pages_built;
     uint64_t out_bytes; /* the pages' and the assets' bytes, for limits.output_bytes */
     bool over_cap;     /* past limits.output_bytes: the build stopped */
-    size_t tiers[3];   /* figures by tier */
+    size_t tiers[FIG_TIERS]; /* figures by tier */
     incr_writer writer;
     bool writer_used;  /* a full build's cache is written by incr_writer */
     char counts[INCR_COUNTS]; /* the summary's counts: "3 pages, 2 figures (...)" */
@@ -521,9 +521,9 @@ static void S_report(build_state *s)
     if (s->o->strict)
         diag_promote_warnings(&s->dl);
     for (size_t j = 0; j < s->njobs; j++) {
-        uint32_t counts[4];
+        uint32_t counts[FIG_TIERS + 1];
         record_fig_counts(&s->records[j], counts);
-        for (int t = 0; t < 3; t++)
+        for (int t = 0; t < FIG_TIERS; t++)
             s->tiers[t] += counts[t];
     }
     diag_sort(&s->dl);
@@ -584,10 +584,15 @@ static void S_summary(build_state *s)
 {
     const size_t *tiers = s->tiers;
     s->status = s->dl.errors ? 1 : 0;
+    /* refuted claims are counted when there are any: most sites have none */
+    char refuted[40] = "";
+    if (tiers[FIG_REFUTED])
+        snprintf(refuted, sizeof refuted, ", %zu refuted", tiers[FIG_REFUTED]);
     snprintf(s->counts, sizeof s->counts,
-             "%zu pages, %zu figures (%zu computed, %zu measured, %zu cited), %zu warning%s",
-             s->pages_built, tiers[0] + tiers[1] + tiers[2], tiers[FIG_COMPUTED],
-             tiers[FIG_MEASURED], tiers[FIG_CITED], s->dl.warnings, s->dl.warnings == 1 ? "" : "s");
+             "%zu pages, %zu figures (%zu computed, %zu measured, %zu cited%s), %zu warning%s",
+             s->pages_built, tiers[0] + tiers[1] + tiers[2] + tiers[3], tiers[FIG_COMPUTED],
+             tiers[FIG_MEASURED], tiers[FIG_CITED], refuted, s->dl.warnings,
+             s->dl.warnings == 1 ? "" : "s");
     char how[96] = "";
     if (s->out.incremental && s->status == 0)
         snprintf(how, sizeof how, " (%zu rendered, %zu unchanged since the last build)",
@@ -690,6 +695,11 @@ int build_run(const build_opts *o)
         S_summary(&s);
         S_tell(&s); /* kvsite serve reloads pages while the cache is saved */
         S_save(&s);
+        if (o->after) {
+            build_result r = {o->root, s.records, s.njobs, s.figs, &s.dl,
+                              s.cfg.limits.page_bytes, s.github, s.status};
+            s.status = o->after(o->after_ctx, &r);
+        }
     }
     S_tell(&s);
     return S_finish(&s);

@@ -13,6 +13,21 @@
 #include <stdbool.h>
 
 #include "diag.h"
+#include "figstore.h"
+#include "record.h"
+
+/* What a check leaves to a command that goes on from it (check --fix,
+ * check --diff): read-only, valid during the call. */
+typedef struct {
+    const char *root;              /* the project folder */
+    const page_record *records;    /* every page's, in page order */
+    size_t nrecords;
+    const figstore *figs;          /* where a record's figures are when ->figs is NULL */
+    const diag_list *dl;           /* every diagnostic of the check, sorted */
+    size_t page_bytes;             /* limits.page_bytes */
+    bool github;                   /* GITHUB_ACTIONS=true */
+    int status;                    /* the check's: 0 or 1 */
+} build_result;
 
 typedef struct {
     const char *root;  /* project folder (-C) */
@@ -30,6 +45,10 @@ typedef struct {
      * them) */
     void (*done)(void *ctx, int status, const diag_list *dl);
     void *done_ctx;
+    /* called after a check that rendered every page (not after a
+     * configuration error); its return is the exit status */
+    int (*after)(void *ctx, const build_result *r);
+    void *after_ctx;
 } build_opts;
 
 int build_run(const build_opts *o);

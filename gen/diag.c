@@ -213,3 +213,28 @@ void diag_print(const diag_list *dl, FILE *out, bool github)
         fputc('\n', out);
     }
 }
+
+void diag_print_line(FILE *out, const char *file, int line, int col, const char *msg,
+                     const char *gh_kind)
+{
+    S_put_clean(out, file, S_PLAIN);
+    if (line > 0) {
+        fprintf(out, ":%d", line);
+        if (col > 0)
+            fprintf(out, ":%d", col);
+    }
+    fputs(": ", out);
+    S_put_clean(out, msg, S_PLAIN);
+    fputc('\n', out);
+    if (!gh_kind)
+        return;
+    fprintf(out, "::%s file=", gh_kind);
+    S_put_clean(out, file, S_GH_PROP);
+    if (line > 0)
+        fprintf(out, ",line=%d", line);
+    if (line > 0 && col > 0)
+        fprintf(out, ",col=%d", col);
+    fputs("::", out);
+    S_put_clean(out, msg, S_GH_MSG);
+    fputc('\n', out);
+}

@@ -55,4 +55,11 @@ void diag_print(const diag_list *dl, FILE *out, bool github);
 
 const char *diag_level_name(diag_level level);
 
+/* One located line that is not a diagnostic (check --diff's changes), cleaned
+ * as diag_print cleans: `file:line:col: msg` (line and col omitted when 0),
+ * and with gh_kind ("notice", "warning") also the GitHub workflow command
+ * `::notice file=,line=,col=::msg` after it. */
+void diag_print_line(FILE *out, const char *file, int line, int col, const char *msg,
+                     const char *gh_kind);
+
 #endif

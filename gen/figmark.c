@@ -14,14 +14,17 @@ static const struct {
                                    "实测：读取了存档的测量记录"}},
     [FIG_CITED] = {"cited", {"Cited: reported by a source, not reproduced",
                              "引用：来源报告的数字，未复现"}},
+    [FIG_REFUTED] = {"refuted", {"Refuted: a claim shown wrong by its expression",
+                                 "驳斥：表达式证明这个说法不对"}},
 };
 #define S_NTIERS (sizeof S_tiers / sizeof *S_tiers)
 
 /* The popover's words, English and Chinese. */
-enum { W_EXPR, W_VALUE, W_PROV, W_SOURCE, W_REPORT, W_FAIL, W_NWORDS };
+enum { W_EXPR, W_VALUE, W_PROV, W_SOURCE, W_REPORT, W_FAIL, W_TRUE, W_CLAIM, W_NWORDS };
 static const char *const S_words[2][W_NWORDS] = {
-    {"Expression", "Value", "Measured at", "Source", "Its row in the checks report", "Fails"},
-    {"表达式", "值", "测量出处", "来源", "核查报告里的这一行", "未通过"},
+    {"Expression", "Value", "Measured at", "Source", "Its row in the checks report", "Fails",
+     "True value", "Claimed in"},
+    {"表达式", "值", "测量出处", "来源", "核查报告里的这一行", "未通过", "真实值", "说法出处"},
 };
 
 int figmark_lang(const char *language)
@@ -47,13 +50,25 @@ void figmark_open(buf *enter, const figmark *m)
     if (!f->ok)
         BUF_PUT_LIT(enter, "\" data-status=\"fail");
     BUF_PUT_LIT(enter, "\">");
-    if (m->in_link)
+    if (!m->in_link) {
+        BUF_PUT_LIT(enter, "<button type=\"button\" class=\"fig-q\" popovertarget=\"");
+        S_html(enter, f->anchor);
+        BUF_PUT_LIT(enter, "-d\" aria-describedby=\"");
+        S_html(enter, f->anchor);
+        BUF_PUT_LIT(enter, "-d\">");
+    }
+    if (f->tier == FIG_REFUTED)
+        BUF_PUT_LIT(enter, "<s>"); /* the claim, struck through */
+}
+
+/* After a refuted claim's quote: " → 43 GB", the true value beside it. */
+static void S_true(buf *exit, const figmark *m)
+{
+    if (!m->true_value)
         return;
-    BUF_PUT_LIT(enter, "<button type=\"button\" class=\"fig-q\" popovertarget=\"");
-    S_html(enter, f->anchor);
-    BUF_PUT_LIT(enter, "-d\" aria-describedby=\"");
-    S_html(enter, f->anchor);
-    BUF_PUT_LIT(enter, "-d\">");
+    BUF_PUT_LIT(exit, "<span class=\"fig-true\"> \xE2\x86\x92 ");
+    S_html(exit, m->true_value);
+    BUF_PUT_LIT(exit, "</span>");
 }
 
 /* <span class="fig-row"><span class="fig-k">KEY</span> */
@@ -68,11 +83,16 @@ void figmark_close(buf *exit, const figmark *m)
 {
     const figure *f = m->f;
     const char *const *w = S_words[m->lang ? 1 : 0];
+    if (f->tier == FIG_REFUTED)
+        BUF_PUT_LIT(exit, "</s>");
     if (m->in_link) {
+        S_true(exit, m);
         BUF_PUT_LIT(exit, "</span>");
         return;
     }
-    BUF_PUT_LIT(exit, "</button><span class=\"fig-pop\" popover id=\"");
+    BUF_PUT_LIT(exit, "</button>");
+    S_true(exit, m);
+    BUF_PUT_LIT(exit, "<span class=\"fig-pop\" popover id=\"");
     S_html(exit, f->anchor);
     BUF_PUT_LIT(exit, "-d\"><span class=\"fig-tier\">");
     buf_puts(exit, S_tiers[(size_t)f->tier < S_NTIERS ? f->tier : 0].label[m->lang ? 1 : 0]);
@@ -95,8 +115,13 @@ void figmark_close(buf *exit, const figmark *m)
         S_html(exit, m->value);
         BUF_PUT_LIT(exit, "</span>");
     }
+    if (m->true_value) {
+        S_row(exit, w[W_TRUE]);
+        S_html(exit, m->true_value);
+        BUF_PUT_LIT(exit, "</span>");
+    }
     if (f->provenance && f->provenance[0]) {
-        S_row(exit, w[W_PROV]);
+        S_row(exit, w[f->tier == FIG_REFUTED ? W_CLAIM : W_PROV]);
         S_html(exit, f->provenance);
         BUF_PUT_LIT(exit, "</span>");
     }

@@ -36,6 +36,9 @@ typedef struct {
                           * NULL for cited or failing figures */
     const char *message; /* why the figure fails; NULL when it passes */
     const char *source;  /* a cited figure's source title, or NULL */
+    const char *true_value; /* a refuted claim that holds: the true value as its
+                             * quote writes it ("43 GB"), shown beside the struck
+                             * quote; NULL otherwise */
     const char *source_url; /* escaped URL of the source entry, or NULL */
     const char *report_url; /* escaped URL of the figure's report row up to the
                              * row's number ("/checks/#notes-x-"), or NULL */

@@ -45,7 +45,8 @@ void fig_ctx_free(fig_ctx *c)
 
 bool fig_may_have(const char *text, size_t len)
 {
-    static const char *const marks[] = {"=", "\xe2\x89\x88" /* ≈ */, "~", "cite"};
+    static const char *const marks[] = {"=", "\xe2\x89\x88" /* ≈ */, "~", "cite", "\xe2\x89\xa0" /* ≠ */,
+                                         "\xe2\x89\x89" /* ≉ */, "!"};
     for (const char *p = memchr(text, '{', len); p; p = memchr(p, '{', len - (size_t)(p - text))) {
         p++;
         size_t left = len - (size_t)(p - text);
@@ -78,6 +79,27 @@ static void S_trim(const char **s, size_t *n)
         (*n)--;
 }
 
+#define S_NE "\xE2\x89\xA0"     /* ≠ U+2260 */
+#define S_NAPPROX "\xE2\x89\x89" /* ≉ U+2249 */
+
+/* The figure's mark at in[0..n): its length (0: none), and whether it is
+ * approximate and refuted: = ~ ≈ (kept), ≠ != ≉ !~ (refuted). */
+static size_t S_mark(const char *in, size_t n, bool *approx, bool *refuted)
+{
+    *approx = *refuted = false;
+    if (n >= 1 && (in[0] == '=' || in[0] == '~'))
+        return *approx = in[0] == '~', 1;
+    if (n >= 2 && in[0] == '!' && (in[1] == '=' || in[1] == '~'))
+        return *refuted = true, *approx = in[1] == '~', 2;
+    if (n >= 3 && memcmp(in, "\xE2\x89\x88", 3) == 0) /* ≈ */
+        return *approx = true, 3;
+    if (n >= 3 && memcmp(in, S_NE, 3) == 0)
+        return *refuted = true, 3;
+    if (n >= 3 && memcmp(in, S_NAPPROX, 3) == 0)
+        return *refuted = *approx = true, 3;
+    return 0;
+}
+
 /* The inner part of `... {INNER}`: sets *brace to the offset of '{'. */
 static bool S_figure_parts(const char *lit, size_t len, size_t *brace)
 {
@@ -88,9 +110,8 @@ static bool S_figure_parts(const char *lit, size_t len, size_t *brace)
         return false;
     const char *in = b + 1;
     size_t n = (size_t)(lit + len - 1 - in);
-    if (n >= 1 && (in[0] == '=' || in[0] == '~'))
-        goto yes;
-    if (n >= 3 && memcmp(in, "\xE2\x89\x88", 3) == 0) /* ≈ */
+    bool approx, refuted;
+    if (S_mark(in, n, &approx, &refuted))
         goto yes;
     if (n >= 5 && memcmp(in, "cite", 4) == 0 && S_space(in[4]))
         goto yes;
@@ -164,6 +185,7 @@ static figure *S_new_figure(fig_ctx *c, int line, int col)
     memset(f, 0, sizeof *f);
     f->line = line;
     f->col = col;
+    f->value = NAN; /* until an expression gives one */
     return f;
 }
 
@@ -230,7 +252,7 @@ static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
 /* The figure's details and markup (figmark.h), from its strings: value is the
  * value in the quote's unit or NULL, source a cited figure's source title. */
 static void S_markup(fig_ctx *c, const figure *f, const char *value, const char *source,
-                     bool in_link, buf *enter, buf *exit)
+                     const char *true_value, bool in_link, buf *enter, buf *exit)
 {
     S_update_href(c);
     buf *u = &c->tmp; /* the source's URL, escaped (c->tmp is free by now) */
@@ -245,6 +267,7 @@ static void S_markup(fig_ctx *c, const figure *f, const char *value, const char 
         .value = value,
         .message = f->ok ? NULL : f->detail,
         .source = source,
+        .true_value = true_value,
         .source_url = u->len ? buf_cstr(u) : NULL,
         .report_url = c->href.ptr,
         .report_url_len = c->href.len,
@@ -313,21 +336,30 @@ static bool S_valid_key(const char *k, size_t n)
     return true;
 }
 
-static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, bool in_link,
-                   buf *enter, buf *exit)
+/* The entry of source key k (n bytes, NUL-terminated), or NULL with the
+ * reason appended to d. */
+static const yv *S_source(fig_ctx *c, const char *k, size_t n, buf *d)
 {
-    f->tier = FIG_CITED;
-    const char *k = S_cstr(&c->tmp, key, n);
-    buf *d = &c->detail;
-    buf_clear(d);
     const yv *entry = NULL;
-    if (!S_valid_key(key, n)) {
+    if (!S_valid_key(k, n)) {
         buf_printf(d, "malformed source key \"%s\"", k);
     } else if (!sources_present(c->src)) {
         buf_printf(d, "cited source \"%s\", but there is no %s", k, SOURCES_FILE);
     } else if (!(entry = sources_get(c->src, k))) {
         buf_printf(d, "cited source \"%s\" is not in %s", k, SOURCES_FILE);
     }
+    return entry;
+}
+
+static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, bool in_link,
+                   buf *enter, buf *exit)
+{
+    f->tier = FIG_CITED;
+    f->value = 0;
+    const char *k = S_cstr(&c->tmp, key, n);
+    buf *d = &c->detail;
+    buf_clear(d);
+    const yv *entry = S_source(c, k, n, d);
     if (!entry) {
         diag_error(c->dl, c->file, f->line, f->col, "%s", buf_cstr(d));
     } else {
@@ -336,14 +368,15 @@ static void S_cite(fig_ctx *c, figure *f, S_str qt, const char *key, size_t n, b
         buf_puts(d, title ? title : k);
     }
     S_pack(c, f, qt, (S_str){k, n}, S_LIT("cite"), S_BUF(d), S_LIT(""));
-    S_markup(c, f, NULL, f->ok ? f->detail : NULL, in_link, enter, exit);
+    S_markup(c, f, NULL, f->ok ? f->detail : NULL, NULL, in_link, enter, exit);
 }
 
 /* Evaluates the expression ex (en bytes, NUL-terminated) of figure c->figs[fi] quoted
- * as q and writes its detail into c->detail. Returns true when the detail
+ * as q and writes its detail into c->detail. A refuted figure passes when
+ * no value agrees with q (each is a finite number that quote_check refuses). Returns true when the detail
  * is an error still to be reported (a Lua error is reported here). */
 static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_t en, bool approx,
-                    double tol, S_str quote_text, S_str *prov)
+                    bool refuted, double tol, S_str quote_text, S_str *prov)
 {
     buf *d = &c->detail;
     char small[256];
@@ -384,19 +417,29 @@ static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_
         double v = lua_tonumber(L, idx);
         if (i == 0)
             f->value = v;
-        if (quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), NULL))
+        bool agrees = quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), NULL);
+        if (refuted ? !agrees && isfinite(v) : agrees)
             continue;
         /* again, for the message: failures are rare */
         if (nres > 1)
             buf_printf(d, "value %d of %d: ", i + 1, nres);
-        quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), d);
+        if (refuted && agrees) {
+            buf_printf(d, "quoted %s and it matches", q->text);
+            if (approx || q->approx)
+                buf_printf(d, " within %g%%", tol * 100);
+            buf_printf(d, ": the claim is right (%s = ", ex);
+            quote_describe(q, v, sandbox_units(c->sb), d);
+            buf_putc(d, ')');
+        } else {
+            quote_check(q, ex, v, approx, tol, sandbox_units(c->sb), d);
+        }
         report = true;
         break;
     }
     lua_pop(L, nres);
     const char *pv = NULL;
     if (sandbox_figure_measured(c->sb, &pv)) {
-        f->tier = FIG_MEASURED;
+        f->tier = refuted ? FIG_REFUTED : FIG_MEASURED;
         *prov = (S_str){pv, strlen(pv)};
     }
     if (!report) {
@@ -406,6 +449,48 @@ static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_
         quote_describe(q, f->value, sandbox_units(c->sb), d);
     }
     return report;
+}
+
+/* A refuted claim's source, "; cite KEY" at the end of p..*end: moves *end
+ * before it and writes "claimed in KEY: title" to claim (*src the entry), or
+ * the reason it is not in sources.yaml (then returns true). */
+static bool S_claim_source(fig_ctx *c, const char *p, const char **end, buf *claim,
+                           const yv **src)
+{
+    const char *semi = *end;
+    while (semi > p && semi[-1] != ';')
+        semi--;
+    if (semi == p)
+        return false;
+    const char *k = semi;
+    size_t kn = (size_t)(*end - k);
+    S_trim(&k, &kn);
+    if (!(kn > 5 && memcmp(k, "cite", 4) == 0 && S_space(k[4])))
+        return false;
+    k += 4, kn -= 4;
+    S_trim(&k, &kn);
+    buf key = BUF_INIT;
+    buf_put(&key, k, kn);
+    *src = S_source(c, buf_cstr(&key), kn, claim);
+    if (*src) {
+        const char *title = yv_string(yv_get(*src, "title"));
+        buf_printf(claim, "claimed in %s: %s", buf_cstr(&key), title ? title : "");
+    }
+    buf_free(&key);
+    *end = semi - 1;
+    return !*src;
+}
+
+/* A refuted quote's true value ("43 GB"), the value as q writes its number,
+ * with as many more decimals (up to 3) as it takes not to read as the quote. */
+static void S_true_value(buf *v, const quote *q, double value)
+{
+    for (int dec = q->decimals; dec <= q->decimals + 3; dec++) {
+        buf_clear(v);
+        quote_restate(q, value, dec, v);
+        if (strcmp(buf_cstr(v), q->text + q->body) != 0)
+            break;
+    }
 }
 
 void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool in_link,
@@ -474,9 +559,9 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         S_cite(c, f, quote_text, k, kn, in_link, enter, exit);
         return;
     }
-    /* mark and optional tolerance: "=", "≈", "~", "≈10%", "~2.5%" */
-    bool approx = in[0] != '=';
-    size_t skip = in[0] == '=' || in[0] == '~' ? 1 : 3;
+    /* mark and optional tolerance: "=", "≈", "~", "≈10%", "~2.5%", "≠", "≉5%" */
+    bool approx, refuted;
+    size_t skip = S_mark(in, inn, &approx, &refuted);
     double tol = c->tolerance;
     const char *p = in + skip, *end = in + inn;
     if (approx) {
@@ -493,6 +578,9 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         }
     }
     S_str mode = {in, (size_t)(p - in)};
+    buf claim = BUF_INIT;
+    const yv *claim_src = NULL;
+    bool claim_bad = refuted && S_claim_source(c, p, &end, &claim, &claim_src);
     const char *expr = p;
     size_t en = (size_t)(end - p);
     S_trim(&expr, &en);
@@ -503,7 +591,9 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
     bool report = true;
     quote q;
     buf err = BUF_INIT;
-    if (quote_parse(qs, qn, sandbox_units(c->sb), &q, &err) != 0) {
+    if (claim_bad) {
+        buf_put(d, claim.ptr, claim.len);
+    } else if (quote_parse(qs, qn, sandbox_units(c->sb), &q, &err) != 0) {
         BUF_PUT_LIT(d, "malformed quote: ");
         buf_put(d, buf_cstr(&err), err.len);
     } else if (en == 0) {
@@ -512,15 +602,26 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
         buf_puts(d, "tolerance must be between 0% and 100%");
     } else {
         size_t fi = (size_t)(f - c->figs);
-        report = S_check(c, fi, &q, ex, en, approx, tol, quote_text, &prov);
+        report = S_check(c, fi, &q, ex, en, approx, refuted, tol, quote_text, &prov);
         f = &c->figs[fi]; /* c->figs may have moved: see S_check */
     }
     buf_free(&err);
     if (report)
         diag_error(c->dl, c->file, line, col, "%s", buf_cstr(d));
+    if (refuted) {
+        f->tier = FIG_REFUTED;
+        if (claim_src)
+            prov = S_BUF(&claim);
+    }
     S_pack(c, f, quote_text, (S_str){ex, en}, mode, S_BUF(d), prov);
     /* a passing figure's detail is "EXPR = <value in the quote's unit>" */
-    S_markup(c, f, f->ok ? f->detail + en + 3 : NULL, NULL, in_link, enter, exit);
+    buf truth = BUF_INIT; /* a refuted claim's true value, as its quote writes it */
+    if (refuted && f->ok)
+        S_true_value(&truth, &q, f->value);
+    S_markup(c, f, f->ok ? f->detail + en + 3 : NULL, NULL, truth.len ? buf_cstr(&truth) : NULL,
+             in_link, enter, exit);
+    buf_free(&truth);
+    buf_free(&claim);
 }
 
 char *fig_plain_text(const char *s)

@@ -6,6 +6,12 @@
  *   `40 GB {≈ EXPR}` `{~ E}`  approximate: within figures.tolerance (or {≈10% E})
  *   `224 MiB {= E1, E2}`      several values; each must agree
  *   `7.03× {cite key}`        cited: key must be in checks/sources.yaml
+ *   `40 GB {≠ EXPR}` `{!= E}` refuted: a claim shown to be wrong; passes only
+ *                             when the quote does NOT match EXPR by the exact
+ *                             rule, fails ("the claim is right") when it does
+ *   `40 GB {≉ EXPR}` `{!~ E}` refuted approximate claim: fails when within the
+ *                             tolerance (or {≉10% E}), as {≈ E} would pass
+ *   `40 GB {≠ E; cite key}`   a refuted claim with its source (sources.yaml)
  *   `{lua} EXPR`              the value of EXPR, shown as text
  *   `40 GB \{= E}`            shown as code, without the backslash
  *
@@ -26,18 +32,21 @@
 #include "sandbox.h"
 #include "sources.h"
 
-typedef enum { FIG_COMPUTED, FIG_MEASURED, FIG_CITED } fig_tier;
+typedef enum { FIG_COMPUTED, FIG_MEASURED, FIG_CITED, FIG_REFUTED } fig_tier;
+#define FIG_TIERS 4 /* counts by tier: arrays of FIG_TIERS, [FIG_TIERS] the failed */
 
 typedef struct {
     int line, col;
     char *quote;      /* as written: "224 MiB" */
     char *expr;       /* the Lua expression, or the cited key */
-    char *mode;       /* "=", "≈5%", "cite" */
+    char *mode;       /* "=", "≈5%", "cite", "≠", "!~" (as written) */
     fig_tier tier;
     bool ok;
-    double value;     /* first value in base units; 0 for cited figures */
+    double value;     /* first value in base units; 0 for cited figures, NaN
+                       * when the expression gave no number (a Lua error) */
     char *detail;     /* passing: "234,881,024 B = 224.0 MiB"; failing: the message */
-    char *provenance; /* measured figures: where the value came from; else "" */
+    char *provenance; /* measured figures: where the value came from; refuted
+                       * ones with a source: "claimed in KEY: title"; else "" */
     char *anchor;     /* id of the figure's row in the checks report */
     char *block;      /* the allocation that holds all the strings above, or
                        * NULL when each is its own (see fig_ctx_free) */

@@ -29,20 +29,22 @@ void lv_push_report(renderer *r, size_t group, size_t number)
     lua_createtable(L, (int)ns, 0);
     if (ns) {
         /* totals per section, from every record */
-        size_t *count = xcalloc(5 * ns + 1, sizeof *count);
+        enum { NK = FIG_TIERS + 2 }; /* total, each tier, failed */
+        size_t *count = xcalloc(NK * ns + 1, sizeof *count);
         const size_t *groups = render_groups(r);
         for (size_t j = 0; j < r->e.idx->npages; j++) {
             size_t g = groups[j];
             const page_record *rec = g == REPORT_GROUP_ROOT ? NULL : render_record(r, j);
             if (!rec || !rec->nfigs)
                 continue;
-            uint32_t c[4];
+            uint32_t c[FIG_TIERS + 1];
             record_fig_counts(rec, c);
-            count[5 * g] += rec->nfigs;
-            for (int k = 0; k < 4; k++)
-                count[5 * g + 1 + k] += c[k];
+            count[NK * g] += rec->nfigs;
+            for (int k = 0; k < FIG_TIERS + 1; k++)
+                count[NK * g + 1 + k] += c[k];
         }
-        static const char *const keys[] = {"total", "computed", "measured", "cited", "failed"};
+        static const char *const keys[NK] = {"total", "computed", "measured", "cited", "refuted",
+                                             "failed"};
         for (size_t g = 0; g < ns; g++) {
             const page *p = r->e.idx->pages[r->e.report_sections[g]];
             lua_createtable(L, 0, 8);
@@ -55,8 +57,8 @@ void lv_push_report(renderer *r, size_t group, size_t number)
             render_setstr(L, "url", u);
             free(u);
             free(path);
-            for (size_t k = 0; k < 5; k++) {
-                lua_pushinteger(L, (lua_Integer)count[5 * g + k]);
+            for (size_t k = 0; k < NK; k++) {
+                lua_pushinteger(L, (lua_Integer)count[NK * g + k]);
                 lua_setfield(L, -2, keys[k]);
             }
             lua_rawseti(L, -2, (lua_Integer)g + 1);

@@ -835,7 +835,7 @@ void lv_push_figures(renderer *r, size_t group, size_t number)
     lua_State *L = sandbox_lua(r->sb);
     lua_createtable(L, 0, 8);
     size_t nspans = 0, total = 0;
-    lua_Integer tiers[3] = {0, 0, 0}, failed = 0;
+    lua_Integer tiers[FIG_TIERS] = {0}, failed = 0;
     /* generated pages have no figures */
     size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
     for (size_t j = 0; j < njobs; j++) {
@@ -857,11 +857,11 @@ void lv_push_figures(renderer *r, size_t group, size_t number)
         const page_record *rec = render_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
-        uint32_t counts[4];
+        uint32_t counts[FIG_TIERS + 1];
         record_fig_counts(rec, counts);
-        for (int t = 0; t < 3; t++)
+        for (int t = 0; t < FIG_TIERS; t++)
             tiers[t] += counts[t];
-        failed += counts[3];
+        failed += counts[FIG_TIERS];
         total += rec->nfigs;
         fv->spans[2 * nspans] = j;
         fv->spans[2 * nspans + 1] = total;
@@ -877,6 +877,8 @@ void lv_push_figures(renderer *r, size_t group, size_t number)
     lua_setfield(L, -2, "measured");
     lua_pushinteger(L, tiers[FIG_CITED]);
     lua_setfield(L, -2, "cited");
+    lua_pushinteger(L, tiers[FIG_REFUTED]);
+    lua_setfield(L, -2, "refuted");
     lua_pushinteger(L, failed);
     lua_setfield(L, -2, "failed");
 }

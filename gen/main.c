@@ -8,6 +8,8 @@
 #include "buf.h"
 #include "build.h"
 #include "diag.h"
+#include "figdiff.h"
+#include "fix.h"
 #include "fsutil.h"
 #include "luatest.h"
 #include "paths.h"
@@ -19,6 +21,7 @@ static const char *S_usage =
     "usage: kvsite build [-C DIR] [-o OUT] [--strict] [-j N] [--drafts] [--no-cache]\n"
     "                    [--limits NAME=N,...] [--no-unsafe]\n"
     "       kvsite check [-C DIR] [--strict] [-j N] [--drafts] [--limits NAME=N,...] [--no-unsafe]\n"
+    "                    [--fix [--dry-run] | --diff OLD]\n"
     "       kvsite render [--unsafe] [--strict]  Markdown on stdin -> HTML on stdout\n"
     "       kvsite serve [-C DIR] [--port N] [--bind ADDR] [--drafts] [--open]\n"
     "                    live-reload preview, errors in the browser\n"
@@ -30,6 +33,10 @@ static const char *S_usage =
     "build   renders DIR (default .) into OUT (default DIR/site), verifying every\n"
     "        figure and internal link; the output is replaced only on success\n"
     "check   does everything build does and writes nothing\n"
+    "  --fix       then rewrites every failing exact quote with the computed value\n"
+    "              (same unit, decimals and separators); --dry-run: print a diff instead\n"
+    "  --diff OLD  then lists the figures that changed since OLD (a checks.json, or\n"
+    "              a build's output folder holding one)\n"
     "  -C DIR      the project folder (site.yaml, content/, templates/, checks/)\n"
     "  -o OUT      the output folder, relative to DIR unless absolute\n"
     "  --strict    warnings (unverified figures, raw HTML) are errors\n"
@@ -56,7 +63,13 @@ static int S_build(int argc, char **argv, bool check)
                                           {"limits", required_argument, 0, 'L'},
                                           {"no-unsafe", no_argument, 0, 'U'},
                                           {"help", no_argument, 0, 'h'},
+                                          {"fix", no_argument, 0, 'F'},
+                                          {"dry-run", no_argument, 0, 'R'},
+                                          {"diff", required_argument, 0, 'D'},
                                           {0, 0, 0, 0}};
+    fix_opts fix = {false, stdout, stderr};
+    figdiff_opts diff = {NULL, stdout, stderr};
+    bool fixing = false;
     /* --limits and --no-unsafe join the ceilings of KVSITE_LIMITS, which
      * config_load reads: a flag can add ceilings, never lift one */
     const char *env = getenv("KVSITE_LIMITS");
@@ -90,6 +103,9 @@ static int S_build(int argc, char **argv, bool check)
             o.jobs = (int)n;
             break;
         }
+        case 'F': fixing = true; break;
+        case 'R': fix.dry_run = true; break;
+        case 'D': diff.old = optarg; break;
         case 'h': buf_free(&pins); fputs(S_usage, stdout); return 0;
         default: {
             char msg[80];
@@ -104,6 +120,22 @@ static int S_build(int argc, char **argv, bool check)
         snprintf(msg, sizeof msg, "unexpected argument \"%s\"", argv[optind]);
         buf_free(&pins);
         return S_usage_error(msg);
+    }
+    const char *bad = !check && (fixing || fix.dry_run || diff.old)
+                          ? "--fix, --dry-run and --diff go with check, not build"
+                      : fix.dry_run && !fixing ? "--dry-run goes with --fix"
+                      : fixing && diff.old     ? "--fix and --diff cannot be combined"
+                                               : NULL;
+    if (bad) {
+        buf_free(&pins);
+        return S_usage_error(bad);
+    }
+    if (fixing) {
+        o.after = fix_after_check;
+        o.after_ctx = &fix;
+    } else if (diff.old) {
+        o.after = figdiff_after_check;
+        o.after_ctx = &diff;
     }
     if (pinned)
         setenv("KVSITE_LIMITS", buf_cstr(&pins), 1);

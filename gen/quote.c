@@ -636,6 +636,14 @@ static double S_round_half_away(double x)
 
 void quote_format_number(double v, int decimals, buf *out)
 {
+    quote_format_number_sep(v, decimals, ",", out);
+}
+
+void quote_format_number_sep(double v, int decimals, const char *sep, buf *out)
+{
+    size_t seplen = strlen(sep);
+    if (seplen > 3)
+        seplen = 3; /* the longest separator of the grammar */
     if (isnan(v)) {
         buf_puts(out, "nan");
         return;
@@ -654,8 +662,8 @@ void quote_format_number(double v, int decimals, buf *out)
     double r = fabs(S_round_half_away(x));
     /* the text is put together from its end and appended at once: the
      * decimals (zeros first when there are fewer digits), the point, the
-     * integer digits with a comma every three, the sign */
-    char o[400 + 400 / 3 + FORMAT_MAX_DECIMALS + 4];
+     * integer digits with a separator every three, the sign */
+    char o[400 + 3 * (400 / 3) + FORMAT_MAX_DECIMALS + 4];
     char *end = o + sizeof o, *q = end;
     size_t dec = (size_t)decimals;
     if (r < 18446744073709551616.0) {
@@ -671,7 +679,8 @@ void quote_format_number(double v, int decimals, buf *out)
             *--q = '.';
         for (int group = 0;; group++) {
             if (group == 3) {
-                *--q = ',';
+                q -= seplen;
+                memcpy(q, sep, seplen);
                 group = 0;
             }
             *--q = (char)('0' + u % 10);
@@ -694,8 +703,10 @@ void quote_format_number(double v, int decimals, buf *out)
         if (nint == 0)
             *--q = '0';
         for (size_t i = 0; i < nint; i++) {
-            if (i > 0 && i % 3 == 0)
-                *--q = ',';
+            if (i > 0 && i % 3 == 0) {
+                q -= seplen;
+                memcpy(q, sep, seplen);
+            }
             *--q = big[nint - 1 - i];
         }
     }
@@ -883,4 +894,38 @@ void quote_describe(const quote *q, double value, const quote_unitset *u, buf *o
         return;
     }
     S_put_in_unit(out, q, unit, quote_in_unit(unit, value), q->decimals + 1);
+}
+
+void quote_restate(const quote *q, double value, int decimals, buf *out)
+{
+    const char *t = q->text;
+    size_t len = strlen(t), p = q->body;
+    const char *sign = NULL;
+    if (S_has(t, len, p, "+") || S_has(t, len, p, "-"))
+        sign = t[p] == '+' ? "+" : "-", p += 1;
+    else if (S_has(t, len, p, U_MINUS))
+        sign = U_MINUS, p += 3;
+    size_t end = S_scan_number(t, len, p);
+    const char *sep = "";
+    for (size_t i = p, n; i < end && !*sep; i++)
+        if (S_sep_kind(t, end, i, &n))
+            sep = t[i] == ',' ? "," : S_has(t, end, i, U_THIN) ? U_THIN : U_NNBSP;
+    if (decimals < 0)
+        decimals = 0;
+    if (decimals > FORMAT_MAX_DECIMALS)
+        decimals = FORMAT_MAX_DECIMALS;
+    double x = quote_in_unit(&q->unit, value);
+    if (!isfinite(x)) {
+        quote_format_number(x, 0, out);
+    } else {
+        double scaled = fabs(x) * S_pow10[decimals];
+        bool negative = x < 0 && (!isfinite(scaled) || S_round_half_away(scaled) != 0);
+        /* the quote's own minus (- or U+2212); a + stays on a positive value */
+        if (negative)
+            buf_puts(out, sign && strcmp(sign, "+") ? sign : "-");
+        else if (sign && !strcmp(sign, "+"))
+            buf_putc(out, '+');
+        quote_format_number_sep(fabs(x), decimals, sep, out);
+    }
+    buf_put(out, t + end, len - end);
 }

@@ -149,5 +149,17 @@ void quote_describe(const quote *q, double value, const quote_unitset *u, buf *o
  * half away from zero as above, and "," between thousands: 1,234,567.89.
  * No locale is consulted. NaN and infinities print as nan, inf, -inf. */
 void quote_format_number(double v, int decimals, buf *out);
+/* The same with sep (at most 3 bytes, may be "") between thousands instead of
+ * ",": the one formatter behind both. */
+void quote_format_number_sep(double v, int decimals, const char *sep, buf *out);
+
+/* Appends value (base units) written as q writes its number: in q's unit,
+ * rounded by the rule above to decimals digits after the point, with q's
+ * minus sign (- or U+2212) or plus, q's thousands separator ("," thin space,
+ * narrow no-break space, or none when q's number has none) and, after the
+ * number, exactly what follows it in q (spaces and unit); q's approximate
+ * mark is left out. For q "234,881,024 B" and 234938368, decimals 0:
+ * "234,938,368 B". What check --fix writes and refuted figures show. */
+void quote_restate(const quote *q, double value, int decimals, buf *out);
 
 #endif

@@ -207,7 +207,7 @@ static inline const char *S_fig_str(const char *p, const char *end, char **s)
  * as long as p's bytes. True when the bytes are exactly n well-formed
  * figures. The one description of the encoding besides S_encode_figs; the
  * parent runs it on every record, so it reads with one pointer. */
-static bool S_decode_figs(const char *p, size_t len, size_t n, figure *figs, uint32_t counts[4])
+static bool S_decode_figs(const char *p, size_t len, size_t n, figure *figs, uint32_t counts[FIG_TIERS + 1])
 {
     const char *end = p + len;
     figure scratch;
@@ -224,7 +224,7 @@ static bool S_decode_figs(const char *p, size_t len, size_t n, figure *figs, uin
             return false;
         memcpy(u, p, 8); /* tier, ok */
         memcpy(&f->value, p + 8, 8);
-        if (u[0] > FIG_CITED || u[1] > 1)
+        if (u[0] >= FIG_TIERS || u[1] > 1)
             return false;
         f->tier = (fig_tier)u[0];
         f->ok = u[1] == 1;
@@ -232,7 +232,7 @@ static bool S_decode_figs(const char *p, size_t len, size_t n, figure *figs, uin
             !(p = S_fig_str(p, end, &f->provenance)) || !(p = S_fig_str(p, end, &f->anchor)))
             return false;
         counts[f->tier]++;
-        counts[3] += !f->ok;
+        counts[FIG_TIERS] += !f->ok;
     }
     return p == end;
 }
@@ -367,20 +367,20 @@ const figure *record_figures(const page_record *r, const figstore *st, record_fi
         fb->figs = xcalloc(r->nfigs, sizeof *fb->figs);
         fb->cap = r->nfigs;
     }
-    uint32_t counts[4] = {0, 0, 0, 0};
+    uint32_t counts[FIG_TIERS + 1] = {0};
     bool ok = S_decode_figs(bytes, r->figs_len, r->nfigs, fb->figs, counts);
     return ok ? fb->figs : NULL;
 }
 
-void record_fig_counts(const page_record *r, uint32_t counts[4])
+void record_fig_counts(const page_record *r, uint32_t counts[FIG_TIERS + 1])
 {
     if (r->block) {
         memcpy(counts, r->fig_counts, sizeof r->fig_counts);
         return;
     }
-    memset(counts, 0, 4 * sizeof *counts);
+    memset(counts, 0, (FIG_TIERS + 1) * sizeof *counts);
     for (size_t i = 0; i < r->nfigs; i++) {
         counts[r->figs[i].tier]++;
-        counts[3] += !r->figs[i].ok;
+        counts[FIG_TIERS] += !r->figs[i].ok;
     }
 }

@@ -28,7 +28,7 @@ typedef struct {
     size_t nfigs;
     uint64_t figs_at;     /* stored figures: their encoding's offset in the store */
     uint32_t figs_len;    /* and length */
-    uint32_t fig_counts[4]; /* decoded records: figures per tier, then failed */
+    uint32_t fig_counts[FIG_TIERS + 1]; /* decoded records: figures per tier, then failed */
     uint64_t figs_hash;   /* decoded records: stamp of the figures' encoding */
     diag_list diags;
     uint64_t out_bytes;   /* bytes written */
@@ -72,7 +72,7 @@ void record_figs_buf_free(record_figs_buf *fb);
  * owns them, the caller reads them only. NULL when they cannot be read (an
  * I/O error, or bytes that are not the figures r says). */
 const figure *record_figures(const page_record *r, const figstore *st, record_figs_buf *fb);
-/* counts[0..2]: figures per tier; counts[3]: failed ones. */
-void record_fig_counts(const page_record *r, uint32_t counts[4]);
+/* counts[0..FIG_TIERS): figures per tier; counts[FIG_TIERS]: failed ones. */
+void record_fig_counts(const page_record *r, uint32_t counts[FIG_TIERS + 1]);
 
 #endif

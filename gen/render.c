@@ -689,7 +689,7 @@ static void S_render_checks_json(renderer *r, page_record *rec)
     char *old = path && r->e.same_dir ? fs_join(r->e.same_dir, rel) : NULL;
     if (path)
         fs_stream_open(&w, path, old);
-    report_totals t = {0, 0, {0, 0, 0}};
+    report_totals t = {0, 0, {0}};
     buf b = BUF_INIT, head = BUF_INIT;
     uint64_t bytes = 0;
     report_json_head(&b);

@@ -92,13 +92,15 @@ void report_json_page(buf *head, const char *page_url, const char *src)
 static const struct {
     const char *s;
     size_t len;
-} S_tier_status[6] = {
+} S_tier_status[2 * FIG_TIERS] = {
     {S_TS("computed", "fail"), sizeof S_TS("computed", "fail") - 1},
     {S_TS("computed", "pass"), sizeof S_TS("computed", "pass") - 1},
     {S_TS("measured", "fail"), sizeof S_TS("measured", "fail") - 1},
     {S_TS("measured", "pass"), sizeof S_TS("measured", "pass") - 1},
     {S_TS("cited", "fail"), sizeof S_TS("cited", "fail") - 1},
     {S_TS("cited", "pass"), sizeof S_TS("cited", "pass") - 1},
+    {S_TS("refuted", "fail"), sizeof S_TS("refuted", "fail") - 1},
+    {S_TS("refuted", "pass"), sizeof S_TS("refuted", "pass") - 1},
 };
 
 void report_json_figure(buf *b, report_totals *t, const buf *head, const figure *fg)
@@ -150,6 +152,7 @@ void report_json_tail(buf *b, const report_totals *t)
     S_total(b, "computed", t->tiers[FIG_COMPUTED], ", ");
     S_total(b, "measured", t->tiers[FIG_MEASURED], ", ");
     S_total(b, "cited", t->tiers[FIG_CITED], ", ");
+    S_total(b, "refuted", t->tiers[FIG_REFUTED], ", ");
     S_total(b, "passed", t->total - t->failed, ", ");
     S_total(b, "failed", t->failed, "}\n}\n");
 }

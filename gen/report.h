@@ -14,7 +14,7 @@
 
 typedef struct {
     size_t total, failed;
-    size_t tiers[3]; /* by fig_tier */
+    size_t tiers[FIG_TIERS]; /* by fig_tier */
 } report_totals;
 
 void report_json_head(buf *out);

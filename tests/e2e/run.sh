@@ -225,7 +225,7 @@ t_good_checks_json() {
     expect_rc 0
     local j=site/checks.json
     [ -f "$W/$j" ] || { fail "$j missing"; return; }
-    expect_grep $j '"totals": {"figures": 11, "computed": 9, "measured": 1, "cited": 1, "passed": 11, "failed": 0}'
+    expect_grep $j '"totals": {"figures": 11, "computed": 9, "measured": 1, "cited": 1, "refuted": 0, "passed": 11, "failed": 0}'
     expect_grep $j '{"page": "/articles/kv-cache/", "file": "content/articles/kv-cache.md", "line": 18, "col": 33, "quote": "40 GiB", "expr": "kv_bytes(131072)", "mode": "=", "value": 42949672960, "tier": "computed", "status": "pass"'
     expect_grep $j '"line": 19, "col": 37, "quote": "42.9 GB", "expr": "kv_bytes(131072)", "mode": "≈10%", "value": 42949672960, "tier": "computed", "status": "pass"'
     expect_grep $j '"line": 22, "col": 19, "quote": "2.5×", "expr": "paper2024", "mode": "cite", "value": null, "tier": "cited", "status": "pass", "detail": "A paper about caches"'
@@ -881,7 +881,7 @@ EOF
     fig_expect_pass
     expect_grep site/f/index.html '<span class="fig" id="f-2" data-tier="computed"><button type="button" class="fig-q" popovertarget="f-2-d" aria-describedby="f-2-d">42.9 GB</button>'
     expect_grep site/f/index.html '<code>2*80*8*128*131072*2</code></span><span class="fig-row"><span class="fig-k">Value</span> 42,949,672,960 B = 42.95 GB</span><a class="fig-report" href="/checks/#f-2">'
-    expect_grep site/checks.json '"totals": {"figures": 6, "computed": 6, "measured": 0, "cited": 0, "passed": 6, "failed": 0}'
+    expect_grep site/checks.json '"totals": {"figures": 6, "computed": 6, "measured": 0, "cited": 0, "refuted": 0, "passed": 6, "failed": 0}'
 }
 
 t_fig_percent_fails() {
@@ -2799,6 +2799,218 @@ site.yaml:8:1: note: base_url "/docs/" has no host, so sitemap.xml is not writte
 EOF
     expect_no_file site/sitemap.xml
     expect_file site/feed.xml
+# ---------- refuted claims, check --fix, check --diff (issue 20) ----------
+
+# A refuted claim that is wrong passes, struck through with the true value
+# beside it, counted as its own tier in the summary, checks.json and the
+# report; strict mode does not count it as unverified.
+t_refuted_wrong_claim_passes() {
+    fresh good
+    page content/notes/claims.md <<'EOF'
+---
+title: Claims
+---
+The post says `40 GB {≠ 40 * 2^30}` and `41 GB {!= 40 * 2^30; cite paper2024}`,
+roughly `30 GB {≉ 40 * 2^30}` or `35 GB {!~ 40 * 2^30}`; it is `40 GiB {= 40 * 2^30}`.
+EOF
+    kv build --strict
+    expect_rc 0
+    expect_summary '^kvsite: built 6 pages, 16 figures \(10 computed, 1 measured, 1 cited, 4 refuted\), 0 warnings, 0 errors in [0-9.]+ s$'
+    expect_grep site/notes/claims/index.html '<span class="fig" data-tier="refuted" title="refuted: 40 * 2^30 = 42,949,672,960 B = 42.9 GB"><a href="/checks/#notes-claims-1"><s>40 GB</s></a><span class="fig-true"> → 43 GB</span></span>'
+    expect_grep site/notes/claims/index.html '; claimed in paper2024: A paper about caches"'
+    expect_grep site/checks.json '"tier": "refuted", "status": "pass"'
+    expect_grep site/checks.json '"cited": 1, "refuted": 4, "passed": 16, "failed": 0}'
+    expect_grep site/checks.json '"provenance": "claimed in paper2024: A paper about caches"'
+}
+
+# A refuted claim that is right fails at its line:col, exactly and
+# approximately, in Unicode and ASCII; an unknown source fails too.
+t_refuted_right_claim_fails() {
+    good_built || return
+    page content/notes/claims.md <<'EOF'
+---
+title: Claims
+---
+The post says `40 GiB {≠ 40 * 2^30}`, and
+`42 GB {!~ 40 * 2^30}` and `41 GB {!= 40 * 2^30; cite nokey}`.
+EOF
+    kv build
+    expect_failed_build <<'EOF'
+content/notes/claims.md:4:16: error: quoted 40 GiB and it matches: the claim is right (40 * 2^30 = 42,949,672,960 B = 40.0 GiB)
+content/notes/claims.md:5:2: error: quoted 42 GB and it matches within 5%: the claim is right (40 * 2^30 = 42,949,672,960 B = 42.9 GB)
+content/notes/claims.md:5:29: error: cited source "nokey" is not in checks/sources.yaml
+EOF
+}
+
+# The default theme counts refuted claims on the page and in the report.
+t_refuted_default_theme() {
+    fresh bare
+    rm -rf "$W/templates"
+    page content/notes/a.md <<'EOF'
+---
+title: A
+---
+The post says `40 GB {≠ 40 * 2^30}`; it is `40 GiB {= 40 * 2^30}`.
+EOF
+    kv build
+    expect_rc 0
+    expect_grep site/notes/a/index.html '<span class="tier-text" data-tier="refuted">refuted 1</span>'
+    expect_grep site/checks/index.html '<li data-tier="refuted" title="a claim shown wrong: struck through, the computed value beside it">refuted 1</li>'
+}
+
+# --fix: in a git checkout, the failing exact quotes are rewritten with the
+# computed value as each quote writes its number; after it the build passes
+# and `git diff` shows only the quotes (the --dry-run diff, exactly).
+t_fix_round_trip() {
+    fresh good
+    page content/notes/wrong.md <<'EOF'
+---
+title: Wrong
+---
+Qwen at 4K: `234,800,000 B {= 2*28*4*128*4096*2}`, `220 MiB {= 2*28*4*128*4096*2}`,
+or `0.20 GiB {= 2*28*4*128*4096*2}`; with thin spaces `234 800 000 B {= 2*28*4*128*4096*2}`.
+Right ones stay: `224 MiB {= 2*28*4*128*4096*2}`, `42.9 GB {≈ 40 * 2^30}`, `40 GB {≠ 40 * 2^30}`.
+Share `28.1% {= 0.2852}`, twice `1 B {= 2}` and `1 B {= 2}`, ratio `1.5× {= 7.03125}`.
+EOF
+    (cd "$W" && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm base) ||
+        { fail "git init failed"; return; }
+    kv check --fix --dry-run
+    expect_rc 0
+    cp "$W.out" "$W.dry"
+    cat >"$W.want" <<'EOF'
+--- a/content/notes/wrong.md
++++ b/content/notes/wrong.md
+@@ -1,7 +1,7 @@
+ ---
+ title: Wrong
+ ---
+-Qwen at 4K: `234,800,000 B {= 2*28*4*128*4096*2}`, `220 MiB {= 2*28*4*128*4096*2}`,
+-or `0.20 GiB {= 2*28*4*128*4096*2}`; with thin spaces `234 800 000 B {= 2*28*4*128*4096*2}`.
++Qwen at 4K: `234,881,024 B {= 2*28*4*128*4096*2}`, `224 MiB {= 2*28*4*128*4096*2}`,
++or `0.22 GiB {= 2*28*4*128*4096*2}`; with thin spaces `234 881 024 B {= 2*28*4*128*4096*2}`.
+ Right ones stay: `224 MiB {= 2*28*4*128*4096*2}`, `42.9 GB {≈ 40 * 2^30}`, `40 GB {≠ 40 * 2^30}`.
+-Share `28.1% {= 0.2852}`, twice `1 B {= 2}` and `1 B {= 2}`, ratio `1.5× {= 7.03125}`.
++Share `28.5% {= 0.2852}`, twice `2 B {= 2}` and `2 B {= 2}`, ratio `7.0× {= 7.03125}`.
+EOF
+    show_diff "dry-run diff" "$W.want" "$W.dry"
+    [ -z "$(cd "$W" && git status --porcelain)" ] || fail "--dry-run wrote something"
+    kv check --fix
+    expect_rc 0
+    cat >"$W.want" <<'EOF'
+content/notes/wrong.md:4:14: fixed: 234,800,000 B -> 234,881,024 B
+content/notes/wrong.md:4:53: fixed: 220 MiB -> 224 MiB
+content/notes/wrong.md:5:5: fixed: 0.20 GiB -> 0.22 GiB
+content/notes/wrong.md:5:56: fixed: 234 800 000 B -> 234 881 024 B
+content/notes/wrong.md:7:8: fixed: 28.1% -> 28.5%
+content/notes/wrong.md:7:34: fixed: 1 B -> 2 B
+content/notes/wrong.md:7:50: fixed: 1 B -> 2 B
+content/notes/wrong.md:7:69: fixed: 1.5× -> 7.0×
+EOF
+    show_diff "fixed lines" "$W.want" "$W.out"
+    grep -q '^kvsite: check --fix: 8 quotes in 1 file fixed, 0 errors left$' "$W.err" ||
+        fail "no fix summary: $(tail -n 1 "$W.err")"
+    (cd "$W" && git diff --no-color --no-ext-diff) | sed -n '/^--- /,$p' >"$W.gitdiff"
+    show_diff "git diff after --fix" "$W.dry" "$W.gitdiff"
+    [ "$(cd "$W" && git status --porcelain)" = " M content/notes/wrong.md" ] ||
+        fail "--fix changed other files: $(cd "$W" && git status --porcelain | head -n 3)"
+    kv build
+    expect_rc 0
+    expect_summary '^kvsite: built 6 pages, 22 figures \(19 computed, 1 measured, 1 cited, 1 refuted\), 0 warnings, 0 errors in [0-9.]+ s$'
+}
+
+# --fix never touches refuted, cited or approximate quotes, says why, and
+# exits 1 while errors are left; the file keeps its mode; nothing is left
+# beside it.
+t_fix_leaves_other_quotes() {
+    fresh good
+    page content/notes/wrong.md <<'EOF'
+---
+title: Wrong
+---
+`1 B {= 2}`
+`40 GiB {≠ 40 * 2^30}`
+`46 GB {≈ 40 * 2^30}`
+`9× {cite nokey}`
+EOF
+    chmod 640 "$W/content/notes/wrong.md"
+    kv check --fix
+    expect_rc 1
+    echo 'content/notes/wrong.md:4:2: fixed: 1 B -> 2 B' >"$W.want"
+    show_diff "fixed lines" "$W.want" "$W.out"
+    grep -q '^content/notes/wrong.md:5:2: not fixed: a refuted claim$' "$W.err" || fail "no note for the refuted claim"
+    grep -q '^content/notes/wrong.md:6:2: not fixed: not an exact quote$' "$W.err" || fail "no note for the approximate quote"
+    grep -q '^content/notes/wrong.md:7:2: not fixed: a cited figure$' "$W.err" || fail "no note for the cited figure"
+    grep -q '^kvsite: check --fix: 1 quote in 1 file fixed, 3 errors left$' "$W.err" || fail "summary: $(tail -n 1 "$W.err")"
+    printf -- '---\ntitle: Wrong\n---\n`2 B {= 2}`\n`40 GiB {≠ 40 * 2^30}`\n`46 GB {≈ 40 * 2^30}`\n`9× {cite nokey}`\n' >"$W.want"
+    show_diff "the page" "$W.want" "$W/content/notes/wrong.md"
+    [ "$(stat -c %a "$W/content/notes/wrong.md")" = 640 ] || fail "mode not kept"
+    [ -z "$(find "$W/content" -name '.kvsite-fix*')" ] || fail "temporary file left"
+}
+
+# A tree with a parse error is refused whole: exit 2, nothing written.
+t_fix_refuses_parse_error() {
+    fresh good
+    page content/notes/wrong.md <<'EOF'
+---
+title: Wrong
+---
+`1 B {= 2}`
+EOF
+    printf -- '---\ntitle: [unclosed\n---\nBody.\n' | page content/notes/broken.md
+    hashes "$W/content" >"$W.before"
+    kv check --fix
+    expect_rc 2
+    grep -q '^kvsite: check --fix: refused, nothing written: 1 error is not about a figure.s value (the first: content/notes/broken.md:' "$W.err" ||
+        fail "no refusal: $(tail -n 1 "$W.err")"
+    hashes "$W/content" >"$W.after"
+    cmp -s "$W.before" "$W.after" || fail "content changed"
+    kv check --dry-run
+    expect_rc 2
+    kv build --fix
+    expect_rc 2
+}
+
+# --diff after a change to a model preset: every figure it moves, matched
+# across versions although the lines moved, a summary, and annotations
+# under GitHub Actions.
+t_diff_preset_change() {
+    fresh good
+    cat >"$W/checks/presets.lua" <<'EOF'
+return {qwen = {layers = 28, kv_heads = 4, head_dim = 128}}
+EOF
+    page content/notes/sizes.md <<'EOF'
+---
+title: Sizes
+---
+```{lua}
+local p = require("presets").qwen
+function kvb(t) return 2 * p.layers * p.kv_heads * p.head_dim * t * 2 end
+```
+At 4K `224 MiB {= kvb(4096)}`, at 32K `1.75 GiB {= kvb(32768)}`; one token `{lua} kvb(1)` bytes.
+The window `4096 {= 4096}` stays.
+EOF
+    kv build
+    expect_rc 0
+    cp "$W/site/checks.json" "$W.old.json"
+    sed -i 's/layers = 28/layers = 29/' "$W/checks/presets.lua"
+    sed -i 's/^title: Sizes$/title: Sizes\nsummary: moved/' "$W/content/notes/sizes.md"
+    kv check --diff site
+    expect_rc 1
+    cat >"$W.want" <<'EOF'
+content/notes/sizes.md:9:8: 224 MiB -> 232 MiB (kvb(4096)); pass -> fail
+content/notes/sizes.md:9:40: 1.75 GiB -> 1.81 GiB (kvb(32768)); pass -> fail
+EOF
+    show_diff "diff lines" "$W.want" "$W.out"
+    grep -q '^kvsite: check --diff: 2 figures changed (2 values, 2 statuses, 0 tiers), 0 new, 0 removed, 12 unchanged since site/checks.json$' "$W.err" ||
+        fail "summary: $(tail -n 1 "$W.err")"
+    GITHUB_ACTIONS=true kv check --diff "$W.old.json"
+    grep -q '^::warning file=content/notes/sizes.md,line=9,col=8::224 MiB -> 232 MiB (kvb(4096)); pass -> fail$' "$W.out" ||
+        fail "no annotation: $(head -n 2 "$W.out")"
+    echo '{"figures": 3}' >"$W.bad.json"
+    kv check --diff "$W.bad.json"
+    expect_rc 2
+    kv check --diff "$W/nowhere"
+    expect_rc 2
 }
 
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------

@@ -2,6 +2,7 @@
  * evaluated in a sandbox (exact, approximate, several values, cited, measured),
  * {lua} blocks and their cell options, the unverified-figure lint and the plain
  * text of short Markdown strings. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,6 +68,14 @@ static void test_classify(void **state)
         {"printf(\"%d\", x)", SPAN_CODE},
         {"40 GB {= x", SPAN_CODE},
         {"a {b} {= c}", SPAN_CODE}, /* the first brace opens the mark */
+        {"40 GB {≠ x}", SPAN_FIGURE},
+        {"40 GB {!= x}", SPAN_FIGURE},
+        {"40 GB {≉ x}", SPAN_FIGURE},
+        {"40 GB {!~ x}", SPAN_FIGURE},
+        {"40 GB {≠ x; cite k}", SPAN_FIGURE},
+        {"40 GB \\{≠ x}", SPAN_ESCAPED},
+        {"a {! x}", SPAN_CODE},
+        {"a {!x}", SPAN_CODE},
     };
     for (size_t i = 0; i < N(cases); i++) {
         span_kind k = fig_classify(cases[i].lit, strlen(cases[i].lit));
@@ -76,6 +85,7 @@ static void test_classify(void **state)
     assert_string_equal(fig_tier_name(FIG_COMPUTED), "computed");
     assert_string_equal(fig_tier_name(FIG_MEASURED), "measured");
     assert_string_equal(fig_tier_name(FIG_CITED), "cited");
+    assert_string_equal(fig_tier_name(FIG_REFUTED), "refuted");
 }
 
 /* ---- the lint ------------------------------------------------------------- */
@@ -750,6 +760,84 @@ static void test_reentrant_figure(void **state)
     assert_non_null(strstr(g->detail, "in figure `2 MiB`"));
 }
 
+
+/* A refuted claim passes when the quote does not match; fails, at the figure,
+ * when it does; shows the true value in the quote's unit after the quote. */
+static void test_refuted_figures(void **state)
+{
+    fx *f = *state;
+    S_start(f);
+    S_span(f, "40 GB {≠ 40 * 2^30}");
+    const figure *g = S_last(f);
+    assert_int_equal(f->dl.n, 0);
+    assert_true(g->ok);
+    assert_int_equal(g->tier, FIG_REFUTED);
+    assert_string_equal(g->mode, "≠");
+    assert_string_equal(g->expr, "40 * 2^30");
+    assert_true(g->value == 42949672960.0);
+    assert_string_equal(buf_cstr(&f->text), "40 GB");
+    assert_string_equal(buf_cstr(&f->enter),
+                        "<span class=\"fig\" data-tier=\"refuted\" title=\"refuted: 40 * 2^30 = "
+                        "42,949,672,960 B = 42.9 GB\"><a href=\"/checks/#fig-1\"><s>");
+    assert_string_equal(buf_cstr(&f->exit),
+                        "</s></a><span class=\"fig-true\"> \xE2\x86\x92 43 GB</span></span>");
+    /* ASCII; then a value that rounds to the quote, shown with a decimal more */
+    S_span(f, "1 GB {!= 1.6e9}");
+    assert_int_equal(f->dl.n, 0);
+    assert_string_equal(S_last(f)->mode, "!=");
+    S_span(f, "1 GB {≉ 1.4e9}");
+    assert_int_equal(f->dl.n, 0);
+    assert_true(strstr(buf_cstr(&f->exit), "> \xE2\x86\x92 1.4 GB<") != NULL);
+    S_span(f, "1 GB {!~20% 1.1e9}"); /* within 20%: the claim is right */
+    assert_int_equal(f->dl.n, 1);
+    assert_string_equal(f->dl.v[0].msg, "quoted 1 GB and it matches within 20%: the claim is "
+                                        "right (1.1e9 = 1,100,000,000 B = 1.1 GB)");
+    assert_false(S_last(f)->ok);
+    assert_int_equal(S_last(f)->tier, FIG_REFUTED);
+    /* the exact rule: 40 GiB is right */
+    S_span(f, "40 GiB {≠ 40 * 2^30}");
+    assert_int_equal(f->dl.n, 2);
+    assert_string_equal(f->dl.v[1].msg, "quoted 40 GiB and it matches: the claim is right "
+                                        "(40 * 2^30 = 42,949,672,960 B = 40.0 GiB)");
+    assert_int_equal(f->dl.v[1].line, 3);
+    assert_int_equal(f->dl.v[1].col, 5);
+    assert_true(strstr(buf_cstr(&f->enter), " data-status=\"fail\"") != NULL);
+    /* several values: any that matches makes the claim right */
+    S_span(f, "5 {≠ 6, 5}");
+    assert_int_equal(f->dl.n, 3);
+    assert_true(strncmp(f->dl.v[2].msg, "value 2 of 2: quoted 5 and it matches", 37) == 0);
+    /* no number is no refutation */
+    S_span(f, "5 {≠ 0/0}");
+    assert_int_equal(f->dl.n, 4);
+    S_span(f, "5 {≠ nil}");
+    assert_int_equal(f->dl.n, 5);
+    assert_true(isnan(S_last(f)->value));
+}
+
+static void test_refuted_sources(void **state)
+{
+    fx *f = *state;
+    S_start(f);
+    S_span(f, "41 GB {≠ 40 * 2^30; cite quest2024}");
+    const figure *g = S_last(f);
+    assert_int_equal(f->dl.n, 0);
+    assert_true(g->ok);
+    assert_string_equal(g->expr, "40 * 2^30");
+    assert_string_equal(g->provenance, "claimed in quest2024: Quest: <sparse> & fast");
+    assert_true(strstr(buf_cstr(&f->enter), "; claimed in quest2024: Quest: &lt;sparse&gt; &amp; "
+                                            "fast\"") != NULL);
+    S_span(f, "41 GB {≠ 40 * 2^30;cite   quest2024  }");
+    assert_int_equal(f->dl.n, 0);
+    assert_string_equal(S_last(f)->expr, "40 * 2^30");
+    S_span(f, "41 GB {≠ 40 * 2^30; cite nope}");
+    assert_int_equal(f->dl.n, 1);
+    assert_string_equal(f->dl.v[0].msg, "cited source \"nope\" is not in checks/sources.yaml");
+    assert_false(S_last(f)->ok);
+    /* only at the end, only for refuted claims */
+    S_span(f, "41 GB {= 40 * 2^30; cite quest2024}");
+    assert_int_equal(f->dl.n, 2);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -762,6 +850,8 @@ int main(void)
         T(test_failing_figures),
         T(test_approximate_figures),
         T(test_cited_figures),
+        T(test_refuted_figures),
+        T(test_refuted_sources),
         T(test_measured_figures),
         T(test_span_options),
         T(test_report_links_and_ownership),

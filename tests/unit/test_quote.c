@@ -604,6 +604,81 @@ static void test_format_number(void **state)
     buf_free(&out);
 }
 
+
+/* ---- quote_restate: what check --fix writes ---------------------------------- */
+
+typedef struct {
+    const char *quote;
+    double value;
+    int decimals; /* -1: the quote's own */
+    const char *want;
+} restate_case;
+
+static const restate_case S_restates[] = {
+    {"234,881,024 B", 234938368, -1, "234,938,368 B"},
+    {"234" THIN "881" THIN "024 B", 234938368, -1, "234" THIN "938" THIN "368 B"},
+    {"234" NNBSP "881" NNBSP "024 B", 1234938368, -1, "1" NNBSP "234" NNBSP "938" NNBSP "368 B"},
+    {"234881024 B", 234938368, -1, "234938368 B"},  /* no separator stays none */
+    {"224 MiB", 232.0 * 1048576, -1, "232 MiB"},
+    {"224MiB", 232.0 * 1048576, -1, "232MiB"},       /* the spacing as written */
+    {"224" NBSP "MiB", 232.0 * 1048576, -1, "232" NBSP "MiB"},
+    {"12.25 GiB", 12.5 * 1073741824.0, -1, "12.50 GiB"}, /* the decimals kept */
+    {"0.06 GiB", 0.0625 * 1073741824.0, -1, "0.06 GiB"}, /* rounded half away: 0.0625 */
+    {"0.07 GiB", 0.0749 * 1073741824.0, -1, "0.07 GiB"},
+    {"1.00", 1.005, -1, "1.01"}, /* a decimal half stored below it */
+    {"53.1%", 0.5, -1, "50.0%"},
+    {"7.03\xC3\x97", 7.5, -1, "7.50\xC3\x97"},
+    {"40 GB", 42949672960.0, -1, "43 GB"},
+    {"40 GB", 42949672960.0, 2, "42.95 GB"},
+    {"-5 B", -7, -1, "-7 B"},
+    {"\xE2\x88\x92" "5 B", -7, -1, "\xE2\x88\x92" "7 B"}, /* U+2212 kept */
+    {"\xE2\x88\x92" "5 B", 7, -1, "7 B"},
+    {"+5 B", 7, -1, "+7 B"},
+    {"+5 B", -7, -1, "-7 B"},
+    {"5 B", -0.2, -1, "0 B"},                      /* no minus on a zero */
+    {"~40 GB", 42949672960.0, -1, "43 GB"},        /* the mark left out */
+    {"\xE7\xBA\xA6 1,000 MB", 2.5e9, -1, "2,500 MB"},
+    {"5 B", NAN, -1, "nan B"},
+};
+
+static void test_restate(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N(S_restates); i++) {
+        const restate_case *c = &S_restates[i];
+        quote q = S_parse_ok(NULL, c->quote);
+        buf out = BUF_INIT;
+        quote_restate(&q, c->value, c->decimals < 0 ? q.decimals : c->decimals, &out);
+        if (strcmp(buf_cstr(&out), c->want) != 0)
+            fail_msg("restate(\"%s\", %g) = \"%s\", expected \"%s\"", c->quote, c->value,
+                     buf_cstr(&out), c->want);
+        /* an exact restatement parses and passes the one rule */
+        if (c->decimals < 0 && isfinite(c->value) && !q.approx) {
+            quote r = S_parse_ok(NULL, buf_cstr(&out));
+            assert_true(quote_check(&r, "e", c->value, false, 0, NULL, NULL));
+        }
+        buf_free(&out);
+    }
+}
+
+static void test_format_number_sep(void **state)
+{
+    (void)state;
+    buf out = BUF_INIT;
+    quote_format_number_sep(1234567.891, 2, THIN, &out);
+    assert_string_equal(buf_cstr(&out), "1" THIN "234" THIN "567.89");
+    buf_clear(&out);
+    quote_format_number_sep(-1234567, 0, "", &out);
+    assert_string_equal(buf_cstr(&out), "-1234567");
+    buf_clear(&out);
+    quote_format_number_sep(999, 0, ",", &out);
+    assert_string_equal(buf_cstr(&out), "999");
+    buf_clear(&out);
+    quote_format_number_sep(-DBL_MAX, 0, NNBSP, &out); /* the widest output fits */
+    assert_int_equal(out.len, 1 + 309 + 102 * 3);
+    buf_free(&out);
+}
+
 /* ---- user-defined units ------------------------------------------------------- */
 
 typedef struct {
@@ -742,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_check),        cmocka_unit_test(test_check_long_expr),
         cmocka_unit_test(test_check_huge),
         cmocka_unit_test(test_describe),     cmocka_unit_test(test_format_number),
+        cmocka_unit_test(test_restate),      cmocka_unit_test(test_format_number_sep),
         cmocka_unit_test(test_define),       cmocka_unit_test(test_define_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

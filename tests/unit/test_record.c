@@ -361,12 +361,14 @@ static void test_enum_out_of_range_refused(void **state)
     buf enc = BUF_INIT;
     record_encode(&r, NULL, &enc);
     /* values outside their enums are not well-formed records */
-    int tier3 = S_decode_with(&enc, OFF_TIER, 3);
+    int tier3 = S_decode_with(&enc, OFF_TIER, FIG_TIERS);
+    int refuted = S_decode_with(&enc, OFF_TIER, FIG_REFUTED); /* the last tier is one */
     int tier_big = S_decode_with(&enc, OFF_TIER, 0x80000001u);
     int level3 = S_decode_with(&enc, OFF_LEVEL, 3);
     record_free(&r);
     buf_free(&enc);
     assert_int_equal(tier3, -1);
+    assert_int_equal(refuted, 0);
     assert_int_equal(tier_big, -1);
     assert_int_equal(level3, -1);
 }
@@ -668,13 +670,13 @@ static void test_figures_in_a_store(void **state)
     assert_true(stored.figs_at > 0);
     assert_int_equal(record_digest(&stored), record_digest(&mem));
     assert_int_equal(record_digest(&stored), record_digest(&r));
-    uint32_t a[4], b[4];
+    uint32_t a[FIG_TIERS + 1], b[FIG_TIERS + 1];
     record_fig_counts(&stored, a);
     record_fig_counts(&r, b);
     assert_memory_equal(a, b, sizeof a);
     assert_int_equal(a[FIG_MEASURED], 1);
     assert_int_equal(a[FIG_CITED], 1);
-    assert_int_equal(a[3], 1);
+    assert_int_equal(a[FIG_TIERS], 1);
     record_figs_buf fb = {0};
     for (int pass = 0; pass < 2; pass++) { /* pending, then flushed */
         const figure *f = record_figures(&stored, &st, &fb);
