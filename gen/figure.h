@@ -63,6 +63,8 @@ typedef struct {
     size_t nfigs, cap;
     size_t anchor_base;        /* figures numbered before this ctx's first one */
     bool limit_reported;       /* report a spent budget once per page */
+    int failed_block_line;     /* fence line of the last {lua} block that failed, or 0 */
+    size_t dependents;         /* failures blamed on it since (reported: the first) */
     const char *md;            /* the Markdown the positions refer to (may be NULL) */
     size_t md_len;
     int md_first_line;         /* file line of md[0] */

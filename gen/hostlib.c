@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -368,12 +369,24 @@ static const char *S_ext(const char *path)
     return dot && (!slash || dot > slash) ? dot + 1 : "";
 }
 
+/* An error of data(): about the file the page asked for, so it carries no
+ * position; the sandbox then locates it at the page's line (the innermost page
+ * frame), not at the library line that called data() for the page. */
+static int S_data_error(lua_State *L, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    lua_pushvfstring(L, fmt, ap);
+    va_end(ap);
+    return lua_error(L);
+}
+
 static int S_data(lua_State *L)
 {
     sandbox *sb = sandbox_of(L);
     const char *rel = luaL_checkstring(L, 1);
     if (!S_safe_relpath(rel))
-        return luaL_error(L, "data \"%s\": not a plain relative path under checks/ (no \"..\", "
+        return S_data_error(L, "data \"%s\": not a plain relative path under checks/ (no \"..\", "
                              "no absolute paths, no dotfiles)", rel);
     const char *ext = S_ext(rel);
     enum { D_YAML, D_JSON, D_CSV, D_TEXT } kind;
@@ -386,7 +399,7 @@ static int S_data(lua_State *L)
     else if (!strcmp(ext, "txt") || !strcmp(ext, "log") || !strcmp(ext, "md"))
         kind = D_TEXT;
     else
-        return luaL_error(L, "data \"%s\": unknown kind of file (.yaml, .yml, .json, .csv, .txt, "
+        return S_data_error(L, "data \"%s\": unknown kind of file (.yaml, .yml, .json, .csv, .txt, "
                              ".log or .md)", rel);
     char *input = xasprintf("checks/%s", rel);
     S_note_input(sb, input); /* before reading: its absence counts too */
@@ -396,7 +409,7 @@ static int S_data(lua_State *L)
         const char *why = NULL;
         int fd = S_checks_open(sb, rel, &why);
         if (fd < 0)
-            return luaL_error(L, "data \"%s\": %s", rel, why);
+            return S_data_error(L, "data \"%s\": %s", rel, why);
         buf text = BUF_INIT;
         int rc = fs_read_fd(fd, sb->o.data_bytes, &text);
         close(fd);
@@ -405,7 +418,7 @@ static int S_data(lua_State *L)
             snprintf(msg, sizeof msg, "data \"%s\": cannot read: %s", rel,
                      fs_strerror(rc, sb->o.data_bytes));
             buf_free(&text);
-            return luaL_error(L, "%s", msg);
+            return S_data_error(L, "%s", msg);
         }
         char *shown = xasprintf("checks/%s", rel);
         diag_list dl;
@@ -430,7 +443,7 @@ static int S_data(lua_State *L)
                      d ? d->col : 0, d ? d->msg : "cannot parse");
             diag_list_free(&dl);
             free(shown);
-            return luaL_error(L, "%s", msg);
+            return S_data_error(L, "%s", msg);
         }
         diag_list_free(&dl);
         free(shown);
