@@ -416,6 +416,8 @@ static void S_collect(build_state *s)
         S_copy_assets(s);
     s->out_bytes = s->out.extra_bytes + pages;
     bool cap_said = S_has_cap_error(&s->dl);
+    diag_list shared; /* about files pages share (templates): once, with a count */
+    diag_list_init(&shared);
     for (size_t j = 0; j < s->njobs; j++) {
         page_record *r = &s->records[j];
         if (r->url && r->url[0] && r->out_bytes > 0) {
@@ -432,9 +434,11 @@ static void S_collect(build_state *s)
                     continue; /* one error for the cap, not one per worker */
                 cap_said = true;
             }
-            diag_add(&s->dl, d->level, d->file, d->line, d->col, "%s", d->msg);
+            bool own = !d->file || (r->src && !strcmp(d->file, r->src));
+            diag_add(own ? &s->dl : &shared, d->level, d->file, d->line, d->col, "%s", d->msg);
         }
     }
+    diag_move_merged(&s->dl, &shared);
     S_trace(s, "assets copied, records merged");
 }
 

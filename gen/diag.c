@@ -1,10 +1,12 @@
 #include "diag.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
+#include "strmap.h"
 #include "utf8.h"
 
 void diag_list_init(diag_list *dl) { memset(dl, 0, sizeof *dl); }
@@ -70,6 +72,48 @@ void diag_move(diag_list *dst, diag_list *src)
 {
     for (size_t i = 0; i < src->n; i++)
         S_push(dst, src->v[i]);
+    free(src->v);
+    diag_list_init(src);
+}
+
+void diag_move_merged(diag_list *dst, diag_list *src)
+{
+    strmap first; /* "level line col file\nmsg" -> 1 + index in src of its first */
+    strmap_init(&first);
+    size_t *count = xcalloc(src->n + 1, sizeof *count);
+    buf key = BUF_INIT;
+    for (size_t i = 0; i < src->n; i++) {
+        const diag *d = &src->v[i];
+        buf_clear(&key);
+        buf_printf(&key, "%d %d %d %s\n%s", (int)d->level, d->line, d->col,
+                   d->file ? d->file : "", d->msg);
+        uintptr_t at = (uintptr_t)strmap_get(&first, buf_cstr(&key));
+        if (at) {
+            count[at - 1]++;
+            count[i] = 0;
+        } else {
+            strmap_put(&first, buf_cstr(&key), (void *)(uintptr_t)(i + 1));
+            count[i] = 1;
+        }
+    }
+    for (size_t i = 0; i < src->n; i++) {
+        diag *d = &src->v[i];
+        if (!count[i]) {
+            free(d->file);
+            free(d->msg);
+            continue;
+        }
+        if (count[i] > 1) {
+            char *m = xasprintf("%s (%s %zu pages)", d->msg,
+                                d->level == DIAG_ERROR ? "broke" : "in", count[i]);
+            free(d->msg);
+            d->msg = m;
+        }
+        S_push(dst, *d);
+    }
+    buf_free(&key);
+    free(count);
+    strmap_free(&first);
     free(src->v);
     diag_list_init(src);
 }

@@ -42,6 +42,13 @@ void diag_warning(diag_list *dl, const char *file, int line, int col, const char
 /* Moves every diagnostic of src to the end of dst; src is left empty. */
 void diag_move(diag_list *dst, diag_list *src);
 
+/* Moves every diagnostic of src to the end of dst, keeping one of those that
+ * are alike (same level, file, line, col and message): the error of a broken
+ * template that every page using it reports. The one kept says how many:
+ * "... (broke 3 pages)" for an error, "(in 3 pages)" for a warning or note.
+ * src holds one diagnostic per page and problem; it is left empty. */
+void diag_move_merged(diag_list *dst, diag_list *src);
+
 /* Turns every warning into an error (--strict). */
 void diag_promote_warnings(diag_list *dl);
 

@@ -691,7 +691,7 @@ template: bad.html
 EOF
     kv build
     expect_failed_build <<'EOF'
-templates/bad.html:2: error: unterminated {{ tag: no closing "}}"
+templates/bad.html:2:1: error: unterminated {{ tag: no closing "}}"
 EOF
 }
 
@@ -857,7 +857,7 @@ EOF
     kv build
     expect_rc 1
     expect_diags <<'EOF'
-content/a.md:4:5: error: broken link to /b/#开始-there: /b/ has no heading or anchor with id "开始-there"
+content/a.md:4:5: error: broken link to /b/#开始-there: /b/ has no heading or anchor with id "开始-there"; did you mean #开始-here?
 EOF
 }
 
