@@ -193,6 +193,19 @@ static void S_init(build_state *s, const build_opts *o)
     config_defaults(&s->cfg);
 }
 
+/* Columns in code points, as editors show them, before anything is printed:
+ * every file a diagnostic names is read again (it is at most the largest
+ * kind of input kvsite reads). */
+static void S_columns(build_state *s)
+{
+    size_t max = s->cfg.limits.page_bytes;
+    if (s->cfg.limits.data_bytes > max)
+        max = s->cfg.limits.data_bytes;
+    if (s->cfg.limits.template_bytes > max)
+        max = s->cfg.limits.template_bytes;
+    diag_code_point_columns(&s->dl, s->o->root, max ? max : (size_t)64 << 20);
+}
+
 /* The project, site.yaml and the output folder. 0, or 2 (printed). */
 static int S_setup(build_state *s)
 {
@@ -207,6 +220,7 @@ static int S_setup(build_state *s)
     if (config_load(&s->cfg, o->root, &s->dl) != 0 ||
         output_setup(&s->out, o->root, s->root_real, o->out, o->check_only, &s->dl) != 0) {
         diag_sort(&s->dl);
+        S_columns(s);
         diag_print(&s->dl, stderr, s->github);
         fprintf(stderr, "kvsite: configuration error: nothing was built\n");
         return 2;
@@ -508,6 +522,7 @@ static void S_report(build_state *s)
             s->tiers[t] += counts[t];
     }
     diag_sort(&s->dl);
+    S_columns(s);
     diag_print(&s->dl, stderr, s->github);
 }
 
@@ -519,13 +534,17 @@ static void S_publish(build_state *s)
         unlink(s->inc.stamp_path); /* the output is about to change */
     if (s->dl.errors == 0 && s->out.incremental) {
         if (output_publish_incremental(&s->out, s->inc.prev.outputs, s->inc.prev.outputs_len,
-                                       &s->dl) != 0)
+                                       &s->dl) != 0) {
+            S_columns(s);
             diag_print(&s->dl, stderr, s->github);
+        }
     } else if (s->dl.errors == 0 && s->out.staging) {
         output_sweep(&s->out);
         S_trace(s, "swept");
-        if (output_publish(&s->out, &s->dl) != 0)
+        if (output_publish(&s->out, &s->dl) != 0) {
+            S_columns(s);
             diag_print(&s->dl, stderr, s->github);
+        }
     }
     if (s->dl.errors && output_writes(&s->out))
         output_discard(&s->out); /* nothing of a failed build stays on disk */

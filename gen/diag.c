@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "fsutil.h"
 #include "strmap.h"
 #include "utf8.h"
 
@@ -116,6 +117,69 @@ void diag_move_merged(diag_list *dst, diag_list *src)
     strmap_free(&first);
     free(src->v);
     diag_list_init(src);
+}
+
+/* A file read for its columns: its text and where each line starts. */
+typedef struct {
+    buf text;
+    bool ok;
+    size_t *starts; /* starts[l - 1]: offset of line l */
+    size_t nlines;
+} S_cpfile;
+
+static void S_cpfile_free(void *p)
+{
+    S_cpfile *f = p;
+    buf_free(&f->text);
+    free(f->starts);
+    free(f);
+}
+
+static S_cpfile *S_cpfile_get(strmap *files, const char *root, const char *rel, size_t max)
+{
+    S_cpfile *f = strmap_get(files, rel);
+    if (f)
+        return f;
+    f = xcalloc(1, sizeof *f);
+    f->ok = fs_read_in(root, rel, max, &f->text) == FS_OK;
+    if (f->ok) {
+        size_t cap = 64;
+        f->starts = xmalloc(cap * sizeof *f->starts);
+        f->starts[f->nlines++] = 0;
+        const char *t = f->text.ptr ? f->text.ptr : "", *end = t + f->text.len;
+        for (const char *p = t; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) {
+            if (f->nlines == cap)
+                f->starts = xrealloc(f->starts, (cap *= 2) * sizeof *f->starts);
+            f->starts[f->nlines++] = (size_t)(p + 1 - t);
+        }
+    }
+    strmap_put(files, rel, f);
+    return f;
+}
+
+void diag_code_point_columns(diag_list *dl, const char *root, size_t max_bytes)
+{
+    strmap files;
+    strmap_init(&files);
+    for (size_t i = dl->cp_done; i < dl->n; i++) {
+        diag *d = &dl->v[i];
+        if (!d->file || d->line <= 0 || d->col <= 1)
+            continue;
+        S_cpfile *f = S_cpfile_get(&files, root, d->file, max_bytes);
+        if (!f->ok || (size_t)d->line > f->nlines)
+            continue;
+        const char *t = f->text.ptr;
+        size_t at = f->starts[d->line - 1];
+        size_t end = (size_t)d->line < f->nlines ? f->starts[d->line] - 1 : f->text.len;
+        if (end > at && t[end - 1] == '\r')
+            end--;
+        /* columns on the first line count from after a byte order mark */
+        if (d->line == 1 && end - at >= 3 && !memcmp(t, "\xEF\xBB\xBF", 3))
+            at += 3;
+        d->col = utf8_column(t + at, end - at, d->col);
+    }
+    dl->cp_done = dl->n;
+    strmap_free_with(&files, S_cpfile_free);
 }
 
 void diag_promote_warnings(diag_list *dl)

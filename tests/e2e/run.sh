@@ -900,7 +900,7 @@ Fail: `48 GB {≈ 2^35*1.25}` and `50 GB {≈10% 2^35*1.25}`.
 EOF
     fig_expect_fail <<'EOF'
 content/f.md:5:8: error: quoted 48 GB, but 2^35*1.25 = 42.95 GB, 10.5% off (tolerance 5%)
-content/f.md:5:36: error: quoted 50 GB, but 2^35*1.25 = 42.95 GB, 14.1% off (tolerance 10%)
+content/f.md:5:34: error: quoted 50 GB, but 2^35*1.25 = 42.95 GB, 14.1% off (tolerance 10%)
 EOF
 }
 
@@ -922,7 +922,7 @@ t_fig_cite_unknown() {
 Known `3× {cite known}`, unknown `2× {cite nokey}`.
 EOF
     fig_expect_fail <<'EOF'
-content/f.md:4:36: error: cited source "nokey" is not in checks/sources.yaml
+content/f.md:4:35: error: cited source "nokey" is not in checks/sources.yaml
 EOF
 }
 
