@@ -737,11 +737,11 @@ char *fig_plain_text(const char *s)
 /* ---------- blocks ---------- */
 
 void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col, bool *echo,
-               size_t *body)
+               size_t *body, buf *asis)
 {
     *echo = false;
     *body = 0;
-    bool eval = true;
+    bool eval = true, want_asis = false;
     /* cell options: leading lines "--| key: value" */
     size_t i = 0;
     int line = first_line;
@@ -762,7 +762,16 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
             S_trim(&v, &vn);
             bool is_true = vn == 4 && !memcmp(v, "true", 4);
             bool is_false = vn == 5 && !memcmp(v, "false", 5);
-            if (!is_true && !is_false)
+            bool output = kn == 6 && !memcmp(k, "output", 6);
+            if (output && vn == 4 && !memcmp(v, "asis", 4) && asis)
+                want_asis = true;
+            else if (output && (is_true || is_false))
+                ; /* a block shows no output but with asis */
+            else if (output)
+                diag_error(c->dl, c->file, line, col,
+                           "cell option output must be asis, true or false, not \"%.*s\"%s",
+                           (int)vn, v, asis ? "" : " (asis is not allowed here)");
+            else if (!is_true && !is_false)
                 diag_error(c->dl, c->file, line, col,
                            "cell option %.*s must be true or false, not \"%.*s\"", (int)kn, k,
                            (int)vn, v);
@@ -772,7 +781,8 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
                 eval = is_true;
             else
                 diag_error(c->dl, c->file, line, col,
-                           "unknown cell option \"%.*s\" (known: echo, eval)", (int)kn, k);
+                           "unknown cell option \"%.*s\" (known: echo, eval, output)", (int)kn,
+                           k);
         }
         i = nl ? e + 1 : len;
         line++;
@@ -782,7 +792,14 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
         return;
     int nres = 0;
     sandbox_error err;
-    if (sandbox_run(c->sb, code, len, c->file, first_line, &nres, &err) != 0) {
+    if (want_asis)
+        sandbox_capture_print(c->sb, asis, FIG_ASIS_MAX);
+    int rc = sandbox_run(c->sb, code, len, c->file, first_line, &nres, &err);
+    if (want_asis)
+        sandbox_capture_print(c->sb, NULL, 0);
+    if (rc != 0) {
+        if (want_asis)
+            buf_clear(asis); /* a failed block emits nothing */
         if (!S_lua_error(c, &err, first_line, col, "in {lua} block", NULL, 0)) {
             /* what it failed to define: later failures that need it depend on it */
             c->failed_block_line = first_line - 1;

@@ -43,9 +43,30 @@ static int S_current_line(lua_State *L, const char **file)
 
 #define PRINT_LINES_MAX 200 /* per page: print is for debugging, not a log flood */
 
+/* print in a block with `--| output: asis`: its text is the block's output,
+ * Markdown, one line per call. */
+static int S_print_capture(lua_State *L, sandbox *sb)
+{
+    int n = lua_gettop(L);
+    buf *b = sb->capture;
+    for (int i = 1; i <= n; i++) {
+        if (i > 1)
+            buf_putc(b, '\t');
+        sandbox_tostring(L, i, b);
+        if (b->len > sb->capture_cap)
+            break;
+    }
+    buf_putc(b, '\n');
+    if (b->len > sb->capture_cap)
+        return luaL_error(L, "the block's output is larger than %d bytes", (int)sb->capture_cap);
+    return 0;
+}
+
 static int S_print(lua_State *L)
 {
     sandbox *sb = sandbox_of(L);
+    if (sb->capture)
+        return S_print_capture(L, sb);
     if (++sb->prints > PRINT_LINES_MAX) {
         if (sb->prints == PRINT_LINES_MAX + 1 && sb->dl)
             diag_add(sb->dl, DIAG_NOTE, sb->page_file, S_current_line(L, NULL), 0,

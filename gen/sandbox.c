@@ -493,6 +493,12 @@ quote_unitset *sandbox_units(sandbox *sb) { return sb->units; }
 const buf *sandbox_page_inputs(sandbox *sb) { return &sb->inputs; }
 void sandbox_push_env(sandbox *sb) { lua_rawgeti(sb->L, LUA_REGISTRYINDEX, sb->env_ref); }
 
+void sandbox_capture_print(sandbox *sb, buf *out, size_t cap)
+{
+    sb->capture = out;
+    sb->capture_cap = cap;
+}
+
 /* Fills the table at env with what every environment starts from: the
  * base functions, fresh read-only views of the libraries (no page can change
  * what another sees, and nothing is copied per page), _G and kvsite. */
