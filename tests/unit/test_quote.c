@@ -401,6 +401,7 @@ static const check_case S_checks[] = {
     {"8.5 bit", "E", 8.5, false, 0, "quoted 8.5 bit, but E = 68.000 bit"},
     /* issue 20: the quote side of percent, rounding, the European separator */
     {"0.281%", "E", 0.281, false, 0, "quoted 0.281%, but E = 28.10000%; did you mean 28.1%?"},
+    {"2 KiB", "E", 3 * 1024, false, 0, "quoted 2 KiB, but E = 3.00 KiB"}, /* not a factor 2 */
     {"0.5 %", "E", 0.5, false, 0, "quoted 0.5 %, but E = 50.000 %; did you mean 50 %?"},
     {"12.2 GiB", "E", 12.25 * GIB, false, 0,
      "quoted 12.2 GiB, but E = 12.250 GiB; rounds to 12.3 GiB (half away from zero)"},
