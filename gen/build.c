@@ -198,6 +198,19 @@ static void S_init(build_state *s, const build_opts *o)
     config_defaults(&s->cfg);
 }
 
+/* Columns in code points, as editors show them, before anything is printed:
+ * every file a diagnostic names is read again (it is at most the largest
+ * kind of input kvsite reads). */
+static void S_columns(build_state *s)
+{
+    size_t max = s->cfg.limits.page_bytes;
+    if (s->cfg.limits.data_bytes > max)
+        max = s->cfg.limits.data_bytes;
+    if (s->cfg.limits.template_bytes > max)
+        max = s->cfg.limits.template_bytes;
+    diag_code_point_columns(&s->dl, s->o->root, max ? max : (size_t)64 << 20);
+}
+
 /* The project, site.yaml and the output folder. 0, or 2 (printed). */
 static int S_setup(build_state *s)
 {
@@ -212,6 +225,7 @@ static int S_setup(build_state *s)
     if (config_load(&s->cfg, o->root, &s->dl) != 0 ||
         output_setup(&s->out, o->root, s->root_real, o->out, o->check_only, &s->dl) != 0) {
         diag_sort(&s->dl);
+        S_columns(s);
         diag_print(&s->dl, stderr, s->github);
         fprintf(stderr, "kvsite: configuration error: nothing was built\n");
         return 2;
@@ -431,6 +445,8 @@ static void S_collect(build_state *s)
         S_copy_assets(s);
     s->out_bytes = s->out.extra_bytes + pages;
     bool cap_said = S_has_cap_error(&s->dl);
+    diag_list shared; /* about files pages share (templates): once, with a count */
+    diag_list_init(&shared);
     for (size_t j = 0; j < s->njobs; j++) {
         page_record *r = &s->records[j];
         if (r->url && r->url[0] && r->out_bytes > 0) {
@@ -447,9 +463,11 @@ static void S_collect(build_state *s)
                     continue; /* one error for the cap, not one per worker */
                 cap_said = true;
             }
-            diag_add(&s->dl, d->level, d->file, d->line, d->col, "%s", d->msg);
+            bool own = !d->file || (r->src && !strcmp(d->file, r->src));
+            diag_add(own ? &s->dl : &shared, d->level, d->file, d->line, d->col, "%s", d->msg);
         }
     }
+    diag_move_merged(&s->dl, &shared);
     S_trace(s, "assets copied, records merged");
 }
 
@@ -527,6 +545,7 @@ static void S_report(build_state *s)
             s->tiers[t] += counts[t];
     }
     diag_sort(&s->dl);
+    S_columns(s);
     diag_print(&s->dl, stderr, s->github);
 }
 
@@ -553,8 +572,10 @@ static void S_publish(build_state *s)
         unlink(s->inc.stamp_path); /* the output is about to change */
     if (s->dl.errors == 0 && s->out.incremental) {
         if (output_publish_incremental(&s->out, s->inc.prev.outputs, s->inc.prev.outputs_len,
-                                       &s->dl) != 0)
+                                       &s->dl) != 0) {
+            S_columns(s);
             diag_print(&s->dl, stderr, s->github);
+        }
     } else if (s->dl.errors == 0 && s->out.staging) {
         output_sweep(&s->out);
         S_trace(s, "swept");
@@ -570,8 +591,10 @@ static void S_publish(build_state *s)
         if (s->search_prog)
             S_search(s);
         if (s->dl.errors == 0
-            && output_publish(&s->out, fresh.ptr ? fresh.ptr : "", fresh.len, &s->dl) != 0)
+            && output_publish(&s->out, fresh.ptr ? fresh.ptr : "", fresh.len, &s->dl) != 0) {
+            S_columns(s);
             diag_print(&s->dl, stderr, s->github);
+        }
         buf_free(&fresh);
     }
     if (s->dl.errors && output_writes(&s->out))

@@ -1,10 +1,13 @@
 #include "diag.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
+#include "fsutil.h"
+#include "strmap.h"
 #include "utf8.h"
 
 void diag_list_init(diag_list *dl) { memset(dl, 0, sizeof *dl); }
@@ -72,6 +75,111 @@ void diag_move(diag_list *dst, diag_list *src)
         S_push(dst, src->v[i]);
     free(src->v);
     diag_list_init(src);
+}
+
+void diag_move_merged(diag_list *dst, diag_list *src)
+{
+    strmap first; /* "level line col file\nmsg" -> 1 + index in src of its first */
+    strmap_init(&first);
+    size_t *count = xcalloc(src->n + 1, sizeof *count);
+    buf key = BUF_INIT;
+    for (size_t i = 0; i < src->n; i++) {
+        const diag *d = &src->v[i];
+        buf_clear(&key);
+        buf_printf(&key, "%d %d %d %s\n%s", (int)d->level, d->line, d->col,
+                   d->file ? d->file : "", d->msg);
+        uintptr_t at = (uintptr_t)strmap_get(&first, buf_cstr(&key));
+        if (at) {
+            count[at - 1]++;
+            count[i] = 0;
+        } else {
+            strmap_put(&first, buf_cstr(&key), (void *)(uintptr_t)(i + 1));
+            count[i] = 1;
+        }
+    }
+    for (size_t i = 0; i < src->n; i++) {
+        diag *d = &src->v[i];
+        if (!count[i]) {
+            free(d->file);
+            free(d->msg);
+            continue;
+        }
+        if (count[i] > 1) {
+            char *m = xasprintf("%s (%s %zu pages)", d->msg,
+                                d->level == DIAG_ERROR ? "broke" : "in", count[i]);
+            free(d->msg);
+            d->msg = m;
+        }
+        S_push(dst, *d);
+    }
+    buf_free(&key);
+    free(count);
+    strmap_free(&first);
+    free(src->v);
+    diag_list_init(src);
+}
+
+/* A file read for its columns: its text and where each line starts. */
+typedef struct {
+    buf text;
+    bool ok;
+    size_t *starts; /* starts[l - 1]: offset of line l */
+    size_t nlines;
+} S_cpfile;
+
+static void S_cpfile_free(void *p)
+{
+    S_cpfile *f = p;
+    buf_free(&f->text);
+    free(f->starts);
+    free(f);
+}
+
+static S_cpfile *S_cpfile_get(strmap *files, const char *root, const char *rel, size_t max)
+{
+    S_cpfile *f = strmap_get(files, rel);
+    if (f)
+        return f;
+    f = xcalloc(1, sizeof *f);
+    f->ok = fs_read_in(root, rel, max, &f->text) == FS_OK;
+    if (f->ok) {
+        size_t cap = 64;
+        f->starts = xmalloc(cap * sizeof *f->starts);
+        f->starts[f->nlines++] = 0;
+        const char *t = f->text.ptr ? f->text.ptr : "", *end = t + f->text.len;
+        for (const char *p = t; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) {
+            if (f->nlines == cap)
+                f->starts = xrealloc(f->starts, (cap *= 2) * sizeof *f->starts);
+            f->starts[f->nlines++] = (size_t)(p + 1 - t);
+        }
+    }
+    strmap_put(files, rel, f);
+    return f;
+}
+
+void diag_code_point_columns(diag_list *dl, const char *root, size_t max_bytes)
+{
+    strmap files;
+    strmap_init(&files);
+    for (size_t i = dl->cp_done; i < dl->n; i++) {
+        diag *d = &dl->v[i];
+        if (!d->file || d->line <= 0 || d->col <= 1)
+            continue;
+        S_cpfile *f = S_cpfile_get(&files, root, d->file, max_bytes);
+        if (!f->ok || (size_t)d->line > f->nlines)
+            continue;
+        const char *t = f->text.ptr;
+        size_t at = f->starts[d->line - 1];
+        size_t end = (size_t)d->line < f->nlines ? f->starts[d->line] - 1 : f->text.len;
+        if (end > at && t[end - 1] == '\r')
+            end--;
+        /* columns on the first line count from after a byte order mark */
+        if (d->line == 1 && end - at >= 3 && !memcmp(t, "\xEF\xBB\xBF", 3))
+            at += 3;
+        d->col = utf8_column(t + at, end - at, d->col);
+    }
+    dl->cp_done = dl->n;
+    strmap_free_with(&files, S_cpfile_free);
 }
 
 void diag_promote_warnings(diag_list *dl)

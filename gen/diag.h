@@ -6,7 +6,9 @@
  *
  * file is a path relative to the project root (as the user typed it in the
  * tree); line and col are 1-based, 0 when unknown (then omitted in output).
- * col counts bytes, as compilers and editors that jump to errors expect. */
+ * col counts bytes where a diagnostic is made (parsers work in bytes);
+ * diag_code_point_columns turns it into code points, what editors such as
+ * VS Code and GitHub's annotations count, before the list is printed. */
 #ifndef KV_DIAG_H
 #define KV_DIAG_H
 
@@ -27,6 +29,7 @@ typedef struct {
     diag *v;
     size_t n, cap;
     size_t errors, warnings;
+    size_t cp_done; /* v[0..cp_done) have code point columns already */
 } diag_list;
 
 void diag_list_init(diag_list *dl);
@@ -41,6 +44,19 @@ void diag_warning(diag_list *dl, const char *file, int line, int col, const char
     __attribute__((format(printf, 5, 6)));
 /* Moves every diagnostic of src to the end of dst; src is left empty. */
 void diag_move(diag_list *dst, diag_list *src);
+
+/* Moves every diagnostic of src to the end of dst, keeping one of those that
+ * are alike (same level, file, line, col and message): the error of a broken
+ * template that every page using it reports. The one kept says how many:
+ * "... (broke 3 pages)" for an error, "(in 3 pages)" for a warning or note.
+ * src holds one diagnostic per page and problem; it is left empty. */
+void diag_move_merged(diag_list *dst, diag_list *src);
+
+/* Turns the byte column of every diagnostic not yet converted into a column
+ * in code points, reading each file it names (relative to root, beneath it,
+ * at most max_bytes; one read per file). A file that cannot be read leaves
+ * its columns in bytes. Call it on the whole list before printing it. */
+void diag_code_point_columns(diag_list *dl, const char *root, size_t max_bytes);
 
 /* Turns every warning into an error (--strict). */
 void diag_promote_warnings(diag_list *dl);

@@ -231,19 +231,161 @@ static const char *S_cstr(buf *b, const char *s, size_t n)
     return buf_cstr(b);
 }
 
-/* Reports a Lua error of an expression or block. Budget and memory errors are
- * reported once per page: everything after them fails the same way. */
-static void S_lua_error(fig_ctx *c, const sandbox_error *err, int line, int col,
-                        const char *what)
+static bool S_ident_start(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+}
+
+static bool S_lua_keyword(const char *s, size_t n)
+{
+    static const char *const kw[] = {"and",   "break", "do",     "else", "elseif", "end",
+                                     "false", "for",   "function", "goto", "if",   "in",
+                                     "local", "nil",   "not",    "or",   "repeat", "return",
+                                     "then",  "true",  "until",  "while"};
+    for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
+        if (strlen(kw[i]) == n && memcmp(kw[i], s, n) == 0)
+            return true;
+    return false;
+}
+
+/* Is name[0..n) nil in the page's environment? The environment is a plain
+ * table (the sandbox copies the builtins into it), so a raw read is the
+ * global's value and runs no code. */
+static bool S_global_nil(fig_ctx *c, const char *name, size_t n)
+{
+    lua_State *L = sandbox_lua(c->sb);
+    sandbox_push_env(c->sb);
+    lua_pushlstring(L, name, n);
+    lua_rawget(L, -2);
+    bool nil = lua_isnil(L, -1);
+    lua_pop(L, 2);
+    return nil;
+}
+
+/* The first name that expr[0..n) reads as a global and that is nil on this
+ * page: `qwen` in kv.bytes(qwen, 4096). Strings, comments, fields (a.b,
+ * a:b) and table keys ({n = 1}) are skipped. Returns its length (0: none)
+ * and its offset in *at. */
+static size_t S_undefined_name(fig_ctx *c, const char *e, size_t n, size_t *at)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = (unsigned char)e[i];
+        if (ch == '"' || ch == '\'') {
+            for (i++; i < n && (unsigned char)e[i] != ch; i++)
+                if (e[i] == '\\')
+                    i++;
+            i++;
+        } else if (ch == '[' && i + 1 < n && (e[i + 1] == '[' || e[i + 1] == '=')) {
+            size_t lvl = 0, j = i + 1;
+            while (j < n && e[j] == '=')
+                lvl++, j++;
+            if (j >= n || e[j] != '[') {
+                i++;
+                continue;
+            }
+            for (i = j + 1; i < n; i++) {
+                if (e[i] != ']')
+                    continue;
+                size_t k = i + 1, m = 0;
+                while (k < n && e[k] == '=')
+                    m++, k++;
+                if (m == lvl && k < n && e[k] == ']') {
+                    i = k;
+                    break;
+                }
+            }
+            i++;
+        } else if (ch == '-' && i + 1 < n && e[i + 1] == '-') {
+            while (i < n && e[i] != '\n')
+                i++;
+        } else if (S_ident_start(ch)) {
+            size_t s0 = i;
+            while (i < n && (S_ident_start((unsigned char)e[i]) || (e[i] >= '0' && e[i] <= '9')))
+                i++;
+            size_t p = s0;
+            while (p > 0 && S_space(e[p - 1]))
+                p--;
+            bool field = p > 0 && (e[p - 1] == ':' ||
+                                   (e[p - 1] == '.' && !(p > 1 && e[p - 2] == '.')));
+            size_t q = i;
+            while (q < n && S_space(e[q]))
+                q++;
+            bool key = q < n && e[q] == '=' && !(q + 1 < n && e[q + 1] == '=');
+            if (!field && !key && !S_lua_keyword(e + s0, i - s0) &&
+                S_global_nil(c, e + s0, i - s0)) {
+                *at = s0;
+                return i - s0;
+            }
+        } else if (ch >= '0' && ch <= '9') {
+            while (i < n && (S_ascii_alnum((unsigned char)e[i]) || e[i] == '.'))
+                i++;
+        } else {
+            i++;
+        }
+    }
+    return 0;
+}
+
+/* The global that Lua's message names ("... (global 'kv')") when it is nil on
+ * this page: its length, its offset in msg in *at. */
+static size_t S_named_global(fig_ctx *c, const char *msg, size_t *at)
+{
+    const char *g = strstr(msg, "(global '");
+    if (!g)
+        return 0;
+    const char *s0 = g + 9, *end = strchr(s0, '\'');
+    if (!end || end == s0 || !S_global_nil(c, s0, (size_t)(end - s0)))
+        return 0;
+    *at = (size_t)(s0 - msg);
+    return (size_t)(end - s0);
+}
+
+/* A figure, inline value or block that failed because it reads a global that
+ * is nil (name, n bytes) after a {lua} block of the page failed: the block's
+ * error is the one to fix, so the first such failure says it depends on the
+ * block and the later ones are not reported again (they still fail). Returns
+ * true when the failure was reported or left out this way. */
+static bool S_dependent(fig_ctx *c, const char *name, size_t n, int line, int col, const char *what)
+{
+    if (!c->failed_block_line || n == 0)
+        return false;
+    if (!c->dependents++)
+        diag_error(c->dl, c->file, line, col,
+                   "%s: `%.*s` is not defined: it depends on the {lua} block at line %d, which "
+                   "failed (later figures that depend on it are not reported again)",
+                   what, (int)n, name, c->failed_block_line);
+    return true;
+}
+
+/* Reports a Lua error of an expression (expr, en bytes) or block (expr NULL).
+ * Budget and memory errors are reported once per page: everything after them
+ * fails the same way. A global the expression reads that is nil is named, or,
+ * after a failed block, blamed on the block (S_dependent): then it returns
+ * true. */
+static bool S_lua_error(fig_ctx *c, const sandbox_error *err, int line, int col,
+                        const char *what, const char *expr, size_t en)
 {
     if (err->limit) {
         if (c->limit_reported)
-            return;
+            return false;
         c->limit_reported = true;
     }
     bool here = err->file && strcmp(err->file, c->file) == 0 && err->line > 0;
-    diag_error(c->dl, c->file, here ? err->line : line, here && err->line != line ? 0 : col,
-               "%s: %s", what, err->msg);
+    int eline = here ? err->line : line, ecol = here && err->line != line ? 0 : col;
+    size_t at = 0, n = err->limit ? 0 : S_named_global(c, err->msg, &at);
+    const char *name = err->msg + at;
+    if (!n && expr && !err->limit) {
+        n = S_undefined_name(c, expr, en, &at);
+        name = expr + at;
+    }
+    if (S_dependent(c, name, n, eline, ecol, what))
+        return true;
+    if (n && !strstr(err->msg, "(global '"))
+        diag_error(c->dl, c->file, eline, ecol, "%s: %s (`%.*s` is not defined on this page)",
+                   what, err->msg, (int)n, name);
+    else
+        diag_error(c->dl, c->file, eline, ecol, "%s: %s", what, err->msg);
+    return false;
 }
 
 static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
@@ -309,7 +451,7 @@ static void S_inline_lua(fig_ctx *c, const char *expr, size_t n, int line, int c
     int nres = 0;
     sandbox_error err;
     if (sandbox_eval(c->sb, cp, cn, c->file, line, &nres, &err) != 0) {
-        S_lua_error(c, &err, line, col, "in `{lua}`");
+        S_lua_error(c, &err, line, col, "in `{lua}`", expr, n);
         sandbox_error_free(&err);
     } else {
         if (nres == 0 || !sandbox_tostring(L, -nres, text)) {
@@ -396,7 +538,7 @@ static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_
     figure *f = &c->figs[fi];
     if (rc != 0) {
         buf_printf(d, "in figure `%.*s`: %s", (int)quote_text.n, quote_text.s, lerr.msg);
-        S_lua_error(c, &lerr, line, col, "in figure");
+        S_lua_error(c, &lerr, line, col, "in figure", ex, en);
         sandbox_error_free(&lerr);
         buf_free(&codebuf);
         return false;
@@ -411,7 +553,10 @@ static bool S_check(fig_ctx *c, size_t fi, const quote *q, const char *ex, size_
         if (lua_type(L, idx) != LUA_TNUMBER) {
             buf_printf(d, "value %d of `%s` is a %s, not a number", i + 1, ex,
                        luaL_typename(L, idx));
-            report = true;
+            size_t at = 0, un = lua_isnil(L, idx) ? S_undefined_name(c, ex, en, &at) : 0;
+            report = !S_dependent(c, ex + at, un, line, col, "in figure");
+            if (report && un)
+                buf_printf(d, " (`%.*s` is not defined on this page)", (int)un, ex + at);
             break;
         }
         double v = lua_tonumber(L, idx);
@@ -674,11 +819,11 @@ char *fig_plain_text(const char *s)
 /* ---------- blocks ---------- */
 
 void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col, bool *echo,
-               size_t *body)
+               size_t *body, buf *asis)
 {
     *echo = false;
     *body = 0;
-    bool eval = true;
+    bool eval = true, want_asis = false;
     /* cell options: leading lines "--| key: value" */
     size_t i = 0;
     int line = first_line;
@@ -699,7 +844,16 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
             S_trim(&v, &vn);
             bool is_true = vn == 4 && !memcmp(v, "true", 4);
             bool is_false = vn == 5 && !memcmp(v, "false", 5);
-            if (!is_true && !is_false)
+            bool output = kn == 6 && !memcmp(k, "output", 6);
+            if (output && vn == 4 && !memcmp(v, "asis", 4) && asis)
+                want_asis = true;
+            else if (output && (is_true || is_false))
+                ; /* a block shows no output but with asis */
+            else if (output)
+                diag_error(c->dl, c->file, line, col,
+                           "cell option output must be asis, true or false, not \"%.*s\"%s",
+                           (int)vn, v, asis ? "" : " (asis is not allowed here)");
+            else if (!is_true && !is_false)
                 diag_error(c->dl, c->file, line, col,
                            "cell option %.*s must be true or false, not \"%.*s\"", (int)kn, k,
                            (int)vn, v);
@@ -709,7 +863,8 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
                 eval = is_true;
             else
                 diag_error(c->dl, c->file, line, col,
-                           "unknown cell option \"%.*s\" (known: echo, eval)", (int)kn, k);
+                           "unknown cell option \"%.*s\" (known: echo, eval, output)", (int)kn,
+                           k);
         }
         i = nl ? e + 1 : len;
         line++;
@@ -719,8 +874,19 @@ void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col
         return;
     int nres = 0;
     sandbox_error err;
-    if (sandbox_run(c->sb, code, len, c->file, first_line, &nres, &err) != 0) {
-        S_lua_error(c, &err, first_line, col, "in {lua} block");
+    if (want_asis)
+        sandbox_capture_print(c->sb, asis, FIG_ASIS_MAX);
+    int rc = sandbox_run(c->sb, code, len, c->file, first_line, &nres, &err);
+    if (want_asis)
+        sandbox_capture_print(c->sb, NULL, 0);
+    if (rc != 0) {
+        if (want_asis)
+            buf_clear(asis); /* a failed block emits nothing */
+        if (!S_lua_error(c, &err, first_line, col, "in {lua} block", NULL, 0)) {
+            /* what it failed to define: later failures that need it depend on it */
+            c->failed_block_line = first_line - 1;
+            c->dependents = 0;
+        }
         sandbox_error_free(&err);
         return;
     }

@@ -74,6 +74,8 @@ typedef struct {
     size_t nfigs, cap;
     size_t anchor_base;        /* figures numbered before this ctx's first one */
     bool limit_reported;       /* report a spent budget once per page */
+    int failed_block_line;     /* fence line of the last {lua} block that failed, or 0 */
+    size_t dependents;         /* failures blamed on it since (reported: the first) */
     const char *md;            /* the Markdown the positions refer to (may be NULL) */
     size_t md_len;
     int md_first_line;         /* file line of md[0] */
@@ -104,10 +106,15 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
               buf *enter, buf *text, buf *exit, bool *code);
 
 /* Runs a ```{lua} block whose first code line is line first_line. Handles the
- * leading `--| key: value` options (echo, eval). Sets *echo when the code is to
- * be shown, and *body to the offset of the code after the option lines. */
+ * leading `--| key: value` options (echo, eval, output). Sets *echo when the
+ * code is to be shown, and *body to the offset of the code after the option
+ * lines. With `--| output: asis` (Quarto's option) what the block prints is
+ * appended to *asis, at most FIG_ASIS_MAX bytes: Markdown for the caller to
+ * render in the block's place (nothing when the block fails). asis NULL: the
+ * option is refused (where no Markdown can go). */
 void fig_block(fig_ctx *c, const char *code, size_t len, int first_line, int col, bool *echo,
-               size_t *body);
+               size_t *body, buf *asis);
+#define FIG_ASIS_MAX (1u << 20) /* bytes of Markdown one asis block may emit */
 
 /* Reports numbers with byte, percent or ratio units in prose (text outside any
  * figure span) as unverified figures, at their line:col. */

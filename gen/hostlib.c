@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -42,9 +43,30 @@ static int S_current_line(lua_State *L, const char **file)
 
 #define PRINT_LINES_MAX 200 /* per page: print is for debugging, not a log flood */
 
+/* print in a block with `--| output: asis`: its text is the block's output,
+ * Markdown, one line per call. */
+static int S_print_capture(lua_State *L, sandbox *sb)
+{
+    int n = lua_gettop(L);
+    buf *b = sb->capture;
+    for (int i = 1; i <= n; i++) {
+        if (i > 1)
+            buf_putc(b, '\t');
+        sandbox_tostring(L, i, b);
+        if (b->len > sb->capture_cap)
+            break;
+    }
+    buf_putc(b, '\n');
+    if (b->len > sb->capture_cap)
+        return luaL_error(L, "the block's output is larger than %d bytes", (int)sb->capture_cap);
+    return 0;
+}
+
 static int S_print(lua_State *L)
 {
     sandbox *sb = sandbox_of(L);
+    if (sb->capture)
+        return S_print_capture(L, sb);
     if (++sb->prints > PRINT_LINES_MAX) {
         if (sb->prints == PRINT_LINES_MAX + 1 && sb->dl)
             diag_add(sb->dl, DIAG_NOTE, sb->page_file, S_current_line(L, NULL), 0,
@@ -368,12 +390,24 @@ static const char *S_ext(const char *path)
     return dot && (!slash || dot > slash) ? dot + 1 : "";
 }
 
+/* An error of data(): about the file the page asked for, so it carries no
+ * position; the sandbox then locates it at the page's line (the innermost page
+ * frame), not at the library line that called data() for the page. */
+static int S_data_error(lua_State *L, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    lua_pushvfstring(L, fmt, ap);
+    va_end(ap);
+    return lua_error(L);
+}
+
 static int S_data(lua_State *L)
 {
     sandbox *sb = sandbox_of(L);
     const char *rel = luaL_checkstring(L, 1);
     if (!S_safe_relpath(rel))
-        return luaL_error(L, "data \"%s\": not a plain relative path under checks/ (no \"..\", "
+        return S_data_error(L, "data \"%s\": not a plain relative path under checks/ (no \"..\", "
                              "no absolute paths, no dotfiles)", rel);
     const char *ext = S_ext(rel);
     enum { D_YAML, D_JSON, D_CSV, D_TEXT } kind;
@@ -386,7 +420,7 @@ static int S_data(lua_State *L)
     else if (!strcmp(ext, "txt") || !strcmp(ext, "log") || !strcmp(ext, "md"))
         kind = D_TEXT;
     else
-        return luaL_error(L, "data \"%s\": unknown kind of file (.yaml, .yml, .json, .csv, .txt, "
+        return S_data_error(L, "data \"%s\": unknown kind of file (.yaml, .yml, .json, .csv, .txt, "
                              ".log or .md)", rel);
     char *input = xasprintf("checks/%s", rel);
     S_note_input(sb, input); /* before reading: its absence counts too */
@@ -396,7 +430,7 @@ static int S_data(lua_State *L)
         const char *why = NULL;
         int fd = S_checks_open(sb, rel, &why);
         if (fd < 0)
-            return luaL_error(L, "data \"%s\": %s", rel, why);
+            return S_data_error(L, "data \"%s\": %s", rel, why);
         buf text = BUF_INIT;
         int rc = fs_read_fd(fd, sb->o.data_bytes, &text);
         close(fd);
@@ -405,7 +439,7 @@ static int S_data(lua_State *L)
             snprintf(msg, sizeof msg, "data \"%s\": cannot read: %s", rel,
                      fs_strerror(rc, sb->o.data_bytes));
             buf_free(&text);
-            return luaL_error(L, "%s", msg);
+            return S_data_error(L, "%s", msg);
         }
         char *shown = xasprintf("checks/%s", rel);
         diag_list dl;
@@ -430,7 +464,7 @@ static int S_data(lua_State *L)
                      d ? d->col : 0, d ? d->msg : "cannot parse");
             diag_list_free(&dl);
             free(shown);
-            return luaL_error(L, "%s", msg);
+            return S_data_error(L, "%s", msg);
         }
         diag_list_free(&dl);
         free(shown);

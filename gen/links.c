@@ -314,6 +314,69 @@ static void S_broken_flush(tpl_broken *v, size_t *n, const char *url, diag_list 
     *n = 0;
 }
 
+#define SUGGEST_MAX_CP 128    /* code points of a fragment or id compared */
+#define SUGGEST_MAX_IDS 20000 /* ids of one page searched for the nearest */
+
+/* s as at most SUGGEST_MAX_CP code points (an invalid byte counts as one);
+ * returns how many, or SIZE_MAX when s is longer. */
+static size_t S_cps(const char *s, uint32_t *out)
+{
+    size_t n = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        if (n == SUGGEST_MAX_CP)
+            return SIZE_MAX;
+        size_t l = utf8_char_len(p), k = 1;
+        while (k < l && p[k])
+            k++;
+        out[n++] = k == l && utf8_valid((const char *)p, l, NULL) ? utf8_decode(p, l) : *p;
+        p += k == l ? l : 1;
+    }
+    return n;
+}
+
+/* The id of ids nearest to frag by edit distance in code points, when it is
+ * near enough to be a typo (at most a third of the longer, at least 1), or
+ * NULL. */
+static const char *S_nearest_id(const char *frag, char *const *ids, size_t nids)
+{
+    uint32_t a[SUGGEST_MAX_CP], b[SUGGEST_MAX_CP];
+    size_t row[SUGGEST_MAX_CP + 1], na = S_cps(frag, a);
+    if (na == SIZE_MAX || na == 0 || nids > SUGGEST_MAX_IDS)
+        return NULL;
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    for (size_t k = 0; k < nids; k++) {
+        size_t nb = S_cps(ids[k], b);
+        if (nb == SIZE_MAX || nb == 0)
+            continue;
+        size_t longer = na > nb ? na : nb, limit = longer / 3 ? longer / 3 : 1;
+        if ((na > nb ? na - nb : nb - na) > limit)
+            continue;
+        for (size_t j = 0; j <= nb; j++)
+            row[j] = j;
+        for (size_t i = 1; i <= na; i++) {
+            size_t corner = row[0];
+            row[0] = i;
+            for (size_t j = 1; j <= nb; j++) {
+                size_t up = row[j];
+                size_t d = corner + (a[i - 1] != b[j - 1]);
+                if (up + 1 < d)
+                    d = up + 1;
+                if (row[j - 1] + 1 < d)
+                    d = row[j - 1] + 1;
+                row[j] = d;
+                corner = up;
+            }
+        }
+        if (row[nb] <= limit && row[nb] < best_d) {
+            best_d = row[nb];
+            best = ids[k];
+        }
+    }
+    return best;
+}
+
 void links_check(const page_record *records, size_t njobs, const bool *only,
                  const strmap *page_urls, const strmap *files, diag_list *dl)
 {
@@ -388,10 +451,13 @@ void links_check(const page_record *records, size_t njobs, const bool *only,
                     S_broken(&broken, &nbroken, l->file,
                              xasprintf("broken link to %s: %s has no heading or anchor with "
                                        "id \"%s\"", l->target, target->url, frag));
-                else if (!found)
+                else if (!found) {
+                    const char *near = S_nearest_id(frag, target->ids, target->nids);
                     diag_error(dl, file, l->line, l->col,
-                               "broken link to %s: %s has no heading or anchor with id \"%s\"",
-                               l->target, target->url, frag);
+                               "broken link to %s: %s has no heading or anchor with id \"%s\"%s%s%s",
+                               l->target, target->url, frag, near ? "; did you mean #" : "",
+                               near ? near : "", near ? "?" : "");
+                }
             }
             free(path);
         }

@@ -517,6 +517,57 @@ static void S_summary(md_result *r, cmark_node *para)
     r->summary = buf_detach(&b);
 }
 
+typedef struct {
+    bool on;              /* walking emitted Markdown */
+    cmark_node *stop;     /* the node after the last emitted one, or NULL */
+    cmark_node *parent;   /* the block's parent: its exit ends the output too */
+    int line, col;        /* the block's fence: where the output's problems are */
+    size_t from;          /* the first diagnostic made in the output */
+} S_asis;
+
+/* The diagnostics made while walking a block's output, from a->from on: at
+ * the block's fence, saying that they are about its output. */
+static void S_asis_end(S_asis *a, diag_list *dl, const char *file)
+{
+    for (size_t i = a->from; i < dl->n; i++) {
+        diag *d = &dl->v[i];
+        if (!d->file || strcmp(d->file, file) != 0 || d->line != a->line)
+            continue;
+        char *msg = xasprintf("%s (in the output of the {lua} block)", d->msg);
+        free(d->msg);
+        d->msg = msg;
+        d->col = a->col;
+    }
+    a->on = false;
+}
+
+/* Parses md (an asis block's output) as the page's Markdown is parsed and
+ * puts its blocks right after the block node blk, for the walk to go through
+ * like the page's own. Fills the region in *a; false when md made no blocks. */
+static bool S_asis_insert(md_ctx *m, int options, cmark_node *blk, const buf *md, S_asis *a)
+{
+    cmark_parser *p = cmark_parser_new_with_mem(options, &S_mem);
+    for (size_t i = 0; i < NEXT; i++)
+        if (m->ext[i] && (m->o.tagfilter || strcmp(S_ext_names[i], "tagfilter") != 0))
+            cmark_parser_attach_syntax_extension(p, m->ext[i]);
+    cmark_parser_feed(p, md->ptr, md->len);
+    cmark_node *sub = cmark_parser_finish(p); /* its memory goes with the page's arena */
+    cmark_node *first = cmark_node_first_child(sub);
+    if (!first)
+        return false;
+    a->stop = cmark_node_next(blk);
+    a->parent = cmark_node_parent(blk);
+    a->on = true;
+    cmark_node *after = blk;
+    for (cmark_node *c = first, *next; c; c = next) {
+        next = cmark_node_next(c);
+        cmark_node_unlink(c);
+        cmark_node_insert_after(after, c);
+        after = c;
+    }
+    return true;
+}
+
 /* The cmark part of md_render. Every cmark object (parser, tree, the nodes
  * made here, rendered strings) comes from the arena S_mem allocates from and
  * is dropped with it: nothing is freed one by one, and whatever the result
@@ -571,22 +622,35 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
     /* a figure's markup, reused from one figure to the next */
     buf en = BUF_INIT, tx = BUF_INIT, ex = BUF_INIT;
 
+    /* the Markdown an asis {lua} block emitted, walked where the block was:
+     * from the node after the block up to stop (or the parent's exit); its
+     * positions are the block's, its nodes' own are in the emitted text */
+    S_asis asis = {0};
+    buf asis_md = BUF_INIT;
+
     cmark_iter *it = cmark_iter_new(doc);
     cmark_event_type ev;
     while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
         cmark_node *n = cmark_iter_get_node(it);
         cmark_node_type t = cmark_node_get_type(n);
+        if (asis.on && ((ev == CMARK_EVENT_ENTER && n == asis.stop) ||
+                        (ev == CMARK_EVENT_EXIT && n == asis.parent))) {
+            S_asis_end(&asis, dl, file);
+            fc->md = text;
+        }
         int nl = cmark_node_get_start_line(n);
         int ncol = cmark_node_get_start_column(n);
-        if (nl <= 0 && ev == CMARK_EVENT_ENTER) {
+        if (asis.on) {
+            nl = 0;
+        } else if (nl <= 0 && ev == CMARK_EVENT_ENTER) {
             /* cmark-gfm leaves no position on a paragraph cut short by a
              * table: find the node's text in the source after the last place */
             S_locate(text, len, n, last_line, &cursor, &nl, &ncol);
         }
         if (nl > 0)
             last_line = nl;
-        int line = nl + first_line - 1;
-        int col = ncol + (nl == 1 ? first_col - 1 : 0);
+        int line = asis.on ? asis.line : nl + first_line - 1;
+        int col = asis.on ? asis.col : ncol + (nl == 1 ? first_col - 1 : 0);
         if (ev == CMARK_EVENT_EXIT) {
             depth--;
             if (t == CMARK_NODE_LINK)
@@ -622,9 +686,25 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
                 const char *code = cmark_node_get_literal(n);
                 bool echo = false;
                 size_t body = 0;
-                fig_block(fc, code ? code : "", code ? strlen(code) : 0, line + 1, col, &echo,
-                          &body);
                 e.node = n;
+                if (asis.on) {
+                    /* bounded: emitted Markdown cannot emit more */
+                    diag_error(dl, file, line, col,
+                               "the output of a {lua} block with output: asis cannot hold "
+                               "{lua} blocks");
+                    e.remove = true;
+                    break;
+                }
+                buf_clear(&asis_md);
+                fig_block(fc, code ? code : "", code ? strlen(code) : 0, line + 1, col, &echo,
+                          &body, inline_mode ? NULL : &asis_md);
+                if (asis_md.len && S_asis_insert(m, options, n, &asis_md, &asis)) {
+                    asis.line = line;
+                    asis.col = col;
+                    asis.from = dl->n;
+                    fc->md = NULL; /* the lint's columns: no source line to search */
+                    cmark_iter_reset(it, n, CMARK_EVENT_ENTER); /* on into the output */
+                }
                 e.remove = !echo;
                 if (echo) {
                     /* shown as plain Lua, without its cell options */
@@ -704,6 +784,11 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
             edits[nedits++] = e;
         }
     }
+
+    if (asis.on)
+        S_asis_end(&asis, dl, file);
+    fc->md = text;
+    buf_free(&asis_md);
 
     /* tree edits: figures, inline values, {lua} blocks */
     for (size_t i = 0; i < nedits; i++) {

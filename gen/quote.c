@@ -795,6 +795,79 @@ static bool S_passes(const quote *q, double value, double scale, bool approx, do
     return S_round_half_away(x) == q->mantissa;
 }
 
+/* The hint of a failed check after the companion unit's: what the numbers
+ * show, said without guessing which side is wrong when either could be. At
+ * most one, the first that applies:
+ *   a factor of 2 either way (bytes and counts: K and V);
+ *   a fraction quoted without the 100 (0.281% for 0.281: did you mean 28.1%?),
+ *   or, for a value above 1, a percentage returned instead of a fraction;
+ *   "." written as a thousands separator (12.544 MiB for 12,544 MiB);
+ *   an exact quote one last digit off: how the value rounds. */
+static void S_hint(const quote *q, double value, bool approx, double rel_tol, buf *hint)
+{
+    const quote_unit *unit = &q->unit;
+    bool countable = unit->kind == QUOTE_BYTES || unit->kind == QUOTE_COUNT;
+    /* a factor of 2 only when it explains the gap: 2 KiB for 3 KiB passes
+     * halved at that precision, but is nearer the value than half of it */
+    double quoted = quote_from_unit(unit, q->number), gap = fabs(value - quoted);
+    if (countable && fabs(value * 2 - quoted) * 4 <= gap &&
+        S_passes(q, value * 2, unit->scale, approx, rel_tol)) {
+        buf_puts(hint, "the quote is 2\xC3\x97 the value: the expression may miss K or V, or "
+                       "the quote counts them twice");
+        return;
+    }
+    if (countable && fabs(value / 2 - quoted) * 4 <= gap &&
+        S_passes(q, value / 2, unit->scale, approx, rel_tol)) {
+        buf_puts(hint, "the value is 2\xC3\x97 the quote: the quote may miss K or V, or the "
+                       "expression counts them twice");
+        return;
+    }
+    int sd = S_scale_decimals(unit->scale);
+    if (unit->kind == QUOTE_FRACTION &&
+        S_passes(q, value * unit->scale, unit->scale, approx, rel_tol)) {
+        if (fabs(value) <= 1) {
+            /* a fraction, as the expression must return: the quote lost the 100 */
+            int dec = q->decimals > sd ? q->decimals - sd : 0;
+            buf_puts(hint, "did you mean ");
+            S_put_in_unit(hint, q, unit, quote_in_unit(unit, value), dec);
+            buf_putc(hint, '?');
+            return;
+        }
+        buf_puts(hint, "the expression must return a fraction (");
+        quote_format_number(q->number * unit->scale, q->decimals + sd, hint);
+        buf_printf(hint, " for %s), not ", q->text + q->body);
+        if (strcmp(unit->name, "%") == 0)
+            buf_puts(hint, "a percentage");
+        else
+            buf_printf(hint, "a number of %s", unit->name);
+        return;
+    }
+    if (q->decimals == 3 && !approx && strchr(q->text + q->body, '.')) {
+        /* 12.544 read as 12544: the European thousands separator */
+        quote whole = *q;
+        whole.decimals = 0;
+        if (S_passes(&whole, value, unit->scale, false, 0)) {
+            buf_puts(hint, "did you mean ");
+            S_put_in_unit(hint, q, unit, quote_in_unit(unit, value), 0);
+            buf_puts(hint, "? \".\" is the decimal point; thousands are grouped with \",\" or "
+                           "a thin space");
+            return;
+        }
+    }
+    if (!approx) {
+        double x = quote_in_unit(unit, value) * S_pow10[q->decimals];
+        double r = S_round_half_away(x);
+        if (r != 0 && x != r && fabs(r - q->mantissa) == 1) {
+            double a = fabs(x);
+            bool tie = fabs(a - (double)(int64_t)a - 0.5) <= fmin(a * QUOTE_TIE_REL, 1.0 / 1024);
+            buf_puts(hint, "rounds to ");
+            S_put_in_unit(hint, q, unit, r / S_pow10[q->decimals], q->decimals);
+            if (tie)
+                buf_puts(hint, " (half away from zero)");
+        }
+    }
+}
+
 bool quote_check(const quote *q, const char *expr, double value, bool approx, double rel_tol,
                  const quote_unitset *u, buf *msg)
 {
@@ -850,23 +923,8 @@ bool quote_check(const quote *q, const char *expr, double value, bool approx, do
         buf_puts(msg, quoted != 0 ? "%)" : "% of 0)");
     }
 
-    bool countable = unit->kind == QUOTE_BYTES || unit->kind == QUOTE_COUNT;
-    if (hint.len == 0 && countable && S_passes(q, value * 2, unit->scale, approx, rel_tol))
-        buf_puts(&hint, "off by a factor of 2: is the 2 for K and V missing?");
-    else if (hint.len == 0 && countable &&
-             S_passes(q, value / 2, unit->scale, approx, rel_tol))
-        buf_puts(&hint, "off by a factor of 2: is the 2 for K and V counted twice?");
-    else if (hint.len == 0 && unit->kind == QUOTE_FRACTION &&
-             S_passes(q, value * unit->scale, unit->scale, approx, rel_tol)) {
-        buf_puts(&hint, "the expression must return a fraction (");
-        quote_format_number(q->number * unit->scale,
-                            q->decimals + S_scale_decimals(unit->scale), &hint);
-        buf_printf(&hint, " for %s), not ", q->text + q->body);
-        if (strcmp(unit->name, "%") == 0)
-            buf_puts(&hint, "a percentage");
-        else
-            buf_printf(&hint, "a number of %s", unit->name);
-    }
+    if (hint.len == 0)
+        S_hint(q, value, approx, rel_tol, &hint);
     if (hint.len > 0)
         buf_printf(msg, "; %s", hint.ptr);
     buf_free(&hint);

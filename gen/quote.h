@@ -131,8 +131,12 @@ int quote_parse(const char *s, size_t len, const quote_unitset *u, quote *out, b
  * Returns true when the figure agrees. Otherwise appends one line to msg:
  *   quoted 40 GB, but kv.bytes(m, 131072) = 42.95 GB (40.00 GiB); did you mean GiB?
  * with the value at two more decimals than the quote and at most one hint:
- * the companion unit (GB/GiB, MB/MiB, KB/KiB, TB/TiB), a factor of 2 (bytes and
- * counts), a percentage returned instead of a fraction; approximate failures
+ * the companion unit (GB/GiB, MB/MiB, KB/KiB, TB/TiB), a factor of 2 either way
+ * (bytes and counts), a fraction quoted without its 100 ("did you mean 28.1%?")
+ * or a percentage returned instead of a fraction, "." used as a thousands
+ * separator, how the value rounds when an exact quote is one last digit off
+ * ("rounds to 12.3 GiB (half away from zero)"). These hints live here, with
+ * the rule, and nowhere else; approximate failures
  * also say how far off the value is and the tolerance. u (may be NULL) is where
  * companions are looked up. */
 bool quote_check(const quote *q, const char *expr, double value, bool approx, double rel_tol,

@@ -262,6 +262,11 @@ static char *S_strip_position(const char *msg, const char *file, int *line)
             int l = 0;
             while (*p >= '0' && *p <= '9')
                 l = l * 10 + (*p++ - '0');
+            if (p > msg + n + 1 && p[0] == ':' && p[1] >= '0' && p[1] <= '9') {
+                p++; /* a template's column (template.c): the error keeps the line */
+                while (*p >= '0' && *p <= '9')
+                    p++;
+            }
             if (p > msg + n + 1 && p[0] == ':' && p[1] == ' ') {
                 if (line && *line == 0)
                     *line = l;
@@ -282,6 +287,9 @@ static void S_fill_error(sandbox *sb, const char *msg, sandbox_error *err)
         const char *p = colon ? colon + 1 : NULL;
         while (p && *p >= '0' && *p <= '9')
             p++;
+        if (p && p > colon + 1 && p[0] == ':' && p[1] >= '0' && p[1] <= '9')
+            for (p++; *p >= '0' && *p <= '9';)
+                p++;
         if (p && p > colon + 1 && p[0] == ':' && p[1] == ' ') {
             free(err->file);
             err->file = xstrndup(msg, (size_t)(colon - msg));
@@ -484,6 +492,12 @@ lua_State *sandbox_lua(sandbox *sb) { return sb->L; }
 quote_unitset *sandbox_units(sandbox *sb) { return sb->units; }
 const buf *sandbox_page_inputs(sandbox *sb) { return &sb->inputs; }
 void sandbox_push_env(sandbox *sb) { lua_rawgeti(sb->L, LUA_REGISTRYINDEX, sb->env_ref); }
+
+void sandbox_capture_print(sandbox *sb, buf *out, size_t cap)
+{
+    sb->capture = out;
+    sb->capture_cap = cap;
+}
 
 /* Fills the table at env with what every environment starts from: the
  * base functions, fresh read-only views of the libraries (no page can change

@@ -59,6 +59,10 @@ lua_State *sandbox_lua(sandbox *sb);
  * located at file. dl must outlive the page. */
 void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl);
 void sandbox_page_end(sandbox *sb);
+/* From now on print() appends its line to out (at most cap bytes; more is
+ * an error raised in the printing code) instead of making a note; NULL: back
+ * to notes. For `--| output: asis` blocks. */
+void sandbox_capture_print(sandbox *sb, buf *out, size_t cap);
 /* Pushes the current page's environment table. */
 void sandbox_push_env(sandbox *sb);
 /* Pushes the environment its templates run in (made on first use in a page,

@@ -78,6 +78,8 @@ struct sandbox {
     bool measured;        /* kvsite.measured: called since sandbox_figure_begin */
     buf provenance;       /* and what it was told */
     int prints;           /* print: lines this page */
+    buf *capture;         /* print's text goes here instead (an asis block), or NULL */
+    size_t capture_cap;   /* bytes capture may reach */
     buf inputs;           /* require and data: files read, NUL-separated */
     strmap data_cache;    /* data: parsed files by path, per worker (hostlib_free) */
 };

@@ -262,7 +262,11 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
         while (j + close_len <= len && memcmp(src + j, close, close_len) != 0)
             j++;
         if (j + close_len > len) {
-            diag_error(dl, file, tag_line, 0, "unterminated %s tag: no closing \"%s\"",
+            size_t ls = i;
+            while (ls > 0 && src[ls - 1] != '\n')
+                ls--;
+            diag_error(dl, file, tag_line, (int)(i - ls) + 1,
+                       "unterminated %s tag: no closing \"%s\"",
                        stmt ? "{%" : raw ? "{{{" : "{{", close);
             buf_free(&lc.spec);
             return -1;
@@ -768,6 +772,39 @@ bool tpl_exists(const templates *t, const char *name)
 
 /* Pushes the compiled function of name, compiling it on first use. On error
  * returns -1 with a message pushed. */
+/* A syntax error of a template's Lua, "templates/x.html:12: message" on top of
+ * the stack, becomes "templates/x.html:12:COL: message" with the column of the
+ * first tag on that line: the code Lua could not read came from a tag, and
+ * the line alone does not say which one when a line has several. */
+static void S_locate_tag(lua_State *L, const char *rel, const char *src, size_t len)
+{
+    const char *m = lua_tostring(L, -1);
+    size_t n = strlen(rel);
+    if (!m || strncmp(m, rel, n) != 0 || m[n] != ':')
+        return;
+    char *end;
+    long line = strtol(m + n + 1, &end, 10);
+    if (line <= 0 || end[0] != ':' || end[1] != ' ')
+        return;
+    const char *p = src, *stop = src + len;
+    for (long l = 1; l < line && p; l++) {
+        p = memchr(p, '\n', (size_t)(stop - p));
+        p = p ? p + 1 : NULL;
+    }
+    if (!p)
+        return;
+    const char *eol = memchr(p, '\n', (size_t)(stop - p));
+    if (!eol)
+        eol = stop;
+    for (const char *q = p; q + 1 < eol; q++) {
+        if (q[0] == '{' && (q[1] == '{' || q[1] == '%')) {
+            lua_pushfstring(L, "%s:%d:%d: %s", rel, (int)line, (int)(q - p) + 1, end + 2);
+            lua_replace(L, -2);
+            return;
+        }
+    }
+}
+
 static int S_compiled(lua_State *L, templates *t, const char *name)
 {
     lua_rawgeti(L, LUA_REGISTRYINDEX, t->cache_ref);
@@ -803,10 +840,11 @@ static int S_compiled(lua_State *L, templates *t, const char *name)
     int status = -1;
     if (tpl_translate(buf_cstr(&text), text.len, rel, &lua, &dl) != 0) {
         lua_pop(L, 1);
-        lua_pushfstring(L, "%s:%d: %s", rel, dl.v[0].line, dl.v[0].msg);
+        lua_pushfstring(L, "%s:%d:%d: %s", rel, dl.v[0].line, dl.v[0].col, dl.v[0].msg);
     } else {
         char *chunk = xasprintf("=%s", rel);
         if (luaL_loadbufferx(L, buf_cstr(&lua), lua.len, chunk, "t") != LUA_OK) {
+            S_locate_tag(L, rel, buf_cstr(&text), text.len);
             lua_remove(L, -2);
         } else {
             lua_pushvalue(L, -1);
@@ -943,16 +981,18 @@ int tpl_render(templates *t, const char *name, buf *out, diag_list *dl)
     if (S_compiled(L, t, name) != 0) {
         const char *msg = lua_tostring(L, -1);
         /* syntax errors arrive as "templates/x.html:12: message" */
-        int line = 0;
+        int line = 0, col = 0;
         size_t n = strlen(rel);
         const char *m = msg ? msg : "cannot compile";
         if (strncmp(m, rel, n) == 0 && m[n] == ':') {
-            line = atoi(m + n + 1);
-            const char *p = strchr(m + n + 1, ':');
-            if (p && p[1] == ' ')
+            char *p;
+            line = (int)strtol(m + n + 1, &p, 10);
+            if (p[0] == ':' && p[1] >= '0' && p[1] <= '9') /* and a column */
+                col = (int)strtol(p + 1, &p, 10);
+            if (p[0] == ':' && p[1] == ' ')
                 m = p + 2;
         }
-        diag_error(dl, rel, line, 0, "%s", m);
+        diag_error(dl, rel, line, col, "%s", m);
         lua_pop(L, 1);
         free(rel);
         return -1;

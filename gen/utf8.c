@@ -118,3 +118,22 @@ void utf8_position(const char *s, size_t off, int *line, int *col)
     *line = l;
     *col = c;
 }
+
+int utf8_column(const char *line, size_t len, int byte_col)
+{
+    if (byte_col <= 1)
+        return byte_col;
+    size_t end = (size_t)byte_col - 1, i = 0;
+    int col = 1;
+    const unsigned char *s = (const unsigned char *)line;
+    while (i < end && i < len) {
+        size_t n = s[i] < 0x80 ? 1 : utf8_char_len(s + i);
+        if (n > 1 && (i + n > end || i + n > len || !utf8_valid(line + i, n, NULL)))
+            n = 1; /* a stray or cut byte: one column */
+        i += n;
+        col++;
+    }
+    if (end > i)
+        col += (int)(end - i);
+    return col;
+}

@@ -692,7 +692,7 @@ template: bad.html
 EOF
     kv build
     expect_failed_build <<'EOF'
-templates/bad.html:2: error: unterminated {{ tag: no closing "}}"
+templates/bad.html:2:1: error: unterminated {{ tag: no closing "}}"
 EOF
 }
 
@@ -858,7 +858,7 @@ EOF
     kv build
     expect_rc 1
     expect_diags <<'EOF'
-content/a.md:4:5: error: broken link to /b/#开始-there: /b/ has no heading or anchor with id "开始-there"
+content/a.md:4:5: error: broken link to /b/#开始-there: /b/ has no heading or anchor with id "开始-there"; did you mean #开始-here?
 EOF
 }
 
@@ -902,7 +902,7 @@ Fail: `48 GB {≈ 2^35*1.25}` and `50 GB {≈10% 2^35*1.25}`.
 EOF
     fig_expect_fail <<'EOF'
 content/f.md:5:8: error: quoted 48 GB, but 2^35*1.25 = 42.95 GB, 10.5% off (tolerance 5%)
-content/f.md:5:36: error: quoted 50 GB, but 2^35*1.25 = 42.95 GB, 14.1% off (tolerance 10%)
+content/f.md:5:34: error: quoted 50 GB, but 2^35*1.25 = 42.95 GB, 14.1% off (tolerance 10%)
 EOF
 }
 
@@ -924,7 +924,7 @@ t_fig_cite_unknown() {
 Known `3× {cite known}`, unknown `2× {cite nokey}`.
 EOF
     fig_expect_fail <<'EOF'
-content/f.md:4:36: error: cited source "nokey" is not in checks/sources.yaml
+content/f.md:4:35: error: cited source "nokey" is not in checks/sources.yaml
 EOF
 }
 
@@ -3011,6 +3011,141 @@ EOF
     expect_rc 2
     kv check --diff "$W/nowhere"
     expect_rc 2
+}
+
+# ---------- issue 20: generated tables, hints that blame the right side, columns ----------
+
+# A {lua} block with --| output: asis prints a table whose figures are verified like typed
+# ones (computed tier, in the report), rendered in the block's place; headings and links in
+# the output are the page's.
+t_i20_asis_table() {
+    fresh bare
+    fig_page t <<'EOF'
+```{lua}
+--| output: asis
+kv = require "kv"
+print("| tokens | KV cache |")
+print("|---:|---:|")
+for _, r in ipairs{{4096, "224 MiB"}, {32768, "1.75 GiB"}} do
+  print(("| %d | `%s {= kv.bytes(kv.model(\"qwen2.5-7b\"), %d)}` |"):format(r[1], r[2], r[1]))
+end
+print("\n## 生成的标题")
+```
+
+See [the heading](#生成的标题).
+EOF
+    fig_expect_pass
+    expect_grep site/t/index.html '<td align="right"><span class="fig" data-tier="computed" title="kv.bytes(kv.model(&quot;qwen2.5-7b&quot;), 32768) = 1,879,048,192 B = 1.750 GiB"><a href="/checks/#t-2">1.75 GiB</a></span></td>'
+    expect_grep site/t/index.html '<h2 id="生成的标题">生成的标题</h2>'
+    expect_no_grep site/t/index.html 'print('
+    expect_grep site/checks.json '"quote": "1.75 GiB"'
+}
+
+# A wrong figure in the output fails at the block's line, saying so; prose numbers in the
+# output are linted too; a block's output cannot hold {lua} blocks.
+t_i20_asis_wrong_figure() {
+    fresh bare
+    fig_page t <<'EOF'
+Intro.
+
+  ```{lua}
+  --| output: asis
+  for i, q in ipairs{"2 KiB", "3 KiB"} do print(("- `%s {= %d * 1024}`"):format(q, i + 2)) end
+  print("- about 9 GB by hand")
+  print("```{lua}\nx = 1\n```")
+  ```
+EOF
+    fig_expect_fail <<'EOF'
+content/t.md:6:3: error: quoted 2 KiB, but 3 * 1024 = 3.00 KiB (in the output of the {lua} block)
+content/t.md:6:3: error: quoted 3 KiB, but 4 * 1024 = 4.00 KiB (in the output of the {lua} block)
+content/t.md:6:3: warning: unverified figure "9 GB": quote it as a figure (`9 GB {= EXPR}`) or cite it (`9 GB {cite KEY}`) (in the output of the {lua} block)
+content/t.md:6:3: error: the output of a {lua} block with output: asis cannot hold {lua} blocks (in the output of the {lua} block)
+EOF
+}
+
+# Each hint of quote.c, and the Lua side: an undefined variable named, a missing data
+# file at the page's line (not checks/meas.lua's).
+t_i20_hints() {
+    fresh bare
+    fig_page h <<'EOF'
+```{lua}
+kv, meas = require "kv", require "meas"
+q = kv.model("qwen2.5-7b")
+```
+
+- K and V: `112 MiB {= kv.bytes(q, 4096)}`
+- percent: `0.281% {= 0.281}`
+- rounding: `12.2 GiB {= 12.25 * 2^30}`
+- separator: `12.544 MiB {= 12544 * 2^20}`
+- unit: `40 GB {= 40 * 2^30}`
+- undefined: `224 MiB {= kv.bytes(qwen, 4096)}`
+- data: `1 {= meas.value("measurements/none.yaml", "kv", {n = 1})}`
+EOF
+    fig_expect_fail <<'EOF'
+content/h.md:9:13: error: quoted 112 MiB, but kv.bytes(q, 4096) = 224.00 MiB; the value is 2× the quote: the quote may miss K or V, or the expression counts them twice
+content/h.md:10:13: error: quoted 0.281%, but 0.281 = 28.10000%; did you mean 28.1%?
+content/h.md:11:14: error: quoted 12.2 GiB, but 12.25 * 2^30 = 12.250 GiB; rounds to 12.3 GiB (half away from zero)
+content/h.md:12:15: error: quoted 12.544 MiB, but 12544 * 2^20 = 12,544.00000 MiB; did you mean 12,544 MiB? "." is the decimal point; thousands are grouped with "," or a thin space
+content/h.md:13:10: error: quoted 40 GB, but 40 * 2^30 = 42.95 GB (40.00 GiB); did you mean GiB?
+content/h.md:14:15: error: in figure: expected a model (kv.model ...) or a preset id, got nil (`qwen` is not defined on this page)
+content/h.md:15:10: error: in figure: data "measurements/none.yaml": no such file under checks/ nor in the checks library
+EOF
+}
+
+# A failed block is one error; the figures that need what it did not define are reported
+# once, as depending on it; a figure that does not need it is checked as usual.
+t_i20_failed_block_once() {
+    fresh bare
+    fig_page f <<'EOF'
+```{lua}
+kv = require "kv"
+m = kv.model("no-such-model")
+```
+
+- `224 MiB {= kv.bytes(m, 4096)}`
+- `448 MiB {= kv.bytes(m, 8192)}`
+- `{lua} m.layers`
+- `5 {= 2 + 2}`
+
+```{lua}
+x = m.layers
+```
+EOF
+    kv build
+    expect_rc 1
+    grep -q '^content/f.md:6: error: in {lua} block: unknown model "no-such-model"' "$W.err" || fail "no error at the block: $(head -n 1 "$W.err")"
+    grep -q '^content/f.md:9:4: error: in figure: `m` is not defined: it depends on the {lua} block at line 4, which failed' "$W.err" ||
+        fail "the first dependent figure is not blamed on the block"
+    grep -q '^content/f.md:12:4: error: quoted 5, but 2 + 2 = 4.00$' "$W.err" || fail "an independent figure was not checked"
+    [ "$(grep -c ': error: ' "$W.err")" -eq 3 ] || fail "expected 3 errors, got: $(grep ': error: ' "$W.err")"
+}
+
+# Columns count code points, as editors do, in the log and in GitHub annotations.
+t_i20_cjk_column() {
+    fresh bare
+    fig_page z <<'EOF'
+一个公式，五个因子：键值缓存的大小是 `5 MiB {= 4 * 2^20}`，约 4 GB 的数字没有核对。
+EOF
+    GITHUB_ACTIONS=true kv build
+    expect_rc 1
+    sed '$d' "$W.err" >"$W.got"
+    cat >"$W.want" <<'EOF'
+content/z.md:4:21: error: quoted 5 MiB, but 4 * 2^20 = 4.00 MiB
+content/z.md:4:43: warning: unverified figure "4 GB": quote it as a figure (`4 GB {= EXPR}`) or cite it (`4 GB {cite KEY}`)
+::error file=content/z.md,line=4,col=21::quoted 5 MiB, but 4 * 2^20 = 4.00 MiB
+::warning file=content/z.md,line=4,col=43::unverified figure "4 GB": quote it as a figure (`4 GB {= EXPR}`) or cite it (`4 GB {cite KEY}`)
+EOF
+    show_diff "diagnostics" "$W.want" "$W.got"
+}
+
+# A broken template is one error, with how many pages it broke and the tag's column.
+t_i20_template_once() {
+    good_built || return
+    sed -i 's|<h1>{{ page.title }}</h1>|<h1>{{ page.title }} {{ (( }}</h1>|' "$W/templates/page.html"
+    kv build
+    expect_failed_build <<'EOF'
+templates/page.html:5:5: error: unexpected symbol near ')' (broke 2 pages)
+EOF
 }
 
 # ---------- one rule (issue 13): figures, expect, units and data() share C's code ----------

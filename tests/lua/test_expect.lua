@@ -47,7 +47,7 @@ end
 
 test("quote messages", function()
   expect.error(function() expect.quote(235405312, "224.0 MiB") end, "quoted 224.0 MiB, but value = 224.500 MiB")
-  expect.error(function() expect.quote(0.125, "12%") end, "quoted 12%, but value = 12.50%")
+  expect.error(function() expect.quote(0.125, "12%") end, "quoted 12%, but value = 12.50%; rounds to 13% (half away from zero)")
   expect.error(function() expect.quote(40 * units.GiB, "~40 GB") end,
     "quoted ~40 GB, but value = 42.95 GB (40.00 GiB), 7.4% off (tolerance 5%); did you mean GiB?")
   expect.quote(40 * units.GiB, "~40 GB", 0.08)

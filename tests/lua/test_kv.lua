@@ -159,7 +159,7 @@ test("kv-facts.md figures that do not hold as written", function()
   -- "28.1 vs 25 is a 12% relative error": 0.28125 / 0.25 - 1 is exactly 12.5%, which rounds
   -- half away from zero to 13%; quote 12.5% (or approximately 12%)
   expect.error(function() expect.quote(kv.ratio_f16 "q4_0" / 0.25 - 1, "12%") end,
-    "quoted 12%, but value = 12.50%")
+    "quoted 12%, but value = 12.50%; rounds to 13% (half away from zero)")
   expect.quote(kv.ratio_f16 "q4_0" / 0.25 - 1, "≈12%")
   -- "weights already take about 4.2 GB (4168 MiB)": 4168 MiB is 4.37 GB = 4.07 GiB
   expect.quote(4168 * MiB, "4.37 GB")

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "diag.h"
+#include "tmpdir.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -314,6 +315,75 @@ static void test_level_names(void **state)
     assert_string_equal(diag_level_name(DIAG_NOTE), "note");
 }
 
+/* Byte columns become code point columns, file by file, once (issue 20). */
+static void test_code_point_columns(void **state)
+{
+    const char *dir = *state;
+    tmpdir_put(dir, "content/zh.md", "# 标题\n\n中文中文 `5 MiB {= 4}` x\r\nabc\n");
+    tmpdir_put(dir, "bom.json", "\xEF\xBB\xBF{\"键\": 1, x}\n");
+    tmpdir_put(dir, "bad.md", "\xFF\xFE" "ab\n");
+    diag_list dl;
+    diag_list_init(&dl);
+    diag_error(&dl, "content/zh.md", 3, 15, "figure");   /* "5": after 4 CJK, space, ` */
+    diag_error(&dl, "content/zh.md", 3, 28, "end");      /* "x" before the CR */
+    diag_error(&dl, "content/zh.md", 4, 2, "ascii");
+    diag_error(&dl, "content/zh.md", 9, 5, "no such line");
+    diag_error(&dl, "content/zh.md", 1, 0, "no column");
+    diag_error(&dl, "bom.json", 1, 12, "after the BOM"); /* x: the BOM is not counted */
+    diag_error(&dl, "bad.md", 1, 4, "stray bytes");
+    diag_error(&dl, "missing.md", 1, 9, "unreadable: bytes stay");
+    diag_error(&dl, NULL, 0, 0, "no file");
+    diag_code_point_columns(&dl, dir, 1 << 20);
+    static const int want[] = {7, 20, 2, 5, 0, 10, 4, 9, 0};
+    for (size_t i = 0; i < N(want); i++)
+        if (dl.v[i].col != want[i])
+            fail_msg("diagnostic %zu (%s): col %d, expected %d", i, dl.v[i].msg, dl.v[i].col,
+                     want[i]);
+    /* converted ones are not converted again; a new one is */
+    diag_error(&dl, "content/zh.md", 3, 15, "later");
+    diag_code_point_columns(&dl, dir, 1 << 20);
+    assert_int_equal(dl.v[0].col, 7);
+    assert_int_equal(dl.v[dl.n - 1].col, 7);
+    char *out = S_print(&dl, true);
+    assert_non_null(strstr(out, "content/zh.md:3:7: error: figure\n"));
+    assert_non_null(strstr(out, "::error file=content/zh.md,line=3,col=7::figure\n"));
+    free(out);
+    /* a file over the cap is left in bytes */
+    diag_list_free(&dl);
+    diag_error(&dl, "content/zh.md", 3, 15, "figure");
+    diag_code_point_columns(&dl, dir, 8);
+    assert_int_equal(dl.v[0].col, 15);
+    diag_list_free(&dl);
+}
+
+/* One of each alike diagnostic, with how many pages reported it. */
+static void test_move_merged(void **state)
+{
+    (void)state;
+    diag_list dl, shared;
+    diag_list_init(&dl);
+    diag_list_init(&shared);
+    diag_error(&dl, "content/a.md", 1, 1, "own");
+    for (int i = 0; i < 3; i++)
+        diag_error(&shared, "templates/page.html", 2, 5, "')' expected near 'x'");
+    diag_error(&shared, "templates/page.html", 2, 5, "another message");
+    diag_warning(&shared, "templates/page.html", 7, 0, "w");
+    diag_warning(&shared, "templates/page.html", 7, 0, "w");
+    diag_error(&shared, "templates/page.html", 3, 5, "')' expected near 'x'"); /* other line */
+    diag_move_merged(&dl, &shared);
+    assert_int_equal(shared.n, 0);
+    assert_int_equal(dl.n, 5);
+    assert_int_equal(dl.errors, 4);
+    assert_int_equal(dl.warnings, 1);
+    assert_string_equal(dl.v[1].msg, "')' expected near 'x' (broke 3 pages)");
+    assert_string_equal(dl.v[2].msg, "another message");
+    assert_string_equal(dl.v[3].msg, "w (in 2 pages)");
+    assert_string_equal(dl.v[4].msg, "')' expected near 'x'");
+    diag_list_free(&dl);
+}
+
+static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-diag-XXXXXX"); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +397,8 @@ int main(void)
         cmocka_unit_test(test_print_github),
         cmocka_unit_test(test_print_controls),
         cmocka_unit_test(test_level_names),
+        cmocka_unit_test_setup_teardown(test_code_point_columns, S_setup, tmpdir_teardown),
+        cmocka_unit_test(test_move_merged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -539,7 +539,7 @@ static void test_budget_reported_once(void **state)
     S_span(f, "{lua} 1");
     bool echo = true;
     size_t body = 9;
-    fig_block(&f->c, "x = 1", 5, 10, 1, &echo, &body);
+    fig_block(&f->c, "x = 1", 5, 10, 1, &echo, &body, NULL);
     assert_int_equal(f->dl.n, 1);
     assert_string_equal(f->dl.v[0].msg,
                         "in figure: instruction budget exceeded (limits.lua_instructions = 100000)");
@@ -559,7 +559,7 @@ static void test_blocks(void **state)
     S_start(f);
     bool echo = true;
     size_t body = 99;
-    fig_block(&f->c, "x = 21\n", 7, 10, 1, &echo, &body);
+    fig_block(&f->c, "x = 21\n", 7, 10, 1, &echo, &body, NULL);
     assert_false(echo);
     assert_int_equal(body, 0);
     assert_int_equal(f->dl.n, 0);
@@ -567,20 +567,20 @@ static void test_blocks(void **state)
     assert_string_equal(buf_cstr(&f->text), "42");
 
     const char *opts = "--| echo: true\n--|  eval :  false \nerror('not run')\n";
-    fig_block(&f->c, opts, strlen(opts), 10, 1, &echo, &body);
+    fig_block(&f->c, opts, strlen(opts), 10, 1, &echo, &body, NULL);
     assert_true(echo);
     assert_int_equal(body, strlen("--| echo: true\n--|  eval :  false \n"));
     assert_int_equal(f->dl.n, 0);
 
     const char *bad = "--| echo\n--| echo: yes\n--| fold: true\ny = 2\n";
-    fig_block(&f->c, bad, strlen(bad), 20, 4, &echo, &body);
+    fig_block(&f->c, bad, strlen(bad), 20, 4, &echo, &body, NULL);
     assert_int_equal(f->dl.n, 3);
     assert_string_equal(f->dl.v[0].msg, "cell option \"echo\" must be \"key: value\"");
     assert_int_equal(f->dl.v[0].line, 20);
     assert_int_equal(f->dl.v[0].col, 4);
     assert_string_equal(f->dl.v[1].msg, "cell option echo must be true or false, not \"yes\"");
     assert_int_equal(f->dl.v[1].line, 21);
-    assert_string_equal(f->dl.v[2].msg, "unknown cell option \"fold\" (known: echo, eval)");
+    assert_string_equal(f->dl.v[2].msg, "unknown cell option \"fold\" (known: echo, eval, output)");
     assert_int_equal(f->dl.v[2].line, 22);
     S_span(f, "{lua} y");
     assert_string_equal(buf_cstr(&f->text), "2"); /* the code still ran */
@@ -610,7 +610,7 @@ static void test_block_errors(void **state)
         bool echo;
         size_t body;
         fig_block(&f->c, cases[i].code, strlen(cases[i].code), cases[i].first_line, 3, &echo,
-                  &body);
+                  &body, NULL);
         if (f->dl.n != d0 + 1)
             fail_msg("case %zu: %zu new diagnostics", i, f->dl.n - d0);
         const diag *d = &f->dl.v[d0];

@@ -72,7 +72,7 @@ static void test_quote_check(void **state)
            "assert(kvsite.quote_check(0.125, '13%'))\n"
            "assert(kvsite.quote_check(-5, '\\u{2212}5'))\n"       /* U+2212 */
            "local ok, msg = kvsite.quote_check(0.125, '12%')\n"
-           "assert(ok == false and msg == 'quoted 12%, but value = 12.50%', msg)\n"
+           "assert(ok == false and msg == 'quoted 12%, but value = 12.50%; rounds to 13% (half away from zero)', msg)\n"
            "ok, msg = kvsite.quote_check(123.4, '1,23.4')\n"
            "assert(ok == false and msg:find('thousands groups must have 3 digits', 1, true), msg)\n"
            "assert(not kvsite.quote_check(40 * 2^30, '~40 GB'))\n"

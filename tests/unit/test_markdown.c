@@ -405,7 +405,7 @@ static void test_lua_block_errors(void **state)
 
     assert_int_equal(S_md(f, "```{lua}\n--| fold: true\n--| echo: maybe\nx = 1\n```\n"), -1);
     assert_int_equal(f->dl.n, 2);
-    S_diag(f, 0, DIAG_ERROR, 2, 1, "unknown cell option \"fold\" (known: echo, eval)");
+    S_diag(f, 0, DIAG_ERROR, 2, 1, "unknown cell option \"fold\" (known: echo, eval, output)");
     S_diag(f, 1, DIAG_ERROR, 3, 1, "cell option echo must be true or false, not \"maybe\"");
     diag_list_free(&f->dl);
 

@@ -346,20 +346,20 @@ static const check_case S_checks[] = {
     {"-0", "E", 0, false, 0, NULL},
     /* rounding edges: half away from zero, halves that binary cannot hold */
     {"0.13", "E", 0.125, false, 0, NULL},
-    {"0.12", "E", 0.125, false, 0, "quoted 0.12, but E = 0.1250"},
+    {"0.12", "E", 0.125, false, 0, "quoted 0.12, but E = 0.1250; rounds to 0.13 (half away from zero)"},
     {"-0.13", "E", -0.125, false, 0, NULL},
-    {"-0.12", "E", -0.125, false, 0, "quoted -0.12, but E = -0.1250"},
+    {"-0.12", "E", -0.125, false, 0, "quoted -0.12, but E = -0.1250; rounds to -0.13 (half away from zero)"},
     {"1.01", "E", 1.005, false, 0, NULL},
-    {"1.00", "E", 1.005, false, 0, "quoted 1.00, but E = 1.0050"},
+    {"1.00", "E", 1.005, false, 0, "quoted 1.00, but E = 1.0050; rounds to 1.01 (half away from zero)"},
     {"3", "E", 2.5, false, 0, NULL},
-    {"2", "E", 2.5, false, 0, "quoted 2, but E = 2.50"},
+    {"2", "E", 2.5, false, 0, "quoted 2, but E = 2.50; rounds to 3 (half away from zero)"},
     {"2", "E", 2.4999, false, 0, NULL},
     {"224 MiB", "E", 223.5 * MIB, false, 0, NULL},
     {"224 MiB", "E", 224.49 * MIB, false, 0, NULL},
     {"225 MiB", "E", 224.5 * MIB, false, 0, NULL},
-    {"224 MiB", "E", 224.5 * MIB, false, 0, "quoted 224 MiB, but E = 224.50 MiB"},
-    {"224 MiB", "E", 223.49 * MIB, false, 0, "quoted 224 MiB, but E = 223.49 MiB"},
-    {"53.1%", "E", 0.5315, false, 0, "quoted 53.1%, but E = 53.150%"},
+    {"224 MiB", "E", 224.5 * MIB, false, 0, "quoted 224 MiB, but E = 224.50 MiB; rounds to 225 MiB (half away from zero)"},
+    {"224 MiB", "E", 223.49 * MIB, false, 0, "quoted 224 MiB, but E = 223.49 MiB; rounds to 223 MiB"},
+    {"53.1%", "E", 0.5315, false, 0, "quoted 53.1%, but E = 53.150%; rounds to 53.2% (half away from zero)"},
     {"53.2%", "E", 0.5315, false, 0, NULL},
     {"53.1%", "E", 0.5305, false, 0, NULL},
     /* exact failures and their hints */
@@ -379,13 +379,14 @@ static const check_case S_checks[] = {
     {"2.0 TB", "E", 2 * TIB, false, 0,
      "quoted 2.0 TB, but E = 2.199 TB (2.000 TiB); did you mean TiB?"},
     {"448 MiB", "E", 234881024, false, 0,
-     "quoted 448 MiB, but E = 224.00 MiB; off by a factor of 2: is the 2 for K and V "
-     "missing?"},
+     "quoted 448 MiB, but E = 224.00 MiB; the quote is 2\xC3\x97 the value: the expression "
+     "may miss K or V, or the quote counts them twice"},
     {"112 MiB", "E", 234881024, false, 0,
-     "quoted 112 MiB, but E = 224.00 MiB; off by a factor of 2: is the 2 for K and V "
-     "counted twice?"},
+     "quoted 112 MiB, but E = 224.00 MiB; the value is 2\xC3\x97 the quote: the quote may "
+     "miss K or V, or the expression counts them twice"},
     {"14", "E", 7, false, 0,
-     "quoted 14, but E = 7.00; off by a factor of 2: is the 2 for K and V missing?"},
+     "quoted 14, but E = 7.00; the quote is 2\xC3\x97 the value: the expression may miss K "
+     "or V, or the quote counts them twice"},
     {"53.1%", "E", 53.1, false, 0,
      "quoted 53.1%, but E = 5,310.000%; the expression must return a fraction (0.531 for "
      "53.1%), not a percentage"},
@@ -398,6 +399,20 @@ static const check_case S_checks[] = {
     {"234,881,025 B", "E", 234881024, false, 0,
      "quoted 234,881,025 B, but E = 234,881,024.00 B"},
     {"8.5 bit", "E", 8.5, false, 0, "quoted 8.5 bit, but E = 68.000 bit"},
+    /* issue 20: the quote side of percent, rounding, the European separator */
+    {"0.281%", "E", 0.281, false, 0, "quoted 0.281%, but E = 28.10000%; did you mean 28.1%?"},
+    {"2 KiB", "E", 3 * 1024, false, 0, "quoted 2 KiB, but E = 3.00 KiB"}, /* not a factor 2 */
+    {"0.5 %", "E", 0.5, false, 0, "quoted 0.5 %, but E = 50.000 %; did you mean 50 %?"},
+    {"12.2 GiB", "E", 12.25 * GIB, false, 0,
+     "quoted 12.2 GiB, but E = 12.250 GiB; rounds to 12.3 GiB (half away from zero)"},
+    {"12.2 GiB", "E", 12.27 * GIB, false, 0, "quoted 12.2 GiB, but E = 12.270 GiB; rounds to 12.3 GiB"},
+    {"12.2 GiB", "E", 12.36 * GIB, false, 0, "quoted 12.2 GiB, but E = 12.360 GiB"},
+    {"12.544 MiB", "E", 12544 * MIB, false, 0,
+     "quoted 12.544 MiB, but E = 12,544.00000 MiB; did you mean 12,544 MiB? \".\" is the decimal "
+     "point; thousands are grouped with \",\" or a thin space"},
+    {"1.234", "E", 1234, false, 0,
+     "quoted 1.234, but E = 1,234.00000; did you mean 1,234? \".\" is the decimal point; "
+     "thousands are grouped with \",\" or a thin space"},
     /* approximate: by the mark or by the caller */
     {"~40 GB", "E", 41.9e9, false, 0.05, NULL},
     {"~40 GB", "E", 38.1e9, false, 0.05, NULL},
@@ -412,8 +427,8 @@ static const check_case S_checks[] = {
      "you mean GiB?"},
     {"40 GB", "E", 50e9, true, 0.025, "quoted 40 GB, but E = 50.00 GB, 25.0% off (tolerance 2.5%)"},
     {"~40 GB", "E", 20e9, false, 0.05,
-     "quoted ~40 GB, but E = 20.00 GB, 50.0% off (tolerance 5%); off by a factor of 2: is the "
-     "2 for K and V missing?"},
+     "quoted ~40 GB, but E = 20.00 GB, 50.0% off (tolerance 5%); the quote is 2\xC3\x97 the "
+     "value: the expression may miss K or V, or the quote counts them twice"},
     {"~53%", "E", 53, false, 0.05,
      "quoted ~53%, but E = 5,300.00%, 9,900.0% off (tolerance 5%); the expression must return "
      "a fraction (0.53 for 53%), not a percentage"},
@@ -428,8 +443,8 @@ static const check_case S_checks[] = {
     {"40 GB", "E", 40e9, true, NAN,
      "quoted 40 GB, but the tolerance is not a non-negative finite number"},
     /* the expression is shown on one line */
-    {"1", "a\nb\tc", 2, false, 0, "quoted 1, but a b c = 2.00; off by a factor of 2: is the 2 "
-                                  "for K and V counted twice?"},
+    {"1", "a\nb\tc", 2, false, 0, "quoted 1, but a b c = 2.00; the value is 2\xC3\x97 the quote: "
+                                  "the quote may miss K or V, or the expression counts them twice"},
     {"1", NULL, 3, false, 0, "quoted 1, but value = 3.00"},
 };
 
@@ -753,8 +768,9 @@ static void test_define(void **state)
     assert_string_equal(buf_cstr(&msg), "4,096 tok");
     buf_clear(&msg);
     assert_false(quote_check(&q, "E", 2048, false, 0, u, &msg));
-    assert_string_equal(buf_cstr(&msg), "quoted 4,096 tok, but E = 2,048.00 tok; off by a factor "
-                                        "of 2: is the 2 for K and V missing?");
+    assert_string_equal(buf_cstr(&msg), "quoted 4,096 tok, but E = 2,048.00 tok; the quote is "
+                                        "2\xC3\x97 the value: the expression may miss K or "
+                                        "V, or the quote counts them twice");
 
     buf_clear(&msg);
     q = S_parse_ok(u, "4.1 ktok");

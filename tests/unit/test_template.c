@@ -105,7 +105,8 @@ static void S_render_ok(fx *f, const char *name, const char *want)
 }
 
 /* Renders name, which must fail with exactly one new error. */
-static void S_render_err(fx *f, const char *name, const char *file, int line, const char *msg)
+static void S_render_err_at(fx *f, const char *name, const char *file, int line, int col,
+                            const char *msg)
 {
     buf out = BUF_INIT;
     buf_puts(&out, "before|");
@@ -117,11 +118,17 @@ static void S_render_err(fx *f, const char *name, const char *file, int line, co
         strcmp(d->msg, msg) != 0)
         fail_msg("render %s: %s:%d: \"%s\"\n  expected %s:%d: \"%s\"", name, d->file, d->line,
                  d->msg, file, line, msg);
-    assert_int_equal(d->col, 0);
+    assert_int_equal(d->col, col);
     /* nothing of a failed render is left in the output */
     assert_string_equal(buf_cstr(&out), "before|");
     assert_int_equal(lua_gettop(sandbox_lua(f->sb)), 0);
     buf_free(&out);
+}
+
+/* The same for an error without a column (all but syntax errors). */
+static void S_render_err(fx *f, const char *name, const char *file, int line, const char *msg)
+{
+    S_render_err_at(f, name, file, line, 0, msg);
 }
 
 /* ---- translation ---------------------------------------------------------- */
@@ -215,7 +222,7 @@ static void test_translate_keeps_lines(void **state)
 
 typedef struct {
     const char *src;
-    int line;
+    int line, col;
     const char *msg;
 } unterminated_case;
 
@@ -223,12 +230,12 @@ static void test_translate_unterminated(void **state)
 {
     (void)state;
     static const unterminated_case cases[] = {
-        {"a\n{{ x", 2, "unterminated {{ tag: no closing \"}}\""},
-        {"{% if x then", 1, "unterminated {% tag: no closing \"%}\""},
-        {"a\nb\n{{{ x }}", 3, "unterminated {{{ tag: no closing \"}}}\""},
-        {"{{ ok }}\n{{ x }\n", 2, "unterminated {{ tag: no closing \"}}\""},
-        {"{%", 1, "unterminated {% tag: no closing \"%}\""},
-        {"x{{", 1, "unterminated {{ tag: no closing \"}}\""},
+        {"a\n{{ x", 2, 1, "unterminated {{ tag: no closing \"}}\""},
+        {"{% if x then", 1, 1, "unterminated {% tag: no closing \"%}\""},
+        {"a\nb\n{{{ x }}", 3, 1, "unterminated {{{ tag: no closing \"}}}\""},
+        {"{{ ok }}\n{{ x }\n", 2, 1, "unterminated {{ tag: no closing \"}}\""},
+        {"{%", 1, 1, "unterminated {% tag: no closing \"%}\""},
+        {"x{{", 1, 2, "unterminated {{ tag: no closing \"}}\""},
     };
     for (size_t i = 0; i < N(cases); i++) {
         buf lua = BUF_INIT;
@@ -241,7 +248,7 @@ static void test_translate_unterminated(void **state)
         assert_string_equal(dl.v[0].file, "templates/u.html");
         if (dl.v[0].line != cases[i].line || strcmp(dl.v[0].msg, cases[i].msg) != 0)
             fail_msg("case %zu: %d: %s", i, dl.v[0].line, dl.v[0].msg);
-        assert_int_equal(dl.v[0].col, 0);
+        assert_int_equal(dl.v[0].col, cases[i].col); /* the tag's */
         buf_free(&lua);
         diag_list_free(&dl);
     }
@@ -357,14 +364,14 @@ static void test_errors_at_template_line(void **state)
     S_start(f, "page = {title = 't'}");
     S_render_err(f, "call.html", "templates/call.html", 3,
                  "attempt to call a nil value (global 'nope')");
-    S_render_err(f, "syn.html", "templates/syn.html", 2, "<name> expected near '='");
+    S_render_err_at(f, "syn.html", "templates/syn.html", 2, 1, "<name> expected near '='");
     S_render_err(f, "table.html", "templates/table.html", 2, "cannot show a table value in {{ }}");
     S_render_err(f, "rawtable.html", "templates/rawtable.html", 1,
                  "cannot show a table value in {{{ }}}");
     S_render_err(f, "stmt.html", "templates/stmt.html", 3, "custom");
     S_render_err(f, "multi.html", "templates/multi.html", 3,
                  "attempt to call a nil value (global 'nope2')");
-    S_render_err(f, "unterm.html", "templates/unterm.html", 2,
+    S_render_err_at(f, "unterm.html", "templates/unterm.html", 2, 1,
                  "unterminated {{ tag: no closing \"}}\"");
     /* an error in an included template is reported where it happened */
     S_render_err(f, "outer.html", "templates/partials/bad.html", 2,

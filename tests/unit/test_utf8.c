@@ -203,6 +203,48 @@ static void test_position(void **state)
     }
 }
 
+typedef struct {
+    const char *line;
+    int byte_col, col;
+} column_case;
+
+/* Columns in code points, as editors count them (issue 20). */
+static void test_column(void **state)
+{
+    (void)state;
+    static const column_case cases[] = {
+        {"abc", 0, 0},                     /* unknown stays unknown */
+        {"abc", 1, 1},
+        {"abc", 3, 3},
+        {"abc", 4, 4},                     /* the end of the line */
+        {"abc", 7, 7},                     /* past it: one per byte */
+        {"\xE4\xB8\xAD" "x", 4, 2},        /* 中x: x is column 2 */
+        {"\xE4\xB8\xAD\xE6\x96\x87 40 GB", 8, 4}, /* 中文 40 GB: "40" */
+        /* a CJK line of 30 characters then a figure: byte 92 is column 32 */
+        {"\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80"
+         "\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80"
+         "\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80"
+         "\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80\xE4\xB8\x80"
+         "\xE4\xB8\x80\xE4\xB8\x80 `5 MiB`", 92, 32},
+        {"\xC3\xA9t\xC3\xA9", 4, 3},       /* été: the second é */
+        {"\xF0\x9F\x98\x80!", 5, 2},        /* an emoji is one code point */
+        {"\xFF" "ab", 2, 2},               /* an invalid byte is one column */
+        {"\xE4\xB8" "ab", 3, 3},           /* so is each byte of a cut sequence */
+        {"\xE4\xB8\xAD", 3, 3},            /* a column inside a character */
+        {"\xC0\x80x", 3, 3},               /* an overlong is two stray bytes */
+        {"\xED\xA0\x80x", 4, 4},           /* so is a surrogate's three */
+        {"\ta", 2, 2},                     /* a tab is one column */
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        int col = utf8_column(cases[i].line, strlen(cases[i].line), cases[i].byte_col);
+        if (col != cases[i].col)
+            fail_msg("case %zu: byte %d -> %d, expected %d", i, cases[i].byte_col, col,
+                     cases[i].col);
+    }
+    /* len bounds the line: bytes beyond it are not read */
+    assert_int_equal(utf8_column("\xE4\xB8\xAD\xE4\xB8\xAD", 3, 7), 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_char_len),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_position),
+        cmocka_unit_test(test_column),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
