@@ -206,7 +206,7 @@ local V_ERRORS = {
   {with{provenance = {machine = "m", engine = "e", build = 9630, model = "x", date = "d", source = "s"}},
     "x.yaml: provenance field build must be a string"},
   {with{provenance = {machine = "m", engine = "e", build = "b", model = "x", date = "d", source = "s", url = "u"}},
-    'x.yaml: unknown provenance field "url"; known: build, cite, command, date, engine, machine, model, source'},
+    'x.yaml: unknown provenance field "url"; known: build, cite, command, date, engine, evidence, machine, model, packages, source'},
   {with{extra = 1}, 'x.yaml: unknown top-level key "extra"; known: logs, provenance, series'},
   {with{series = {s = {unit = "MiB", value = "v", rows = {}}}}, 'x.yaml: series "s" has no rows'},
   {with{series = {s = {unit = "furlongs", value = "v", rows = {{v = 1}}}}}, 'x.yaml: series "s": unknown unit "furlongs"'},
