@@ -227,9 +227,14 @@ local function S_size_line(e, rest, name, ln)
     e.v_less = e.v_mib == 0 -- MLA since #19067: K only
     return
   end
-  local tr, r, ts, s = S_pair(tail, "R", "S")
+  -- recurrent state: R and S, and since 2026 a third buffer P ("..., P (f32): 0.00 MiB")
+  local rs, tp, pm = tail, nil, nil
+  local head, ptype, pmib = tail:match("^(.-)%s*,%s*P%s*%(([%w_]+)%)%s*:%s*" .. NUM .. "%s*MiB%s*$")
+  if head then rs, tp, pm = head, ptype, pmib end
+  local tr, r, ts, s = S_pair(rs, "R", "S")
   if not tr then fail_at(name, ln, "malformed %s", what) end
   e.kind, e.type_r, e.r_mib, e.type_s, e.s_mib = "recurrent", tr, S_mib(r, name, ln, what), ts, S_mib(s, name, ln, what)
+  if tp then e.type_p, e.p_mib = tp, S_mib(pm, name, ln, what) end
 end
 
 local function S_kv_line(line, name, ln)
@@ -307,7 +312,7 @@ end
 --   "size"      llama_kv_cache(_unified): size = ... : total_mib, cells, layers, seqs, streams,
 --               type_k, k_mib, type_v, v_mib, v_less (MLA, V 0.00 MiB)
 --   "recurrent" llama_memory_recurrent: size = ...: total_mib, cells, layers, seqs, rs_seqs,
---               type_r, r_mib, type_s, s_mib
+--               type_r, r_mib, type_s, s_mib (and type_p, p_mib when printed)
 --   "self"      KV self size (MiB, 2023-12 .. 2025-05): total_mib, type_k, k_mib, type_v, v_mib
 --   "recurrent_self"  KV self size with R/S
 --   "self_mb"   kv self size ... MB (2023): total_mib (printed "MB", computed as bytes/2^20)

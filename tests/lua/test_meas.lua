@@ -223,7 +223,7 @@ local V_ERRORS = {
   {with{logs = {l = {format = "llamacpp.kv_cache", file = "a.log", text = "t"}}}, 'x.yaml: log "l": give exactly one of file and text'},
   {with{logs = {l = {format = "sglang", text = "t"}}},
     'x.yaml: log "l": unknown format "sglang"; known: llamacpp.bench_csv, llamacpp.bench_json, '
-    .. "llamacpp.bench_md, llamacpp.breakdown, llamacpp.kv_cache, vllm.kv_cache"},
+    .. "llamacpp.bench_md, llamacpp.breakdown, llamacpp.contexts, llamacpp.kv_cache, vllm.kv_cache"},
   {with{logs = {l = {format = "llamacpp.kv_cache", text = "t", trimmed = true}}},
     'x.yaml: log "l": trimmed is a boolean of llamacpp.breakdown logs'},
 }

@@ -114,11 +114,11 @@ test("kv.bytes: the SWA rule of llama.cpp, and what it was before", function()
   -- a context shorter than window + ubatch: the SWA cache is the whole (padded) context
   expect.eq(kv.bytes("gemma-3-27b", 1000, {engine = "llama.cpp"}), 62 * 8192 * 1024)
   expect.eq(kv.bytes("gemma-3-27b", 4096, {engine = "llama.cpp", ubatch = 2048}), 10 * 8192 * 4096 + 52 * 8192 * 3072)
-  expect.error(function() kv.bytes("gemma-3-27b", 4096, {ubatch = 512}) end, "give it with engine")
+  expect.error(function() kv.bytes("gemma-3-27b", 4096, {ubatch = 512}) end, "ubatch is llama.cpp's n_ubatch: give it with engine = \"llama.cpp\"")
 end)
 
 test("contexts: errors name the line", function()
-  expect.error(function() llamacpp.contexts("nothing here\n", "x.log") end, "x.log: no llama_context found")
+  expect.error(function() llamacpp.contexts("nothing here\n", "x.log") end, "x.log: no llama_context found (no \"llama_context: constructing llama_context\" line)")
   expect.error(function()
     llamacpp.contexts("llama_context: constructing llama_context\nllama_context: n_ctx = 4096\n", "x.log")
   end, "x.log:1: llama_context without a KV cache size line")
@@ -128,5 +128,5 @@ test("contexts: errors name the line", function()
   local log = llamacpp.contexts("llama_context: constructing llama_context\nllama_context: n_ctx = 4096\n"
     .. "llama_kv_cache: size =  224.00 MiB (  4096 cells,  28 layers,  1/1 seqs), K (f16):  112.00 MiB, V (f16):  112.00 MiB\n", "x.log")
   expect.error(function() llamacpp.context(log, {n_ctx = 8192, type = "f16"}) end,
-    "no contexts with n_ctx = 8192, type_k = f16, type_v = f16; the log has: n_ctx 4096 f16/f16")
+    "llamacpp.context: no contexts with n_ctx = 8192, type_k = f16, type_v = f16; the log has: n_ctx 4096 f16/f16")
 end)
