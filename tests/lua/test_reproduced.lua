@@ -130,3 +130,31 @@ test("contexts: errors name the line", function()
   expect.error(function() llamacpp.context(log, {n_ctx = 8192, type = "f16"}) end,
     "llamacpp.context: no contexts with n_ctx = 8192, type_k = f16, type_v = f16; the log has: n_ctx 4096 f16/f16")
 end)
+
+-- llama-bench at the same commit prints load_mode and then lazy_mode (CSV/JSON always; the
+-- markdown table only when they differ from the defaults, as "lm" and "lazy_mode"). Lines
+-- constructed from tools/llama-bench/llama-bench.cpp get_fields() at 0ad4a86; made-up values.
+test("llama-bench of 0ad4a86: load_mode and lazy_mode columns read as strings", function()
+  local header = '"build_commit","build_number","cpu_info","gpu_info","backends","model_filename",'
+    .. '"model_type","model_size","model_n_params","n_batch","n_ubatch","n_threads","cpu_mask",'
+    .. '"cpu_strict","poll","type_k","type_v","n_gpu_layers","n_cpu_moe","split_mode","main_gpu",'
+    .. '"no_kv_offload","flash_attn","devices","tensor_split","tensor_buft_overrides","load_mode",'
+    .. '"lazy_mode","embeddings","no_op_offload","no_host","fit_target","fit_min_ctx","n_prompt",'
+    .. '"n_gen","n_depth","test_time","avg_ns","stddev_ns","avg_ts","stddev_ts"'
+  local row = '"0ad4a86","1","AMD EPYC","","CPU","m.gguf","qwen2 7B F16","1","2","2048","512","2",'
+    .. '"0x0","0","50","q8_0","q8_0","99","0","layer","0","0","-1","auto","0.00","none","mmap",'
+    .. '"auto","0","0","0","1024","4096","0","16","0","2026-12-01T12:00:00Z","1000","10","16.0","0.1"'
+  local r = llamacpp.bench_csv(header .. "\n" .. row .. "\n", "b.csv").rows[1]
+  expect.eq(r.load_mode, "mmap")
+  expect.eq(r.lazy_mode, "auto")
+  expect.eq(r.type_v, "q8_0")
+  expect.eq(r.test, "tg16")
+  local md = "| model | size | params | backend | threads | type_k | type_v | lm | lazy_mode | test | t/s |\n"
+    .. "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    .. "| qwen2 7B F16 | 1.00 GiB | 1.00 B | CPU | 2 | q8_0 | q8_0 | direct | on | tg16 | 16.00 ± 0.10 |\n"
+  local m = llamacpp.bench_md(md, "b.md").rows[1]
+  expect.eq(m.cells.lm, "direct")
+  expect.eq(m.cells.lazy_mode, "on")
+  expect.eq(m.type_k, "q8_0")
+  expect.eq(m.ts_mean, 16.0)
+end)
