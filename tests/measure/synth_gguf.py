@@ -10,10 +10,11 @@ measurement; nothing computed from the weights (speed, text) means anything.
 Every number the cache depends on is the real model's: layers, KV heads, head sizes, the
 sliding window and its layer pattern, MLA's latent rank and rope dimensions, the hybrid
 layer pattern and recurrent state sizes. What the cache does not depend on is shrunk so
-that a model loads in a second (llama.cpp faults in every page of the file): the hidden
-size is 256 (qwen2 requires q heads x head size), the feed-forward and expert widths are tiny, and the MLA preset keeps 16 of
-its query heads and a small q_lora_rank (the latent cache has no per-head dimension). The
-vocabulary is 256 entries of llama.cpp's "test" tokenizer.
+that a model loads in seconds (llama.cpp faults in every page of the file): the hidden
+size is 256 (qwen2's is q heads x head size, as that architecture requires), the
+feed-forward and expert widths are tiny, matrices are stored as q4_0 zeros, and the MLA
+preset keeps 16 of its 128 query heads and q_lora_rank 64 (the latent cache has no
+per-head dimension). The vocabulary is 256 entries of llama.cpp's "test" tokenizer.
 
 Key and tensor names follow llama.cpp's src/llama-arch.cpp and src/models/<arch>.cpp at
 the pinned commit (see tests/measure/README.md).
