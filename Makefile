@@ -147,6 +147,12 @@ check-spec: $(KVSITE)
 bench: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/bench/run.sh
 
+# Reproduce checks/measurements/llamacpp-*.log with a real llama.cpp (pinned npm packages,
+# synthetic models; tests/measure/README.md). Needs network once; not part of `make test`.
+.PHONY: measure
+measure:
+	bash tests/measure/measure.sh
+
 # libFuzzer targets (clang), each for FUZZ_SECONDS; saved crashes are replayed first.
 FUZZ_SECONDS ?= 30
 fuzz:

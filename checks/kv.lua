@@ -222,11 +222,15 @@ local function S_row(g, dk, dv)
 end
 
 local BYTES_OPTS = {dtype = true, dtype_k = true, dtype_v = true, seqs = true, pad = true,
-  block_size = true, engine = true}
+  block_size = true, engine = true, ubatch = true}
 -- engine rounding (engine-formats.md): llama.cpp pads the cells to 256 since #17046,
 -- per sequence for non-unified caches (GGML_PAD(n_ctx / n_seq_max, 256)); vLLM allocates
 -- pages of block_size tokens, DEFAULT_BLOCK_SIZE 16.
-local ENGINES = {["llama.cpp"] = {pad = 256}, vllm = {block_size = 16}}
+-- llama.cpp's sliding-window layers (llama_kv_cache_iswa, commit 0ad4a86; checked by the
+-- reproduced logs of make measure) keep GGML_PAD(min(cells, n_swa + n_ubatch), 256) cells
+-- per sequence, not the window: room for one more micro-batch, padded like every cache.
+-- n_ubatch defaults to 512 in llama.cpp's tools and context parameters.
+local ENGINES = {["llama.cpp"] = {pad = 256, ubatch = 512}, vllm = {block_size = 16}}
 
 local function S_round_to(opts)
   local r = 1
@@ -254,10 +258,23 @@ local function S_bytes(m, n, opts)
   local seqs = opts.seqs == nil and 1 or S_tokens("seqs", opts.seqs, MAX_SEQS)
   if seqs < 1 then fail.raise("seqs must be at least 1") end
   local r = S_round_to(opts)
+  local ubatch = nil -- set: sliding-window layers keep window + ubatch cells (llama.cpp)
+  if opts.ubatch ~= nil then
+    if opts.engine ~= "llama.cpp" then fail.raise("ubatch is llama.cpp's n_ubatch: give it with engine = \"llama.cpp\"") end
+    ubatch = S_tokens("ubatch", opts.ubatch, 1048576)
+    if ubatch < 1 then fail.raise("ubatch must be at least 1") end
+  elseif opts.engine ~= nil and ENGINES[opts.engine] then
+    ubatch = ENGINES[opts.engine].ubatch
+  end
   local total = 0.0
   for _, g in ipairs(m.groups) do
     local t = n
-    if g.window and g.window < t then t = g.window end
+    if g.window and ubatch then
+      local base = ((n + r - 1) // r) * r
+      t = math.min(base, g.window + ubatch)
+    elseif g.window and g.window < t then
+      t = g.window
+    end
     t = ((t + r - 1) // r) * r
     total = total + S_row(g, dk, dv) * 1.0 * g.count * t -- float: no integer wrap
   end
@@ -267,7 +284,8 @@ end
 -- KV bytes for n tokens: kv.bytes(m, 4096), kv.bytes(m, 4096, {dtype = "q8_0", seqs = 100}).
 -- Options: dtype (default f16), dtype_k, dtype_v, seqs (concurrent sequences of n tokens),
 -- pad (round tokens up, llama.cpp cells), block_size (round up to pages, vLLM), engine
--- ("llama.cpp": pad 256; "vllm": block_size 16).
+-- ("llama.cpp": pad 256, and sliding-window layers keep min(cells, window + ubatch) cells
+-- padded to 256; "vllm": block_size 16), ubatch (llama.cpp's n_ubatch, default 512).
 M.bytes = fail.api(S_bytes)
 
 local PT_OPTS = {dtype = true, dtype_k = true, dtype_v = true, beyond_window = true}

@@ -227,9 +227,14 @@ local function S_size_line(e, rest, name, ln)
     e.v_less = e.v_mib == 0 -- MLA since #19067: K only
     return
   end
-  local tr, r, ts, s = S_pair(tail, "R", "S")
+  -- recurrent state: R and S, and since 2026 a third buffer P ("..., P (f32): 0.00 MiB")
+  local rs, tp, pm = tail, nil, nil
+  local head, ptype, pmib = tail:match("^(.-)%s*,%s*P%s*%(([%w_]+)%)%s*:%s*" .. NUM .. "%s*MiB%s*$")
+  if head then rs, tp, pm = head, ptype, pmib end
+  local tr, r, ts, s = S_pair(rs, "R", "S")
   if not tr then fail_at(name, ln, "malformed %s", what) end
   e.kind, e.type_r, e.r_mib, e.type_s, e.s_mib = "recurrent", tr, S_mib(r, name, ln, what), ts, S_mib(s, name, ln, what)
+  if tp then e.type_p, e.p_mib = tp, S_mib(pm, name, ln, what) end
 end
 
 local function S_kv_line(line, name, ln)
@@ -307,7 +312,7 @@ end
 --   "size"      llama_kv_cache(_unified): size = ... : total_mib, cells, layers, seqs, streams,
 --               type_k, k_mib, type_v, v_mib, v_less (MLA, V 0.00 MiB)
 --   "recurrent" llama_memory_recurrent: size = ...: total_mib, cells, layers, seqs, rs_seqs,
---               type_r, r_mib, type_s, s_mib
+--               type_r, r_mib, type_s, s_mib (and type_p, p_mib when printed)
 --   "self"      KV self size (MiB, 2023-12 .. 2025-05): total_mib, type_k, k_mib, type_v, v_mib
 --   "recurrent_self"  KV self size with R/S
 --   "self_mb"   kv self size ... MB (2023): total_mib (printed "MB", computed as bytes/2^20)
@@ -330,6 +335,134 @@ M.kv_cache = fail.api(function(text, name)
   end
   if #out == 0 then fail.raisef("%s: no llama.cpp KV cache lines found", name) end
   return out
+end)
+
+---------------------------------------------------------------------------------------------
+-- 2b. one log, several contexts (make measure's logs: tests/measure/kvmeasure.cpp)
+--
+-- Every context llama.cpp creates starts with its own "llama_context: constructing
+-- llama_context" line and prints its parameters as "llama_context: <name> = <value>"; the
+-- cache lines and the memory breakdown that follow belong to it.
+
+local CTX_MARK = "llama_context: constructing llama_context"
+local CTX_INT = {n_seq_max = true, n_ctx = true, n_ctx_seq = true, n_batch = true, n_ubatch = true}
+local CTX_STR = {flash_attn = true, kv_unified = true}
+
+-- llamacpp.contexts(text, name) -> {build = {number, commit} or nil, contexts = {...}}; a
+-- context: {line, n_ctx, n_ctx_seq, n_seq_max, n_batch, n_ubatch, flash_attn, kv_unified,
+-- caches (the kv_cache entries of kinds "size" and "recurrent", in log order, each with
+-- cache = "SWA"/"non-SWA" under an iSWA cache), type_k, type_v (of the first size line),
+-- kv_mib (sum of the size lines), rs_mib (sum of the recurrent lines), breakdown (the
+-- first memory breakdown table after it, or nil)}. A context without n_ctx or without a
+-- cache line is an error at its first line.
+M.contexts = fail.api(function(text, name)
+  text, name = logtext.args("llamacpp.contexts", text, name)
+  local lines = logtext.lines(text, name)
+  local out, cur, cache = {contexts = {}}, nil, nil
+  local bd_from = {}
+  for ln = logtext.header_end(lines), #lines do
+    local line = lines[ln]
+    local num, commit = line:match("llama%.cpp build (%d+) %((%x+)%)")
+    if num and not out.build then out.build = {number = math.tointeger(tonumber(num)), commit = commit} end
+    if line:find(CTX_MARK, 1, true) then
+      cur = {line = ln, caches = {}, kv_mib = 0, rs_mib = 0}
+      out.contexts[#out.contexts + 1] = cur
+      cache = nil
+    elseif cur then
+      local k, v = line:match("llama_context: ([%w_]+)%s*=%s*(%S+)%s*$")
+      if k and CTX_INT[k] then
+        cur[k] = logtext.int(v) or fail_at(name, ln, "malformed llama_context %s line", k)
+      elseif k and CTX_STR[k] then
+        cur[k] = v
+      elseif line:find(BD_MARK, 1, true) and not bd_from[cur] then
+        bd_from[cur] = ln
+      else
+        local e = S_kv_line(line, name, ln)
+        if e then
+          e.line = ln
+          if e.kind == "iswa" then
+            cache = e.swa and "SWA" or "non-SWA"
+          elseif e.kind == "size" or e.kind == "recurrent" then
+            e.cache = cache
+            cur.caches[#cur.caches + 1] = e
+            if e.kind == "size" then
+              cur.kv_mib = cur.kv_mib + e.total_mib
+              cur.type_k, cur.type_v = cur.type_k or e.type_k, cur.type_v or e.type_v
+            else
+              cur.rs_mib = cur.rs_mib + e.total_mib
+            end
+          end
+        end
+      end
+    end
+  end
+  if #out.contexts == 0 then fail.raisef("%s: no llama_context found (no %q line)", name, CTX_MARK) end
+  for _, c in ipairs(out.contexts) do
+    if not c.n_ctx then fail_at(name, c.line, "llama_context without an n_ctx line") end
+    if #c.caches == 0 then fail_at(name, c.line, "llama_context without a KV cache size line") end
+    local from = bd_from[c]
+    if from then
+      -- the table's own lines only: parse from its header to the first line that is not one
+      local stop = from
+      while lines[stop + 1] and lines[stop + 1]:find(BD_MARK, 1, true) do stop = stop + 1 end
+      local chunk = {}
+      for i = 1, stop do chunk[i] = i >= from and lines[i] or "" end
+      c.breakdown = M.breakdown(table.concat(chunk, "\n"), name)[1]
+    end
+  end
+  return out
+end)
+
+local PICK_KEYS = {n_ctx = true, type = true, type_k = true, type_v = true, n_seq_max = true, n_ubatch = true}
+
+-- llamacpp.context(parsed, {n_ctx = 4096, type = "q8_0"}) -> the one context of
+-- llamacpp.contexts(...) with those parameters (type sets type_k and type_v alike); none or
+-- several is an error that lists what the log has.
+M.context = fail.api(function(parsed, sel)
+  if type(parsed) ~= "table" or type(parsed.contexts) ~= "table" then
+    fail.raise("llamacpp.context: expects the result of llamacpp.contexts")
+  end
+  if type(sel) ~= "table" then fail.raise("llamacpp.context: expects a selection table {n_ctx = ..., type = ...}") end
+  fail.check_keys("llamacpp.context", sel, PICK_KEYS)
+  local want = {n_ctx = sel.n_ctx, type_k = sel.type_k or sel.type, type_v = sel.type_v or sel.type,
+    n_seq_max = sel.n_seq_max, n_ubatch = sel.n_ubatch}
+  local found, n, have = nil, 0, {}
+  for _, c in ipairs(parsed.contexts) do
+    local ok = true
+    for k, v in pairs(want) do if c[k] ~= v then ok = false end end
+    if ok then found, n = c, n + 1 end
+    have[#have + 1] = string.format("n_ctx %s %s/%s", tostring(c.n_ctx), tostring(c.type_k), tostring(c.type_v))
+  end
+  if n ~= 1 then
+    fail.raisef("llamacpp.context: %s contexts with n_ctx = %s, type_k = %s, type_v = %s; the log has: %s",
+      n == 0 and "no" or tostring(n), tostring(want.n_ctx), tostring(want.type_k), tostring(want.type_v),
+      table.concat(have, ", "))
+  end
+  return found
+end)
+
+-- llamacpp.per_token(context) -> the bytes one token takes in the context's KV caches: each
+-- size line's total over its cells, summed (the cost of a token inside every window, as
+-- kv.per_token). Totals are printed to 0.01 MiB, so a short context can be off by a few
+-- bytes per token; the 32,768-cell contexts of make measure divide exactly.
+M.per_token = fail.api(function(c)
+  if type(c) ~= "table" or type(c.caches) ~= "table" then
+    fail.raise("llamacpp.per_token: expects a context (llamacpp.context)")
+  end
+  local total = 0
+  for _, e in ipairs(c.caches) do
+    if e.kind == "size" then total = total + e.total_mib * 1048576 / e.cells end
+  end
+  return math.tointeger(total) or total
+end)
+
+-- llamacpp.kv_bytes(context) -> the context's KV caches in bytes (the size lines' MiB).
+M.kv_bytes = fail.api(function(c)
+  if type(c) ~= "table" or type(c.kv_mib) ~= "number" then
+    fail.raise("llamacpp.kv_bytes: expects a context (llamacpp.context)")
+  end
+  local b = c.kv_mib * 1048576
+  return math.tointeger(b) or b
 end)
 
 ---------------------------------------------------------------------------------------------

@@ -25,7 +25,11 @@ local function S_set(list)
 end
 
 local PROV_REQUIRED = {"machine", "engine", "build", "model", "date", "source"}
-local PROV_KEYS = S_set{"machine", "engine", "build", "model", "command", "date", "source", "cite"}
+local PROV_KEYS = S_set{"machine", "engine", "build", "model", "command", "date", "source", "cite",
+  "evidence", "packages"}
+-- evidence: how the numbers came to be stored. "reproduced": raw logs of runs anyone can
+-- repeat (make measure writes them); "transcribed": numbers a source reported, copied.
+local EVIDENCE = S_set{"reproduced", "transcribed"}
 local SERIES_KEYS = S_set{"what", "command", "unit", "key", "value", "spread", "monotone", "discarded", "rows"}
 local LOG_KEYS = S_set{"what", "command", "format", "file", "text", "trimmed"}
 local DOC_KEYS = S_set{"provenance", "series", "logs"}
@@ -38,6 +42,7 @@ local PARSERS = {
     return llamacpp.breakdown(text, name, {allow_trimmed = log.trimmed == true})
   end,
   ["llamacpp.kv_cache"] = function(text, name) return llamacpp.kv_cache(text, name) end,
+  ["llamacpp.contexts"] = function(text, name) return llamacpp.contexts(text, name) end,
   ["llamacpp.bench_md"] = function(text, name) return llamacpp.bench_md(text, name) end,
   ["llamacpp.bench_csv"] = function(text, name) return llamacpp.bench_csv(text, name) end,
   ["llamacpp.bench_json"] = function(text, name) return llamacpp.bench_json(text, name) end,
@@ -84,6 +89,9 @@ local function S_validate(path, doc)
   for k, v in pairs(p) do
     if not PROV_KEYS[k] then bad("unknown provenance field %s; known: %s", fail.show(k), S_keys_of(PROV_KEYS)) end
     if type(v) ~= "string" then bad("provenance field %s must be a string", k) end
+  end
+  if p.evidence ~= nil and not EVIDENCE[p.evidence] then
+    bad("provenance field evidence must be one of %s, got %s", S_keys_of(EVIDENCE), fail.show(p.evidence))
   end
   for _, k in ipairs(PROV_REQUIRED) do
     if p[k] == nil then bad("provenance has no %s", k) end
@@ -150,7 +158,8 @@ Record.__index = Record
 local function S_mark(self, command)
   local p = self._doc.provenance
   local prov = {machine = p.machine, engine = p.engine, build = p.build, model = p.model,
-    command = command or p.command, date = p.date, source = p.source, file = self.path}
+    command = command or p.command, date = p.date, source = p.source, file = self.path,
+    evidence = p.evidence}
   local f = self._mark
   if f == nil then
     -- the host function, looked up at call time (absent outside kvsite, e.g. plain lua)
@@ -287,6 +296,13 @@ M.open = fail.api(function(path, opts)
   local p = {}
   for k, v in pairs(doc.provenance) do p[k] = v end
   return setmetatable({path = path, provenance = p, _doc = doc, _mark = opts.mark, _data = load}, Record)
+end)
+
+-- meas.context(path, log, sel): the llama.cpp context sel ({n_ctx = 4096, type = "q8_0"}, see
+-- llamacpp.context) of the llamacpp.contexts log `log` of record `path`, in one call (for a
+-- figure expression; marks it measured like every read).
+M.context = fail.api(function(path, log, sel)
+  return llamacpp.context(M.open(path):log(log), sel)
 end)
 
 -- meas.value(path, series, sel): open and read in one call (for a figure expression).

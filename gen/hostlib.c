@@ -500,8 +500,9 @@ static int S_measured(lua_State *L)
     sandbox *sb = sandbox_of(L);
     buf b = BUF_INIT;
     if (lua_type(L, 1) == LUA_TTABLE) {
-        static const char *keys[] = {"source", "machine", "engine", "build", "model",
-                                     "command", "date", "file"};
+        /* evidence first: "reproduced" (re-runnable logs) or "transcribed" (a source's) */
+        static const char *keys[] = {"evidence", "source", "machine", "engine", "build",
+                                     "model", "command", "date", "file"};
         for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
             S_provenance_field(L, &b, keys[i]);
     } else if (lua_type(L, 1) == LUA_TSTRING) {

@@ -916,6 +916,32 @@ content/f.md:4:59: error: value 2 of 2: quoted 320 KiB, but 327680, 2^19 = 512.0
 EOF
 }
 
+# A figure read from a reproduced llama.cpp log (make measure's manifest and raw log): the
+# popup and checks.json say "evidence: reproduced", a transcribed record's figure says
+# "evidence: transcribed", and a quote the log contradicts fails at its line:col.
+t_fig_reproduced_log() {
+    fresh bare
+    mkdir -p "$W/checks/measurements"
+    cp "$ROOT/checks/measurements/llamacpp-reproduced.yaml" "$ROOT/checks/measurements/llamacpp-qwen2.5-7b.log" \
+        "$ROOT/checks/measurements/llamacpp-m5pro-qwen2.5-7b.yaml" "$W/checks/measurements/"
+    fig_page f <<'EOF'
+```{lua}
+meas, llamacpp = require "meas", require "llamacpp"
+function here(n, t) return llamacpp.kv_bytes(meas.context("measurements/llamacpp-reproduced.yaml", "qwen2.5-7b", {n_ctx = n, type = t})) end
+```
+Here `119 MiB {= here(4096, "q8_0")}`, there `119 MiB {= meas.value("measurements/llamacpp-m5pro-qwen2.5-7b.yaml", "kv_by_type", "q8_0")}`.
+EOF
+    fig_expect_pass
+    expect_grep site/checks.json '"provenance": "evidence: reproduced; source: make measure (tests/measure/measure.sh); machine: '
+    expect_grep site/checks.json '"provenance": "evidence: transcribed; source: blog post fact-checking Avi Chawla'
+    expect_grep site/f/index.html 'measured: evidence: reproduced; source: make measure'
+    sed -i 's/Here `119 MiB/Here `120 MiB/' "$W/content/f.md"
+    rm -rf "$W/site" # fig_expect_fail checks that a failed build writes no site
+    fig_expect_fail <<'EOF'
+content/f.md:8:7: error: quoted 120 MiB, but here(4096, "q8_0") = 119.00 MiB
+EOF
+}
+
 t_fig_cite_unknown() {
     fresh bare
     # the sources page has an anchor per key, as cited figures link to them

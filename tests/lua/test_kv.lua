@@ -255,7 +255,7 @@ local ERRORS = {
     'unknown dtype "q3_k"; known: bf16, f16, f32, fp8, fp8_e4m3, fp8_e5m2, int8, iq4_nl, q4_0, '
     .. "q4_1, q5_0, q5_1, q8_0 (or a dtype made by group_quant{...})"},
   {function() kv.bytes(QWEN, 4096, {dtyp = "f16"}) end,
-    'kv.bytes: unknown option "dtyp"; known: block_size, dtype, dtype_k, dtype_v, engine, pad, seqs'},
+    'kv.bytes: unknown option "dtyp"; known: block_size, dtype, dtype_k, dtype_v, engine, pad, seqs, ubatch'},
   {function() kv.bytes(QWEN, -1) end, "tokens must be an integer in [0, 281474976710656], got -1"},
   {function() kv.bytes(QWEN, 1.5) end, "tokens must be an integer in [0, 281474976710656], got 1.5"},
   {function() kv.bytes(QWEN, "4096") end, 'tokens must be an integer in [0, 281474976710656], got "4096"'},

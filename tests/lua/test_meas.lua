@@ -206,7 +206,7 @@ local V_ERRORS = {
   {with{provenance = {machine = "m", engine = "e", build = 9630, model = "x", date = "d", source = "s"}},
     "x.yaml: provenance field build must be a string"},
   {with{provenance = {machine = "m", engine = "e", build = "b", model = "x", date = "d", source = "s", url = "u"}},
-    'x.yaml: unknown provenance field "url"; known: build, cite, command, date, engine, machine, model, source'},
+    'x.yaml: unknown provenance field "url"; known: build, cite, command, date, engine, evidence, machine, model, packages, source'},
   {with{extra = 1}, 'x.yaml: unknown top-level key "extra"; known: logs, provenance, series'},
   {with{series = {s = {unit = "MiB", value = "v", rows = {}}}}, 'x.yaml: series "s" has no rows'},
   {with{series = {s = {unit = "furlongs", value = "v", rows = {{v = 1}}}}}, 'x.yaml: series "s": unknown unit "furlongs"'},
@@ -223,7 +223,7 @@ local V_ERRORS = {
   {with{logs = {l = {format = "llamacpp.kv_cache", file = "a.log", text = "t"}}}, 'x.yaml: log "l": give exactly one of file and text'},
   {with{logs = {l = {format = "sglang", text = "t"}}},
     'x.yaml: log "l": unknown format "sglang"; known: llamacpp.bench_csv, llamacpp.bench_json, '
-    .. "llamacpp.bench_md, llamacpp.breakdown, llamacpp.kv_cache, vllm.kv_cache"},
+    .. "llamacpp.bench_md, llamacpp.breakdown, llamacpp.contexts, llamacpp.kv_cache, vllm.kv_cache"},
   {with{logs = {l = {format = "llamacpp.kv_cache", text = "t", trimmed = true}}},
     'x.yaml: log "l": trimmed is a boolean of llamacpp.breakdown logs'},
 }

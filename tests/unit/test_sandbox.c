@@ -686,6 +686,11 @@ static void test_measured_provenance(void **state)
     S_expect(f, "kvsite.measured('only') return 1", "1");
     assert_true(sandbox_figure_measured(f->sb, &prov));
     assert_string_equal(prov, "only");
+    /* the kind of evidence comes first: reproduced logs or transcribed numbers */
+    sandbox_figure_begin(f->sb);
+    S_expect(f, "kvsite.measured{source = 'make measure', evidence = 'reproduced'} return 1", "1");
+    assert_true(sandbox_figure_measured(f->sb, &prov));
+    assert_string_equal(prov, "evidence: reproduced; source: make measure");
     S_expect_error(f, "kvsite.measured(42)",
                    "kvsite.measured: provenance must be a table or a string");
     S_expect_error(f, "kvsite.measured()",
