@@ -27,7 +27,7 @@ KVSITE    := $(B)/kvsite
 DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
                liblua5.4-dev libyaml-dev libcmocka-dev python3 procps
 
-.PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
+.PHONY: all site kvsite test check-all check-unit check-e2e check-spec check-lua check-site check-lint deps clean bench fuzz memcheck install uninstall
 
 # `make install` (PREFIX, DESTDIR as usual): the binary, and beside it under
 # share/kvsite/ the default theme, the checks library (its modules, not the bundled
@@ -65,7 +65,7 @@ test:
 	$(MAKE) check-all
 	$(MAKE) B=build/san SAN=1 OPT="-O1 -g" check-all
 
-check-all: check-unit check-lua check-e2e check-spec check-site
+check-all: check-unit check-lua check-e2e check-spec check-site check-lint
 
 check-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -76,6 +76,10 @@ check-lua: $(KVSITE)
 # The bundled site: every figure verified, no warnings.
 check-site: $(KVSITE)
 	$(KVSITE) check --strict
+
+# One term per concept: checks/glossary.yaml's retired variants, nowhere in content/ or templates/.
+check-lint:
+	bash tests/lint/run.sh
 
 check-e2e: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/run.sh
