@@ -61,7 +61,7 @@ DEBIAN_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensio
 # the npm packages are pinned in tools/npm (package.json and package-lock.json)
 DEBIAN_PKGS += default-jre-headless chromium
 
-.PHONY: check-html all site kvsite grammars test check-all check-unit check-e2e check-spec check-lua check-site deps clean bench fuzz memcheck install uninstall
+.PHONY: check-html all site kvsite grammars test check-all check-unit check-e2e check-spec check-lua check-site check-lint deps clean bench fuzz memcheck install uninstall
 
 # `make install` (PREFIX, DESTDIR as usual): the binary, and beside it under
 # share/kvsite/ the default theme, the checks library (its modules, not the bundled
@@ -109,7 +109,7 @@ check-html: $(KVSITE)
 	$(KVSITE) build --strict --no-cache -o $(abspath $(B))/html-site
 	bash tools/check-html.sh $(B)/html-site
 
-check-all: check-unit check-lua check-e2e check-spec check-site
+check-all: check-unit check-lua check-e2e check-spec check-site check-lint
 
 check-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -120,6 +120,10 @@ check-lua: $(KVSITE)
 # The bundled site: every figure verified, no warnings.
 check-site: $(KVSITE)
 	$(KVSITE) check --strict
+
+# One term per concept: checks/glossary.yaml's retired variants, nowhere in content/ or templates/.
+check-lint:
+	bash tests/lint/run.sh
 
 check-e2e: $(KVSITE)
 	KVSITE=$(abspath $(KVSITE)) bash tests/e2e/run.sh

@@ -101,6 +101,72 @@ local PRESETS = {
       .. "DeepseekV3Config defaults; 16-bit latent cache 61*576*2 = 70272 B/token "
       .. "(62 layers if the MTP layer is cached: {layers = 62})",
   },
+  -- Round-two presets (issue 21). Each names the config.json in the model's own repository;
+  -- the values were read from copies that quote that file (see checks/sources.yaml).
+  ["qwen3-8b"] = {
+    name = "Qwen3-8B",
+    layers = 36, q_heads = 32, kv_heads = 8, head_dim = 128,
+    attention = "full", max_context = 40960, -- 131072 only with YaRN added by the user
+    source = "Qwen/Qwen3-8B config.json: num_hidden_layers 36, num_attention_heads 32, "
+      .. "num_key_value_heads 8, head_dim 128, max_position_embeddings 40960",
+  },
+  ["qwen3-32b"] = {
+    name = "Qwen3-32B",
+    layers = 64, q_heads = 64, kv_heads = 8, head_dim = 128,
+    attention = "full", max_context = 40960,
+    source = "Qwen/Qwen3-32B config.json: num_hidden_layers 64, num_attention_heads 64, "
+      .. "num_key_value_heads 8, head_dim 128, max_position_embeddings 40960",
+  },
+  ["gpt-oss-20b"] = {
+    name = "gpt-oss-20b",
+    layers = 24, q_heads = 64, kv_heads = 8, head_dim = 64,
+    -- layer_types alternate sliding_attention (even index) and full_attention (odd index);
+    -- each layer also has learned sink logits, which add no cached tokens
+    attention = "full", every = 2, other = "swa", window = 128,
+    max_context = 131072,
+    source = "openai/gpt-oss-20b config.json: 24 layers, 64 q / 8 KV heads, head_dim 64, "
+      .. "sliding_window 128 on alternate layers, max_position_embeddings 131072",
+  },
+  ["gpt-oss-120b"] = {
+    name = "gpt-oss-120b",
+    layers = 36, q_heads = 64, kv_heads = 8, head_dim = 64,
+    attention = "full", every = 2, other = "swa", window = 128,
+    max_context = 131072,
+    source = "openai/gpt-oss-120b config.json: 36 layers, 64 q / 8 KV heads, head_dim 64, "
+      .. "sliding_window 128 on alternate layers, max_position_embeddings 131072",
+  },
+  ["llama-4-scout"] = {
+    name = "Llama-4-Scout-17B-16E",
+    layers = 48, q_heads = 40, kv_heads = 8, head_dim = 128,
+    -- no_rope_layer_interval 4: layer i (0-based) is a global NoPE layer iff (i+1)%4==0
+    -- (12 layers); the other 36 use chunked attention (attention_chunk_size 8192), which
+    -- never needs more than the current 8192-token chunk: modelled as an 8192 window
+    attention = "full", every = 4, other = "swa", window = 8192,
+    max_context = 10485760,
+    source = "meta-llama/Llama-4-Scout-17B-16E config.json text_config: 48 layers, 40 q / "
+      .. "8 KV heads, head_dim 128, attention_chunk_size 8192, max_position_embeddings 10485760",
+  },
+  ["gemma-3n-e4b"] = {
+    name = "Gemma-3n-E4B (20 of 35 layers own a cache)",
+    -- 35 layers, layer_types (4 sliding + 1 full) x 7; num_kv_shared_layers 15: the last 15
+    -- layers reuse the K/V of the last earlier layer of their kind, so only the first 20
+    -- (16 sliding, 4 full) hold a cache
+    layers = 20, q_heads = 8, kv_heads = 2, head_dim = 256,
+    attention = "full", every = 5, other = "swa", window = 512,
+    max_context = 32768,
+    source = "google/gemma-3n-E4B config.json text_config: num_hidden_layers 35, "
+      .. "num_kv_shared_layers 15, 8 q / 2 KV heads, head_dim 256, sliding_window 512",
+  },
+  ["deepseek-v3.2-exp"] = {
+    name = "DeepSeek-V3.2-Exp (MLA part)",
+    layers = 61, q_heads = 128, kv_heads = 128, head_dim = 192, head_dim_v = 128,
+    -- the MLA latent as in V3; DSA adds a lightning-indexer key per token per layer
+    -- (index_head_dim 128, stored in FP8 with a scale by the engines), counted on the DSA card
+    attention = "latent", latent = 576,
+    max_context = 163840,
+    source = "deepseek-ai/DeepSeek-V3.2-Exp config.json: 61 layers, kv_lora_rank 512, "
+      .. "qk_rope_head_dim 64, index_n_heads 64, index_head_dim 128, index_topk 2048",
+  },
 }
 
 -- The shape of a preset, as a site writes it: field -> "integer" or "string".

@@ -25,11 +25,15 @@ M.factors = {
 
 local MAP = "kv-facts.md technique map"
 local TRAINED = "no: trained into the model"
+-- Score-based eviction needs no training, but it reads attention weights that fused
+-- FlashAttention and paged kernels never write out; serving engines do not ship it.
+local NEEDS_SCORES = "no training, but needs attention weights: not in vLLM, SGLang or mainline llama.cpp"
 
 -- Catalogue, in the order of the technique map. serving: the map's "can be switched on at
 -- serving time?" column. group: the twelve techniques of the map count eviction and
--- quantization once each. stores: true for the seven that store less or more coarsely,
--- false for the five operating-system ideas (os: the analogy the facts give).
+-- quantization once each. stores: true for those that store less or more coarsely, false
+-- for the operating-system ideas (os: the analogy the facts give). seed = false: added
+-- after the seed's twelve. seed_stores: the seed's own classification where it was wrong.
 local CATALOGUE = {
   {id = "gqa", name = "GQA", long = "grouped-query attention", factor = "kv_heads",
     serving = TRAINED, stores = true, cite = "ainslie2023gqa"},
@@ -42,11 +46,11 @@ local CATALOGUE = {
   {id = "streamingllm", name = "StreamingLLM", long = "attention sinks + recent window",
     factor = "tokens", serving = "yes", stores = true, group = "eviction", cite = "xiao2023streamingllm"},
   {id = "h2o", name = "H2O", long = "eviction (importance scores under a budget)", factor = "tokens",
-    serving = "yes", stores = true, group = "eviction", cite = "zhang2023h2o"},
+    serving = NEEDS_SCORES, stores = true, group = "eviction", cite = "zhang2023h2o"},
   {id = "snapkv", name = "SnapKV", long = "eviction (importance scores under a budget)", factor = "tokens",
-    serving = "yes", stores = true, group = "eviction", cite = "li2024snapkv"},
+    serving = NEEDS_SCORES, stores = true, group = "eviction", cite = "li2024snapkv"},
   {id = "pyramidkv", name = "PyramidKV", long = "eviction (importance scores under a budget)", factor = "tokens",
-    serving = "yes", stores = true, group = "eviction", cite = "cai2024pyramidkv"},
+    serving = NEEDS_SCORES, stores = true, group = "eviction", cite = "cai2024pyramidkv"},
   {id = "eviction", name = "token budget", long = "eviction under a token budget (any policy)",
     factor = "tokens", serving = "yes", stores = true, group = "eviction"},
   {id = "mla", name = "MLA", long = "multi-head latent attention", factor = "head_dim",
@@ -62,16 +66,30 @@ local CATALOGUE = {
     reduces = "allocation waste (physical allocation; the logical size is unchanged)"},
   {id = "prefix_caching", name = "prefix caching", long = "prefix reuse across requests (vLLM APC, SGLang RadixAttention)",
     serving = "yes", stores = false, os = "dedup", cite = "vllm_apc",
-    reduces = "duplicate prefixes across requests (saves prefill, not decode)"},
+    reduces = "duplicate prefixes across requests (saves prefill; shared-prefix kernels also read a shared prefix once per batch)"},
   {id = "cpu_offload", name = "CPU offload", long = "offloading KV to CPU DRAM",
     serving = "yes", stores = false, os = "swap",
     reduces = "device memory by placing KV in host memory (costs transfer and latency)"},
   {id = "quest", name = "Quest", long = "query-aware sparse reads",
     serving = "yes", stores = false, os = "working set", cite = "quest2024",
     reduces = "bytes read per decode step, not bytes stored"},
-  {id = "compressed_sparse_attention", name = "compressed sparse attention", long = "compressed sparse attention",
-    serving = "sparse reads yes; compression no", stores = false,
-    reduces = "bytes read per decode step, not bytes stored"},
+  -- The seed put compressed sparse attention with Quest ("reads less, stores the same"). That
+  -- fits NSA and DSA (below), not DeepSeek-V4's CSA/HCA: those keep one entry per 4 (CSA) or
+  -- 128 (HCA) tokens plus a window of recent raw tokens, so they store fewer tokens.
+  {id = "compressed_sparse_attention", name = "CSA/HCA", long = "compressed sparse attention (DeepSeek-V4): "
+    .. "one entry per group of tokens plus a recent window", factor = "tokens",
+    serving = "no: trained", stores = true, cite = "deepseek_v4_report", seed_stores = false},
+  -- Added after the seed's map (seed = false): not counted in its twelve.
+  {id = "nsa_dsa", name = "NSA / DSA", long = "natively trained sparse reads (NSA; DeepSeek-V3.2 DSA)",
+    serving = "no: trained", stores = false, os = "working set", cite = "nsa2025", seed = false,
+    reduces = "bytes read per decode step; stores a little more (compressed blocks or indexer keys)"},
+  {id = "hybrid_linear", name = "hybrid linear attention", long = "linear or recurrent layers with a "
+    .. "fixed per-sequence state next to a few attention layers", factor = "layers",
+    serving = "no: trained", stores = true, cite = "gdn2024", seed = false},
+  {id = "tiered_offload", name = "tiered offload", long = "host memory and storage as lower tiers of the "
+    .. "KV cache; prefill/decode disaggregation", serving = "yes", stores = false, os = "memory hierarchy",
+    cite = "lmcache", seed = false,
+    reduces = "device memory held by idle sequences and prefixes (moves bytes between tiers)"},
 }
 local BY_ID = {}
 for i, t in ipairs(CATALOGUE) do t.source = MAP; t.order = i; BY_ID[t.id] = t end
@@ -157,6 +175,17 @@ function KEEP.mla(p)
   return S_pos("mla: to", p.to) / S_pos("mla: from", p.from),
     string.format("MLA %s -> %s values per token per layer", S_fmt(p.from), S_fmt(p.to)), {from = true, to = true}
 end
+function KEEP.compressed_sparse_attention(p)
+  -- one cached entry per `ratio` tokens plus the `window` most recent raw tokens
+  local r, w, n = S_pos("compressed_sparse_attention: ratio", p.ratio),
+    S_pos("compressed_sparse_attention: window", p.window), S_pos("compressed_sparse_attention: tokens", p.tokens)
+  return math.min(n, math.floor(n / r) + math.min(w, n)) / n,
+    string.format("1 entry per %s tokens + %s recent", S_fmt(r), S_fmt(w)), {ratio = true, window = true, tokens = true}
+end
+function KEEP.hybrid_linear(p)
+  local a, l = S_pos("hybrid_linear: attention", p.attention), S_pos("hybrid_linear: layers", p.layers)
+  return a / l, string.format("%s of %s layers with attention", S_fmt(a), S_fmt(l)), {attention = true, layers = true}
+end
 local function S_dtype_keep(from, to)
   return dtypes.bytes_per_value(to) / dtypes.bytes_per_value(from or "f16")
 end
@@ -179,6 +208,7 @@ local STEP_COMMON = {keep = true, label = true, composable = true, factor = true
 
 -- A stack step: techniques.step(id, params) or techniques.step{factor = ..., keep = ...}.
 -- params: the technique's own (gqa {from, to}; mqa {from}; cla {k}; swa {window, tokens};
+-- compressed_sparse_attention {ratio, window, tokens}; hybrid_linear {attention, layers};
 -- streamingllm {sinks, window, tokens}; h2o/snapkv/pyramidkv/eviction {budget};
 -- mla {from, to}; fp8 {from}; kv_quant {to, from}; kivi {bits, group, scale_bytes,
 -- zero_bytes, from}) or keep = fraction kept; plus label, composable.

@@ -28,9 +28,10 @@ end
 
 -- The library's presets; a site's checks/models.yaml may add more (kv.presets lists all).
 local models = require "models"
-test("presets: the library's nine ids, all among kv.presets(), sorted", function()
-  expect.eq(table.concat(models.library_ids(), " "), "deepseek-v2 deepseek-v3 gemma-3-27b "
-    .. "llama-2-7b llama-3.1-70b llama-3.1-8b mistral-7b-v0.1 qwen2.5-7b qwen3-next-80b-a3b")
+test("presets: the library's sixteen ids, all among kv.presets(), sorted", function()
+  expect.eq(table.concat(models.library_ids(), " "), "deepseek-v2 deepseek-v3 deepseek-v3.2-exp "
+    .. "gemma-3-27b gemma-3n-e4b gpt-oss-120b gpt-oss-20b llama-2-7b llama-3.1-70b llama-3.1-8b "
+    .. "llama-4-scout mistral-7b-v0.1 qwen2.5-7b qwen3-32b qwen3-8b qwen3-next-80b-a3b")
   local all, seen = kv.presets(), {}
   for i, id in ipairs(all) do
     seen[id] = true
@@ -313,4 +314,23 @@ test("add_model: shape errors say which field and what was wrong", function()
     .. "head_dim_v, kv_heads, latent, layers, max_context, name, other, q_heads, source, window")
   expect.error(function() kv.add_model{id = "Bad Id", name = "X"} end,
     'kv.add_model: model id "Bad Id" must be lower-case letters, digits, \'.\', \'_\' and \'-\' (at most 64)')
+end)
+
+-- The round-two presets against hand arithmetic from their config.json fields.
+test("presets: round-two configs", function()
+  expect.eq(kv.per_token(kv.model "qwen3-8b"), 2 * 36 * 8 * 128 * 2)
+  expect.eq(kv.per_token(kv.model "qwen3-32b"), 2 * 64 * 8 * 128 * 2)
+  expect.eq(kv.per_token(kv.model "deepseek-v3.2-exp"), 61 * 576 * 2)
+  -- at or below the window every layer holds every token
+  expect.eq(kv.bytes(kv.model "gpt-oss-20b", 128), 24 * 2 * 8 * 64 * 2 * 128)
+  expect.eq(kv.bytes(kv.model "gpt-oss-120b", 128), 36 * 2 * 8 * 64 * 2 * 128)
+  expect.eq(kv.bytes(kv.model "llama-4-scout", 8192), 48 * 2 * 8 * 128 * 2 * 8192)
+  expect.eq(kv.bytes(kv.model "gemma-3n-e4b", 512), 20 * 2 * 2 * 256 * 2 * 512)
+  -- past the window only the full layers grow: 18 of gpt-oss-120b, 12 of Scout, 4 of Gemma 3n
+  expect.eq(kv.bytes(kv.model "gpt-oss-120b", 1128) - kv.bytes(kv.model "gpt-oss-120b", 128),
+    18 * 2 * 8 * 64 * 2 * 1000)
+  expect.eq(kv.bytes(kv.model "llama-4-scout", 9192) - kv.bytes(kv.model "llama-4-scout", 8192),
+    12 * 2 * 8 * 128 * 2 * 1000)
+  expect.eq(kv.bytes(kv.model "gemma-3n-e4b", 1512) - kv.bytes(kv.model "gemma-3n-e4b", 512),
+    4 * 2 * 2 * 256 * 2 * 1000)
 end)

@@ -46,7 +46,7 @@ end)
 
 test("models: ids and fresh copies", function()
   expect.eq(#models.ids() >= #models.library_ids(), true)
-  expect.eq(#models.library_ids(), 9)
+  expect.eq(#models.library_ids(), 16)
   local a = models.get "llama-3.1-8b"
   a.layers = 1
   expect.eq(models.get("llama-3.1-8b").layers, 32)

@@ -14,7 +14,10 @@ local MAP = {
   {"streamingllm", "tokens"}, {"h2o", "tokens"}, {"snapkv", "tokens"}, {"pyramidkv", "tokens"},
   {"mla", "head_dim"}, {"fp8", "bytes_per_value"}, {"kivi", "bytes_per_value"},
   {"paged_attention", nil}, {"prefix_caching", nil}, {"cpu_offload", nil}, {"quest", nil},
-  {"compressed_sparse_attention", nil},
+  -- the seed had it with Quest; DeepSeek-V4's CSA/HCA store one entry per group of tokens
+  {"compressed_sparse_attention", "tokens"},
+  -- added after the seed
+  {"nsa_dsa", nil}, {"hybrid_linear", "layers"}, {"tiered_offload", nil},
 }
 for _, c in ipairs(MAP) do
   test("catalogue: " .. c[1] .. " reduces " .. tostring(c[2]), function()
@@ -33,26 +36,52 @@ end
 test("catalogue: map order, and the twelve of the map", function()
   local all = t.catalogue()
   expect.eq(all[1].id, "gqa")
-  expect.eq(all[#all].id, "compressed_sparse_attention")
-  -- eviction and quantization count once each: twelve techniques
+  expect.eq(all[#all].id, "tiered_offload")
+  -- eviction and quantization count once each: twelve techniques in the seed's map
   local twelve = {}
-  for _, e in ipairs(all) do twelve[e.group or e.id] = true end
+  for _, e in ipairs(all) do if e.seed ~= false then twelve[e.group or e.id] = true end end
   local n = 0
   for _ in pairs(twelve) do n = n + 1 end
   expect.eq(n, 12)
-  -- seven store less, five are operating-system ideas
-  local stores, os = {}, 0
-  for _, e in ipairs(all) do
-    if e.stores then stores[e.group or e.id] = true else os = os + 1 end
+  -- the seed said seven store less and five are operating-system ideas; with CSA/HCA
+  -- classified by what DeepSeek-V4 does, it is eight and four
+  local function count(stores_of)
+    local stores, os = {}, {}
+    for _, e in ipairs(all) do
+      if e.seed ~= false then
+        if stores_of(e) then stores[e.group or e.id] = true else os[e.id] = true end
+      end
+    end
+    local a, b = 0, 0
+    for _ in pairs(stores) do a = a + 1 end
+    for _ in pairs(os) do b = b + 1 end
+    return a, b
   end
-  local s = 0
-  for _ in pairs(stores) do s = s + 1 end
-  expect.eq(s, 7)
-  expect.eq(os, 5)
+  local a, b = count(function(e) if e.seed_stores ~= nil then return e.seed_stores end return e.stores end)
+  expect.eq(a, 7)
+  expect.eq(b, 5)
+  a, b = count(function(e) return e.stores end)
+  expect.eq(a, 8)
+  expect.eq(b, 4)
   expect.eq(t.get("quest").reduces, "bytes read per decode step, not bytes stored")
   expect.eq(t.get("gqa").serving, "no: trained into the model")
-  expect.eq(t.get("h2o").serving, "yes")
-  expect.eq(t.get("compressed_sparse_attention").serving, "sparse reads yes; compression no")
+  expect.eq(t.get("streamingllm").serving, "yes")
+  expect.eq(t.get("h2o").serving:match("^no training, but needs attention weights") ~= nil, true)
+  expect.eq(t.get("compressed_sparse_attention").serving, "no: trained")
+end)
+
+test("CSA/HCA and hybrid steps: what they keep", function()
+  -- CSA: 1 entry per 4 tokens + 128 recent, at 1,048,576 tokens
+  local n = 1048576
+  expect.eq(t.step("compressed_sparse_attention", {ratio = 4, window = 128, tokens = n}).keep,
+    (n // 4 + 128) / n)
+  -- HCA: 1 entry per 128 tokens + 128 recent
+  expect.eq(t.step("compressed_sparse_attention", {ratio = 128, window = 128, tokens = n}).keep,
+    (n // 128 + 128) / n)
+  -- shorter than the window: everything is kept
+  expect.eq(t.step("compressed_sparse_attention", {ratio = 4, window = 128, tokens = 100}).keep, 1)
+  expect.eq(t.step("hybrid_linear", {attention = 12, layers = 48}).keep, 0.25)
+  expect.eq(t.step("hybrid_linear", {attention = 12, layers = 48}).factor, "layers")
 end)
 
 test("stacking: 40 GiB -> CLA2 -> FP8 -> 50% token budget -> 5 GiB", function()
@@ -144,14 +173,14 @@ local ERRORS = {
     .. "(costs transfer and latency); it cannot be a step of a stack"},
   {function() t.step("prefix_caching") end,
     "prefix caching reduces no factor of the KV formula: it reduces duplicate prefixes across requests "
-    .. "(saves prefill, not decode); it cannot be a step of a stack"},
-  {function() t.step("compressed_sparse_attention") end,
-    "compressed sparse attention reduces no factor of the KV formula: it reduces bytes read per decode step, "
-    .. "not bytes stored; it cannot be a step of a stack"},
+    .. "(saves prefill; shared-prefix kernels also read a shared prefix once per batch); it cannot be a step of a stack"},
+  {function() t.step("nsa_dsa") end,
+    "NSA / DSA reduces no factor of the KV formula: it reduces bytes read per decode step; stores a little "
+    .. "more (compressed blocks or indexer keys); it cannot be a step of a stack"},
   {function() t.step("flash_attention") end,
     'unknown technique "flash_attention"; known: cla, compressed_sparse_attention, cpu_offload, eviction, '
-    .. "fp8, gqa, h2o, kivi, kv_quant, mla, mqa, paged_attention, prefix_caching, pyramidkv, quest, "
-    .. "snapkv, streamingllm, swa"},
+    .. "fp8, gqa, h2o, hybrid_linear, kivi, kv_quant, mla, mqa, nsa_dsa, paged_attention, prefix_caching, "
+    .. "pyramidkv, quest, snapkv, streamingllm, swa, tiered_offload"},
   {function() t.step("h2o", {budget = 1.5}) end, "h2o: budget must be a fraction in (0, 1], got 1.5"},
   {function() t.step("cla", {k = 2, n = 3}) end,
     'techniques.step cla: unknown option "n"; known: composable, factor, k, keep, label'},
