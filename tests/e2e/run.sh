@@ -934,7 +934,7 @@ EOF
     fig_expect_pass
     expect_grep site/checks.json '"provenance": "evidence: reproduced; source: make measure (tests/measure/measure.sh); machine: '
     expect_grep site/checks.json '"provenance": "evidence: transcribed; source: blog post fact-checking Avi Chawla'
-    expect_grep site/f/index.html 'measured: evidence: reproduced; source: make measure'
+    expect_grep site/f/index.html 'Measured at</span> evidence: reproduced; source: make measure'
     sed -i 's/Here `119 MiB/Here `120 MiB/' "$W/content/f.md"
     rm -rf "$W/site" # fig_expect_fail checks that a failed build writes no site
     fig_expect_fail <<'EOF'
@@ -2471,7 +2471,7 @@ paginated_site() {
         printf -- '---\ntitle: "Post %s"\ndate: 2026-02-%s\ntags: [many]\n---\nHalf: `50%% {= %d/(2*%d)}`.\n' \
             "$i" "$i" "$((10#$i))" "$((10#$i))" >"$W/content/articles/post-$i.md"
     done
-    printf 'paginate: 10\n' >>"$W/site.yaml"
+    printf 'base_url: "https://example.org/"\npaginate: 10\n' >>"$W/site.yaml"
 }
 
 t_paginate_listing_pages() {
@@ -2508,7 +2508,7 @@ t_paginate_listing_pages() {
     expect_no_file site/tags/many/page/4/index.html
     # every page is in the sitemap
     for u in /articles/page/2/ /articles/page/3/ /tags/many/page/2/ /checks/page/2/; do
-        expect_grep site/sitemap.xml "<loc>$u</loc>"
+        expect_grep site/sitemap.xml "<loc>https://example.org$u</loc>"
     done
 }
 
@@ -2604,6 +2604,8 @@ EOF
     expect_grep site/notes/week-1/index.html '<p>meta:locked|locked|locked</p>'
     expect_grep site/notes/week-1/index.html '<p>keep:false</p>'
     expect_grep site/notes/week-1/index.html '<p>set:false|false</p>'
+}
+
 # ---------- Markdown and code, search (issue 18) ----------
 
 # A page's footnotes, aligned table and fenced code, as the site shows them:
@@ -2642,9 +2644,9 @@ EOF
     local aligned
     aligned=$(grep -rl ' align=' "$W/site" --include='*.html')
     [ -z "$aligned" ] || fail "align= in $aligned"
-    grep -qF '<pre><code class="language-lua"><span class="hl-keyword">local</span> n = <span class="hl-constant">2</span> <span class="hl-comment">-- &lt;two&gt;</span>' "$f" ||
+    grep -qF '<pre tabindex="0"><code class="language-lua"><span class="hl-keyword">local</span> n = <span class="hl-constant">2</span> <span class="hl-comment">-- &lt;two&gt;</span>' "$f" ||
         fail "Lua not highlighted: $(grep -A1 'language-lua' "$f" | head -n 2)"
-    grep -qF '<pre><code class="language-cobol">MOVE 1 TO X.' "$f" || fail "unknown language not plain"
+    grep -qF '<pre tabindex="0"><code class="language-cobol">MOVE 1 TO X.' "$f" || fail "unknown language not plain"
     # `kvsite render` prints what cmark-gfm prints (the spec compares with it)
     printf 'x[^1]\n\n[^1]: y\n\n```lua\nlocal a\n```\n' | (cd "$W" && "$KVSITE" render) >"$W.render"
     grep -q 'footnote\|hl-' "$W.render" && fail "kvsite render changed: $(cat "$W.render")"
@@ -2768,6 +2770,8 @@ t_search_bundled_ranking() {
     grep -qP '^前缀缓存\t/techniques/prefix-caching/' "$W.q" || fail "前缀缓存: $(grep '^前缀缓存' "$W.q")"
     grep -qP '/(tags|checks)/|\t/techniques/( |$)|\t/( |$)' "$W.q" &&
         fail "a tag page, the report or a listing found: $(cat "$W.q")"
+}
+
 # ---------- figures' details, report backlinks, absolute feed and sitemap (issue 18) ----------
 
 # Every figure is a button with an id that opens its details (popover, no JavaScript),
@@ -2825,6 +2829,8 @@ site.yaml:8:1: note: base_url "/docs/" has no host, so sitemap.xml is not writte
 EOF
     expect_no_file site/sitemap.xml
     expect_file site/feed.xml
+}
+
 # ---------- refuted claims, check --fix, check --diff (issue 20) ----------
 
 # A refuted claim that is wrong passes, struck through with the true value
@@ -2842,8 +2848,8 @@ EOF
     kv build --strict
     expect_rc 0
     expect_summary '^kvsite: built 6 pages, 16 figures \(10 computed, 1 measured, 1 cited, 4 refuted\), 0 warnings, 0 errors in [0-9.]+ s$'
-    expect_grep site/notes/claims/index.html '<span class="fig" data-tier="refuted" title="refuted: 40 * 2^30 = 42,949,672,960 B = 42.9 GB"><a href="/checks/#notes-claims-1"><s>40 GB</s></a><span class="fig-true"> → 43 GB</span></span>'
-    expect_grep site/notes/claims/index.html '; claimed in paper2024: A paper about caches"'
+    expect_grep site/notes/claims/index.html '<span class="fig" id="notes-claims-1" data-tier="refuted"><button type="button" class="fig-q" popovertarget="notes-claims-1-d" aria-describedby="notes-claims-1-d"><s>40 GB</s></button><span class="fig-true"> → 43 GB</span><span class="fig-pop" popover id="notes-claims-1-d">'
+    expect_grep site/notes/claims/index.html '</span> claimed in paper2024: A paper about caches</span>'
     expect_grep site/checks.json '"tier": "refuted", "status": "pass"'
     expect_grep site/checks.json '"cited": 1, "refuted": 4, "passed": 16, "failed": 0}'
     expect_grep site/checks.json '"provenance": "claimed in paper2024: A paper about caches"'
@@ -3061,7 +3067,8 @@ print("\n## 生成的标题")
 See [the heading](#生成的标题).
 EOF
     fig_expect_pass
-    expect_grep site/t/index.html '<td align="right"><span class="fig" data-tier="computed" title="kv.bytes(kv.model(&quot;qwen2.5-7b&quot;), 32768) = 1,879,048,192 B = 1.750 GiB"><a href="/checks/#t-2">1.75 GiB</a></span></td>'
+    expect_grep site/t/index.html '<td style="text-align: right"><span class="fig" id="t-2" data-tier="computed"><button type="button" class="fig-q" popovertarget="t-2-d" aria-describedby="t-2-d">1.75 GiB</button>'
+    expect_grep site/t/index.html '<code>kv.bytes(kv.model(&quot;qwen2.5-7b&quot;), 32768)</code></span><span class="fig-row"><span class="fig-k">Value</span> 1,879,048,192 B = 1.750 GiB</span>'
     expect_grep site/t/index.html '<h2 id="生成的标题">生成的标题</h2>'
     expect_no_grep site/t/index.html 'print('
     expect_grep site/checks.json '"quote": "1.75 GiB"'

@@ -39,8 +39,8 @@ expect() {
 
 expect prose_variant 1 'content/a.md:3:4: error: retired term "KV 缓存" \(the glossary.s term is "KV cache"\)' \
     "$(site prose content/a.md $'# t\n\n正文 KV 缓存的大小')"
-expect front_matter_variant 1 'content/a.md:2:13: error: retired term "潜向量"' \
-    "$(site fm content/a.md $'---\ntitle: MLA 的潜向量\n---')"
+expect front_matter_variant 1 'content/a.md:2:13: error: retired term "潜在向量"' \
+    "$(site fm content/a.md $'---\ntitle: MLA 的潜在向量\n---')"
 expect template_variant 1 'templates/x.html:1:4: error: retired term "头宽"' "$(site tpl templates/x.html '<p>头宽</p>')"
 expect code_block_ok 0 '0 errors' "$(site code content/a.md $'```lua\n-- KV 缓存\n```\n\n正文')"
 expect code_span_ok 0 '0 errors' "$(site span content/a.md '用 `sinks = 4` 设置，`头宽` 不算')"

@@ -776,11 +776,15 @@ static void test_refuted_figures(void **state)
     assert_string_equal(g->expr, "40 * 2^30");
     assert_true(g->value == 42949672960.0);
     assert_string_equal(buf_cstr(&f->text), "40 GB");
+    /* the claim struck through in its button, the true value beside it and
+     * in the popover (figmark.c) */
     assert_string_equal(buf_cstr(&f->enter),
-                        "<span class=\"fig\" data-tier=\"refuted\" title=\"refuted: 40 * 2^30 = "
-                        "42,949,672,960 B = 42.9 GB\"><a href=\"/checks/#fig-1\"><s>");
-    assert_string_equal(buf_cstr(&f->exit),
-                        "</s></a><span class=\"fig-true\"> \xE2\x86\x92 43 GB</span></span>");
+                        "<span class=\"fig\" id=\"fig-1\" data-tier=\"refuted\"><button type=\"button\" "
+                        "class=\"fig-q\" popovertarget=\"fig-1-d\" aria-describedby=\"fig-1-d\"><s>");
+    const char *exit_want = "</s></button><span class=\"fig-true\"> \xE2\x86\x92 43 GB</span>"
+                            "<span class=\"fig-pop\" popover id=\"fig-1-d\">";
+    assert_memory_equal(buf_cstr(&f->exit), exit_want, strlen(exit_want));
+    assert_non_null(strstr(buf_cstr(&f->exit), "True value</span> 43 GB</span>"));
     /* ASCII; then a value that rounds to the quote, shown with a decimal more */
     S_span(f, "1 GB {!= 1.6e9}");
     assert_int_equal(f->dl.n, 0);
@@ -824,8 +828,8 @@ static void test_refuted_sources(void **state)
     assert_true(g->ok);
     assert_string_equal(g->expr, "40 * 2^30");
     assert_string_equal(g->provenance, "claimed in quest2024: Quest: <sparse> & fast");
-    assert_true(strstr(buf_cstr(&f->enter), "; claimed in quest2024: Quest: &lt;sparse&gt; &amp; "
-                                            "fast\"") != NULL);
+    assert_true(strstr(buf_cstr(&f->exit), "Claimed in</span> claimed in quest2024: Quest: "
+                                           "&lt;sparse&gt; &amp; fast</span>") != NULL);
     S_span(f, "41 GB {≠ 40 * 2^30;cite   quest2024  }");
     assert_int_equal(f->dl.n, 0);
     assert_string_equal(S_last(f)->expr, "40 * 2^30");

@@ -646,21 +646,21 @@ static void test_page_markup(void **state)
                      "```lua\nlocal x\n```\n\n```cobol\nMOVE\n```\n";
     S_html(f, md,
            /* a link reference definition when footnotes are off */
-           "<p>A<a href=\"/articles/Note.\">^n</a>.</p>\n<table>\n<thead>\n<tr>\n"
+           "<p>A<a href=\"/articles/Note.\">^n</a>.</p>\n<table tabindex=\"0\">\n<thead>\n<tr>\n"
            "<th align=\"right\">a</th>\n"
            "<th align=\"center\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n"
            "<td align=\"right\">1</td>\n<td align=\"center\">2</td>\n</tr>\n</tbody>\n"
-           "</table>\n<pre><code class=\"language-lua\">local x\n"
-           "</code></pre>\n<pre><code class=\"language-cobol\">MOVE\n</code></pre>\n");
+           "</table>\n<pre tabindex=\"0\"><code class=\"language-lua\">local x\n"
+           "</code></pre>\n<pre tabindex=\"0\"><code class=\"language-cobol\">MOVE\n</code></pre>\n");
     f->o.page_markup = true;
     S_html(f, md,
            "<p>A<sup class=\"footnote-ref\"><a href=\"#fn-n\" id=\"fnref-n\" "
-           "data-footnote-ref>1</a></sup>.</p>\n<table>\n<thead>\n<tr>\n"
+           "data-footnote-ref>1</a></sup>.</p>\n<table tabindex=\"0\">\n<thead>\n<tr>\n"
            "<th style=\"text-align: right\">a</th>\n<th style=\"text-align: center\">b</th>\n"
            "</tr>\n</thead>\n<tbody>\n<tr>\n<td style=\"text-align: right\">1</td>\n"
            "<td style=\"text-align: center\">2</td>\n</tr>\n</tbody>\n</table>\n"
-           "<pre><code class=\"language-lua\"><span class=\"hl-keyword\">local</span> x\n"
-           "</code></pre>\n<pre><code class=\"language-cobol\">MOVE\n</code></pre>\n"
+           "<pre tabindex=\"0\"><code class=\"language-lua\"><span class=\"hl-keyword\">local</span> x\n"
+           "</code></pre>\n<pre tabindex=\"0\"><code class=\"language-cobol\">MOVE\n</code></pre>\n"
            "<section class=\"footnotes\" data-footnotes>\n<ol>\n<li id=\"fn-n\">\n"
            "<p>Note. <a href=\"#fnref-n\" class=\"footnote-backref\" data-footnote-backref "
            "aria-label=\"Back to content\">↩</a></p>\n</li>\n</ol>\n</section>\n");
