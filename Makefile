@@ -44,6 +44,11 @@ $(B)/ts/$(call ts_name,$(1))_%.o: $(call ts_src,$(1))/%.c | $(B)/ts
 	$$(CC) $(TS_CFLAGS) -I$(call ts_src,$(1)) -c $$< -o $$@
 endef
 $(foreach l,$(TS_LANGS),$(eval $(call TS_RULE,$(l))))
+# The grammars' sources come from `npm ci`; in one `make deps all` they appear while
+# make runs, so make would take them for intermediate files and delete them after use.
+TS_SRC    := $(foreach l,$(TS_LANGS),$(call ts_src,$(l))/parser.c \
+               $(if $(filter 1,$(word 3,$(subst :, ,$(l)))),$(call ts_src,$(l))/scanner.c))
+.SECONDARY: $(TS_SRC)
 TS_QUERIES := $(foreach l,$(TS_LANGS),$(call ts_name,$(l))=$(call ts_src,$(l))/../queries/highlights.scm)
 $(B)/ts/queries.c: tools/embed_queries.py $(foreach q,$(TS_QUERIES),$(word 2,$(subst =, ,$(q)))) | $(B)/ts
 	python3 tools/embed_queries.py $@ $(TS_QUERIES)
