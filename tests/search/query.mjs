@@ -2,7 +2,9 @@
 // site's pagefind/pagefind.js and its WebAssembly) on the built site's index,
 // as a browser would, and prints one line per term: the term, a tab, and the
 // URLs of the first results, best first, separated by spaces.
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { pathToFileURL, fileURLToPath } from "node:url";
 
 const [dir, ...terms] = process.argv.slice(2);
@@ -20,7 +22,13 @@ globalThis.fetch = async (input) => {
   }
 };
 const base = pathToFileURL(dir.replace(/\/?$/, "/") + "pagefind/").href;
-const pagefind = await import(base + "pagefind.js");
+// pagefind.js is an ES module in a .js file outside any package.json: Node 18
+// (Debian 12's) loads such a file as CommonJS, so import a copy named .mjs
+const tmp = await mkdtemp(join(tmpdir(), "kvsite-pagefind-"));
+const copy = join(tmp, "pagefind.mjs");
+await writeFile(copy, await readFile(fileURLToPath(base + "pagefind.js")));
+const pagefind = await import(pathToFileURL(copy).href);
+await rm(tmp, { recursive: true, force: true });
 await pagefind.options({ basePath: base, baseUrl: "/" });
 await pagefind.init();
 for (const term of terms) {
