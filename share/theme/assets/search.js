@@ -15,6 +15,10 @@
   ui.onload = function () {
     box.hidden = false;
     new PagefindUI({ element: box, showSubResults: true, showImages: false });
+    // Pagefind labels its input by title and placeholder only; give it a name
+    // screen readers announce (axe: label-title-only)
+    var input = box.querySelector("input");
+    if (input) input.setAttribute("aria-label", input.getAttribute("placeholder") || "Search");
   };
   document.head.appendChild(ui);
 })();
