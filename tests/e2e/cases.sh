@@ -5,6 +5,17 @@
 # `ok NAME` or `FAIL NAME: why` plus the diffs, then `N passed, N failed`, and
 # returns 1 when a case failed.
 
+# kvsite_under_test NAME: makes KVSITE absolute (default: build/kvsite under ROOT)
+# and stops the script NAME with exit 2 when there is no binary there.
+kvsite_under_test() {
+    KVSITE=${KVSITE:-$ROOT/build/kvsite}
+    case $KVSITE in /*) ;; *) KVSITE=$PWD/$KVSITE ;; esac
+    if [ ! -x "$KVSITE" ]; then
+        echo "$1: no kvsite binary at $KVSITE (make build/kvsite, or set KVSITE)" >&2
+        exit 2
+    fi
+}
+
 run_cases() {
     local script=$1 cases fn passed=0 failed=0
     shift

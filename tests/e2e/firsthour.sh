@@ -16,12 +16,9 @@ unset GITHUB_ACTIONS
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-KVSITE=${KVSITE:-$ROOT/build/kvsite}
-case $KVSITE in /*) ;; *) KVSITE=$PWD/$KVSITE ;; esac
-if [ ! -x "$KVSITE" ]; then
-    echo "firsthour.sh: no kvsite binary at $KVSITE (make build/kvsite, or set KVSITE)" >&2
-    exit 2
-fi
+# shellcheck source=cases.sh
+. "$HERE/cases.sh"
+kvsite_under_test firsthour.sh
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kvsite-firsthour.XXXXXX") || exit 2
 trap 'rm -rf "$TMP"' EXIT
 P=$TMP/prefix     # the install
@@ -313,6 +310,4 @@ t_site_module_shadows_library() {
 
 # ---------- run ----------
 
-# shellcheck source=cases.sh
-. "$(dirname "${BASH_SOURCE[0]}")/cases.sh"
 run_cases "${BASH_SOURCE[0]}" "$@"

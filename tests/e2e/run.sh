@@ -18,12 +18,9 @@ unset GITHUB_ACTIONS
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 FIX=$ROOT/tests/fixtures
-KVSITE=${KVSITE:-$ROOT/build/kvsite}
-case $KVSITE in /*) ;; *) KVSITE=$PWD/$KVSITE ;; esac
-if [ ! -x "$KVSITE" ]; then
-    echo "run.sh: no kvsite binary at $KVSITE (make build/kvsite, or set KVSITE)" >&2
-    exit 2
-fi
+# shellcheck source=cases.sh
+. "$HERE/cases.sh"
+kvsite_under_test run.sh
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kvsite-e2e.XXXXXX") || exit 2
 trap 'rm -rf "$TMP"' EXIT
 
@@ -3305,6 +3302,4 @@ EOF
 
 # ---------- running ----------
 
-# shellcheck source=cases.sh
-. "$(dirname "${BASH_SOURCE[0]}")/cases.sh"
 run_cases "${BASH_SOURCE[0]}" "$@"

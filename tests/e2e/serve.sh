@@ -16,12 +16,9 @@ unset GITHUB_ACTIONS
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-KVSITE=${KVSITE:-$ROOT/build/kvsite}
-case $KVSITE in /*) ;; *) KVSITE=$PWD/$KVSITE ;; esac
-if [ ! -x "$KVSITE" ]; then
-    echo "serve.sh: no kvsite binary at $KVSITE (make build/kvsite, or set KVSITE)" >&2
-    exit 2
-fi
+# shellcheck source=cases.sh
+. "$HERE/cases.sh"
+kvsite_under_test serve.sh
 command -v curl >/dev/null || { echo "serve.sh: curl is missing (make deps)" >&2; exit 2; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kvsite-serve.XXXXXX") || exit 2
 SPID=""
@@ -301,6 +298,4 @@ t_base_path() {
     stop_serve
 }
 
-# shellcheck source=cases.sh
-. "$(dirname "${BASH_SOURCE[0]}")/cases.sh"
 run_cases "${BASH_SOURCE[0]}" "$@"
