@@ -223,29 +223,46 @@ int fs_mkdir_p(const char *path)
         errno = ENOENT;
         return -1;
     }
+    /* Deepest first: a build makes thousands of folders whose parent exists,
+     * so the usual cost is one mkdir, not one per ancestor. On ENOENT walk up
+     * (cutting the path at each '/') to an ancestor that exists or could be
+     * made, then down again restoring the cuts. */
     char *p = xstrdup(path);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            int e = errno;
-            free(p);
-            errno = e;
-            return -1;
+    size_t len = strlen(p);
+    int rc = 0, e = 0;
+    for (;;) {
+        if (mkdir(p, 0777) == 0)
+            break;
+        e = errno;
+        if (e == EEXIST && strlen(p) < len)
+            break; /* an ancestor: the walk down makes the rest */
+        if (e == EEXIST) {
+            rc = fs_is_dir(p) ? 0 : -1; /* a file stands there: EEXIST, as mkdir -p says */
+            goto done;
         }
-        *s = '/';
+        char *slash = strrchr(p, '/');
+        if (e != ENOENT || !slash || slash == p) {
+            rc = -1;
+            goto done;
+        }
+        *slash = '\0';
     }
-    int rc = mkdir(p, 0777);
-    int e = errno;
-    if (rc != 0 && e == EEXIST && !fs_is_dir(p))
-        rc = -2; /* a file stands there: EEXIST, as mkdir -p says */
+    for (size_t at = strlen(p); at < len; at = strlen(p)) {
+        p[at] = '/';
+        if (mkdir(p, 0777) == 0)
+            continue;
+        e = errno;
+        /* EEXIST on the way down: a racing mkdir, or "a//b"; a file is an error */
+        if (e != EEXIST || !fs_is_dir(p)) {
+            rc = -1;
+            goto done;
+        }
+    }
+done:
     free(p);
-    if (rc != 0 && (rc == -2 || e != EEXIST)) {
+    if (rc != 0)
         errno = e;
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 static int S_write_all(int fd, const void *data, size_t len)

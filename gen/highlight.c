@@ -240,6 +240,12 @@ static bool S_load(language *l)
     return l->q != NULL;
 }
 
+void hl_preload(void)
+{
+    for (size_t i = 0; i < NLANGS; i++)
+        S_load(&S_langs[i]);
+}
+
 static bool S_capture_text(const TSQueryMatch *m, uint32_t cap, const char *code, size_t len,
                            const char **s, size_t *n)
 {

@@ -17,6 +17,8 @@ void incr_init(incr *inc)
 {
     memset(inc, 0, sizeof *inc);
     strmap_init(&inc->stamps);
+    strmap_init(&inc->unstamped);
+    pthread_mutex_init(&inc->unstamped_lock, NULL);
     strmap_init(&inc->fronts);
     cache_init(&inc->prev);
     buf_init(&inc->rec_bytes);
@@ -27,6 +29,8 @@ void incr_free(incr *inc)
     free(inc->stamp_path);
     free(inc->cache_path);
     strmap_free(&inc->stamps);
+    strmap_free(&inc->unstamped);
+    pthread_mutex_destroy(&inc->unstamped_lock);
     strmap_free(&inc->fronts);
     cache_free(&inc->prev);
     free(inc->digests);
@@ -161,10 +165,19 @@ static uint64_t S_file_stamp(incr *inc, const char *path, bool *ok)
     void *v = strmap_get(&inc->stamps, path);
     if (v)
         return (uint64_t)(uintptr_t)v;
-    char *full = fs_join(inc->root, path);
-    if (fs_exists(full))
+    /* every page of a section names the same missing candidates (a
+     * templates/<section>/page.html it does not have): ask the disk once */
+    pthread_mutex_lock(&inc->unstamped_lock);
+    uintptr_t state = (uintptr_t)strmap_get(&inc->unstamped, path);
+    if (!state) {
+        char *full = fs_join(inc->root, path);
+        state = fs_exists(full) ? 2 : 1;
+        free(full);
+        strmap_put(&inc->unstamped, path, (void *)state);
+    }
+    pthread_mutex_unlock(&inc->unstamped_lock);
+    if (state == 2)
         *ok = false;
-    free(full);
     return stamp_str(stamp_str(STAMP_SEED, path), "(missing)");
 }
 

@@ -53,6 +53,8 @@ typedef struct {
     uint64_t global;           /* the global key, once global_known */
     bool global_known;
     strmap stamps;             /* "content/a.md" -> (void *)(stamp | 1), every input file */
+    strmap unstamped;          /* paths not in stamps, probed once: (void *)1 missing, 2 not */
+    pthread_mutex_t unstamped_lock; /* the cache writer's thread probes too */
     cache prev;                /* the last successful build's cache */
     uint64_t front_key;
     strmap fronts;             /* src -> prev.fronts entry, when prev.front_key matches */

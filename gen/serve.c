@@ -19,6 +19,7 @@
 #include "config.h"
 #include "diag.h"
 #include "fsutil.h"
+#include "highlight.h"
 #include "httpd.h"
 #include "output.h"
 #include "paths.h"
@@ -290,6 +291,7 @@ int serve_main(int argc, char **argv)
         rc = 2;
     } else {
         S_watch_all(&w, s.o.root); /* before the build: a save during it counts */
+        hl_preload(); /* once here, not in the workers of every rebuild */
         S_build(&s);
         char err[256];
         s.http = httpd_start(out_abs, s.base ? s.base : "", s.o.bind, s.o.port, err, sizeof err);
