@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "paths.h"
 #include "sources.h"
 #include "stamp.h"
+#include "theme.h"
 #include "yv.h"
 
 void incr_init(incr *inc)
@@ -45,7 +47,9 @@ static void S_note_stamp(void *ctx, const char *path, uint64_t stamp)
     strmap_put(ctx, path, (void *)(uintptr_t)(stamp | 1));
 }
 
-/* What every build depends on: the binary, the flags and site.yaml. */
+/* What every build depends on: the binary, the flags, site.yaml, and the
+ * installed theme and checks library the site uses: files that change
+ * without a new binary (a theme author's edit, a package that moves them). */
 static uint64_t S_setup_stamp(const incr *inc)
 {
     uint64_t h = stamp_str(STAMP_SEED, "kvsite " KVSITE_VERSION);
@@ -61,6 +65,10 @@ static uint64_t S_setup_stamp(const incr *inc)
     char *cfg = fs_join(inc->root, "site.yaml");
     h = stamp_file(h, cfg);
     free(cfg);
+    const char *installed[] = {theme_dir(inc->cfg, inc->root), paths_get()->checks};
+    for (size_t i = 0; i < sizeof installed / sizeof *installed; i++)
+        h = installed[i] ? stamp_tree(h, installed[i], ".", inc->cfg->limits.files, NULL)
+                         : stamp_str(h, "(none)");
     return h;
 }
 
@@ -331,6 +339,10 @@ static uint64_t S_front_key(incr *inc)
     char *cfg = fs_join(inc->root, "site.yaml");
     h = stamp_file(h, cfg);
     free(cfg);
+    const char *installed[] = {theme_dir(inc->cfg, inc->root), paths_get()->checks};
+    for (size_t i = 0; i < sizeof installed / sizeof *installed; i++)
+        h = installed[i] ? stamp_tree(h, installed[i], ".", inc->cfg->limits.files, NULL)
+                         : stamp_str(h, "(none)");
     return h;
 }
 

@@ -94,6 +94,8 @@ void output_init(output *o)
     buf_init(&o->extras);
     buf_init(&o->scan.files);
     buf_init(&o->scan.empty_dirs);
+    buf_init(&o->published.files);
+    buf_init(&o->published.empty_dirs);
 }
 
 static char *S_absolute(const char *path)
@@ -340,6 +342,23 @@ void output_scan_finish(output *o)
         buf_clear(&sc->empty_dirs);
         sc->links = false;
     }
+    output_scan *pub = &o->published;
+    if (o->had_output && !pub->started && !pub->done) {
+        S_scan_reset(pub, o->out_abs);
+        pub->started = pthread_create(&pub->thread, NULL, S_scan_staging, pub) == 0;
+    }
+}
+
+/* Waits for the published output's scan; false when there is none. */
+static bool S_published_scanned(output *o)
+{
+    output_scan *pub = &o->published;
+    if (pub->started) {
+        pthread_join(pub->thread, NULL);
+        pub->started = false;
+        pub->done = true;
+    }
+    return pub->done;
 }
 
 /* ---------- where files go ---------- */
@@ -488,6 +507,8 @@ static void S_write_mark(const output *o, const buf *changed)
 
 int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl)
 {
+    /* the scan walks the output by name: over before the swap renames it */
+    bool scanned = S_published_scanned(o);
     if (S_swap(o) != 0) {
         S_publish_error(o, dl, errno);
         return -1;
@@ -498,25 +519,27 @@ int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl
     /* The staging folder is the old output: the new one's copy but for the
      * pages whose bytes differ (the writers compared them), the extras (not
      * compared: few) and what the new output lacks. */
-    output_scan old;
-    memset(&old, 0, sizeof old);
-    old.dir = o->staging;
-    buf_init(&old.files);
-    buf_init(&old.empty_dirs);
-    S_scan_staging(&old);
-    if (!old.links) { /* a link there: no mark, the next build compares all */
+    output_scan walked;
+    memset(&walked, 0, sizeof walked);
+    walked.dir = o->staging;
+    buf_init(&walked.files);
+    buf_init(&walked.empty_dirs);
+    if (!scanned) /* a build that chose full late: walked now */
+        S_scan_staging(&walked);
+    const output_scan *old = scanned ? &o->published : &walked;
+    if (!old->links) { /* a link there: no mark, the next build compares all */
         buf changed = BUF_INIT;
         buf_put(&changed, fresh, fresh_len);
         buf_put(&changed, o->extras.ptr, o->extras.len);
-        const char *p = buf_cstr(&old.files), *end = p + old.files.len;
+        const char *p = buf_cstr(&old->files), *end = p + old->files.len;
         for (; p < end; p += strlen(p) + 1)
             if (!strmap_get(&o->outputs, p))
                 buf_put(&changed, p, strlen(p) + 1);
         S_write_mark(o, &changed);
         buf_free(&changed);
     }
-    buf_free(&old.files);
-    buf_free(&old.empty_dirs);
+    buf_free(&walked.files);
+    buf_free(&walked.empty_dirs);
     return 0;
 }
 
@@ -654,8 +677,11 @@ void output_done(output *o)
     if (o->scan.started)
         pthread_join(o->scan.thread, NULL);
     o->scan.started = false;
+    S_published_scanned(o);
     buf_free(&o->scan.files);
     buf_free(&o->scan.empty_dirs);
+    buf_free(&o->published.files);
+    buf_free(&o->published.empty_dirs);
 }
 
 void output_unlock(output *o)
@@ -671,6 +697,8 @@ void output_free(output *o)
     buf_free(&o->extras);
     buf_free(&o->scan.files);
     buf_free(&o->scan.empty_dirs);
+    buf_free(&o->published.files);
+    buf_free(&o->published.empty_dirs);
     free(o->incr_dir);
     free(o->out_abs);
     free(o->state_dir);

@@ -112,6 +112,11 @@ typedef struct {
     uint64_t extra_bytes; /* their bytes as output_write counts them */
     uint64_t cap;      /* limits.output_bytes, for output_dest_of */
     output_scan scan;
+    /* The published output's files, scanned in a thread of its own while a
+     * full build's pages render: after the swap they are the staging
+     * folder's, which output_publish would otherwise walk then, on the
+     * critical path. */
+    output_scan published;
 } output;
 
 void output_init(output *o);
@@ -134,7 +139,8 @@ void output_scan_start(output *o);
 /* Stops a scan that is not needed (nothing to build). */
 void output_scan_stop(output *o);
 /* Waits for the scan (or makes it now when no thread runs it). A staging
- * folder with links planted in it is emptied. */
+ * folder with links planted in it is emptied. Then starts the scan of the
+ * published output (output_publish waits for it). */
 void output_scan_finish(output *o);
 
 /* From here on, files go to a folder of their own (<out>.incr), moved into

@@ -214,6 +214,25 @@ static void S_open_browser(const char *url)
         waitpid(pid, NULL, 0);
 }
 
+/* The theme folder the site uses now: watched from the start and again
+ * after every rebuild, since a site.yaml edit (theme: default) or a removed
+ * templates/ folder brings the theme in while serving. A theme no longer used
+ * stays watched: a change there rebuilds for nothing, no more. */
+static void S_watch_theme(watch *w, const char *root)
+{
+    config cfg;
+    diag_list dl;
+    diag_list_init(&dl);
+    config_defaults(&cfg);
+    if (config_load(&cfg, root, &dl) == 0) {
+        const char *theme = theme_dir(&cfg, root);
+        if (theme)
+            watch_add_tree(w, theme);
+    }
+    config_free(&cfg);
+    diag_list_free(&dl);
+}
+
 /* What a change in means a rebuild: the project's inputs and the installed
  * folders it reads. */
 static void S_watch_all(watch *w, const char *root)
@@ -226,17 +245,7 @@ static void S_watch_all(watch *w, const char *root)
         free(d);
     }
     watch_add_file(w, root, "site.yaml");
-    config cfg;
-    diag_list dl;
-    diag_list_init(&dl);
-    config_defaults(&cfg);
-    if (config_load(&cfg, root, &dl) == 0) {
-        const char *theme = theme_dir(&cfg, root);
-        if (theme)
-            watch_add_tree(w, theme);
-    }
-    config_free(&cfg);
-    diag_list_free(&dl);
+    S_watch_theme(w, root);
     if (paths_get()->checks)
         watch_add_tree(w, paths_get()->checks);
 }
@@ -252,6 +261,7 @@ static void S_loop(S_server *s, int sigfd, watch *w)
         if (wait == 0) {
             watch_debounce_fired(&db);
             S_build(s);
+            S_watch_theme(w, s->o.root);
             continue;
         }
         struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = w->fd, .events = POLLIN}};

@@ -2008,6 +2008,65 @@ t_full_build_leaves_mark() {
     done
 }
 
+# The installed theme and checks library are inputs like the site's own
+# files: an edit of the theme (its author's, or a package that replaces it
+# without a new binary) makes the next build render again, not "up to date".
+# The binary runs from an installed layout of its own (<prefix>/bin,
+# <prefix>/share/kvsite) so that the theme edited is a copy.
+t_installed_theme_edit_rebuilds() {
+    fresh good
+    local inst=$W.inst saved=$KVSITE
+    mkdir -p "$inst/bin" "$inst/share/kvsite"
+    cp "$KVSITE" "$inst/bin/kvsite"
+    cp -R "$ROOT/share/theme" "$inst/share/kvsite/theme"
+    cp -R "$ROOT/checks" "$inst/share/kvsite/checks"
+    printf 'theme: default\n' >>"$W/site.yaml"
+    KVSITE=$inst/bin/kvsite
+    kv build
+    expect_rc 0
+    printf '\n/* edited in the installed theme */\n' >>"$inst/share/kvsite/theme/assets/theme.css"
+    kv build
+    expect_rc 0
+    grep -q 'up to date' "$W.err" && fail "an edit of the installed theme left the build up to date"
+    grep -qF 'edited in the installed theme' "$W/site/assets/theme.css" 2>/dev/null ||
+        fail "the theme's edited stylesheet was not published"
+    printf '\n-- edited in the installed library\n' >>"$inst/share/kvsite/checks/kv.lua"
+    kv build
+    expect_rc 0
+    grep -q 'up to date' "$W.err" && fail "an edit of the installed checks library left the build up to date"
+    KVSITE=$saved
+}
+
+# The mark a full build leaves names the files the old output had and the new
+# one lacks (the old output was scanned while the pages rendered): a stray
+# file in the output before a full build does not come back with the next
+# incremental one, nor does a page removed by the full build.
+t_full_build_mark_old_files() {
+    fresh good
+    many_notes 12
+    kv build
+    expect_rc 0
+    printf 'stray\n' >"$W/site/stray.txt"
+    mkdir -p "$W/site/stray-dir/deeper" && printf 'x\n' >"$W/site/stray-dir/deeper/f.txt"
+    rm "$W/content/notes/bulk3.md"
+    kv build --no-cache
+    expect_rc 0
+    [ -e "$W/site/stray.txt" ] && fail "the full build kept a stray file"
+    grep -qaF 'stray.txt' "$W/.kvsite/site.synced" || fail "the mark lacks the old output's stray file"
+    grep -qaF 'notes/bulk3/index.html' "$W/.kvsite/site.synced" || fail "the mark lacks the removed page"
+    printf '\nEdited.\n' >>"$W/content/notes/bulk1.md"
+    kv build
+    expect_rc 0
+    grep -q '1 rendered' "$W.err" || fail "not incremental: $(tail -n 1 "$W.err")"
+    [ -e "$W/site/stray.txt" ] && fail "the stray file came back with the incremental build"
+    [ -e "$W/site/stray-dir/deeper/f.txt" ] && fail "the stray folder came back with the incremental build"
+    [ -e "$W/site/notes/bulk3/index.html" ] && fail "the removed page came back with the incremental build"
+    kv build --no-cache -o "$W.full"
+    listing "$W.full" >"$W.want"
+    rm -rf "$W.full" "$(dirname "$W")/.kvsite"
+    cmp -s <(listing "$W/site") "$W.want" || fail "the incremental build after a full one differs from a full build"
+}
+
 # A publish that fails (a folder of the output that cannot be changed, even by
 # root: chattr +i) says the previous output is unchanged only when it is; the
 # output is the old one or the new one either way.

@@ -298,4 +298,28 @@ t_base_path() {
     stop_serve
 }
 
+# A theme the site starts using while it is served (site.yaml gets `theme:
+# default`) is watched from then on: an edit of the theme's stylesheet shows.
+# The binary runs from an installed layout of its own (<prefix>/bin and
+# <prefix>/share/kvsite), so the theme edited is a copy, not the repository's.
+t_theme_taken_up_while_serving() {
+    project
+    local inst=$W/inst
+    mkdir -p "$inst/bin" "$inst/share/kvsite"
+    cp "$KVSITE" "$inst/bin/kvsite"
+    cp -r "$ROOT/share/theme" "$inst/share/kvsite/theme"
+    cp -r "$ROOT/checks" "$inst/share/kvsite/checks"
+    local saved=$KVSITE
+    KVSITE=$inst/bin/kvsite
+    start_serve "$W/p" || { KVSITE=$saved; return; }
+    KVSITE=$saved
+    get /assets/theme.css
+    [ "$CODE" = 404 ] || fail "the site served the theme before it used it ($CODE)"
+    printf 'theme: default\n' >>"$W/p/site.yaml"
+    wait_for /assets/theme.css "--" || { stop_serve; return; }
+    printf '\n/* edited while serving */\n' >>"$inst/share/kvsite/theme/assets/theme.css"
+    wait_for /assets/theme.css "edited while serving"
+    stop_serve
+}
+
 run_cases "${BASH_SOURCE[0]}" "$@"
