@@ -197,12 +197,14 @@ static void S_print_theme_asset(void *ctx, const char *from, const char *to)
         return;
     buf b = BUF_INIT;
     char *input = xasprintf("theme/%s", from); /* incr_input_stamp's name for it */
+    char *shadow = xasprintf("templates/%s", to); /* the site's file would win */
     if (S_read_asset(s, theme_dir(&s->cfg, s->o->root), from, from, &b)) {
         char *site = xasprintf("/%s", to);
-        fingerprints_add(&s->prints, site, input, &b);
+        fingerprints_add(&s->prints, site, input, shadow, &b);
         free(site);
     }
     free(input);
+    free(shadow);
     buf_free(&b);
 }
 
@@ -219,7 +221,7 @@ static void S_fingerprint(build_state *s)
         buf b = BUF_INIT;
         if (S_read_asset(s, s->o->root, shown, shown, &b)) {
             char *site = xasprintf("/assets/%s", rel);
-            fingerprints_add(&s->prints, site, shown, &b);
+            fingerprints_add(&s->prints, site, shown, NULL, &b);
             free(site);
         }
         buf_free(&b);

@@ -18,6 +18,7 @@ void fingerprints_free(fingerprints *f)
         free(p->site_path);
         free(p->hashed);
         free(p->input);
+        free(p->shadow);
         buf_free(&p->bytes);
         free(p);
     }
@@ -51,7 +52,7 @@ char *fingerprint_name(const char *path, const void *bytes, size_t len)
 }
 
 const fingerprint *fingerprints_add(fingerprints *f, const char *site_path, const char *input,
-                                    buf *bytes)
+                                    const char *shadow, buf *bytes)
 {
     fingerprint *old = strmap_get(&f->by_path, site_path);
     if (old)
@@ -60,6 +61,7 @@ const fingerprint *fingerprints_add(fingerprints *f, const char *site_path, cons
     p->site_path = xstrdup(site_path);
     p->hashed = fingerprint_name(site_path, bytes->ptr ? bytes->ptr : "", bytes->len);
     p->input = xstrdup(input);
+    p->shadow = shadow ? xstrdup(shadow) : NULL;
     p->bytes = *bytes;
     buf_init(bytes);
     if (f->n == f->cap) {

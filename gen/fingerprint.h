@@ -26,6 +26,9 @@ typedef struct {
     char *input;     /* the file pages that link it depend on, as the build's
                       * input stamp names it: "templates/assets/style.css", or
                       * "theme/assets/theme.css" for the theme's (incremental.c) */
+    char *shadow;    /* a theme's asset: the site's file that would replace it
+                      * ("templates/assets/theme.css"), an input too, since
+                      * its coming changes the pages; NULL for the site's own */
     buf bytes;       /* the content that was hashed: what the copy step writes */
 } fingerprint;
 
@@ -49,9 +52,9 @@ char *fingerprint_name(const char *path, const void *bytes, size_t len);
 
 /* Adds the asset at site_path (taking bytes over: *bytes is left empty) and
  * returns it; the first of two for one path stays (the site's own assets
- * are added before the theme's). */
+ * are added before the theme's). shadow: see fingerprint (may be NULL). */
 const fingerprint *fingerprints_add(fingerprints *f, const char *site_path, const char *input,
-                                    buf *bytes);
+                                    const char *shadow, buf *bytes);
 /* The asset at site_path ("/assets/x.css"), or NULL. */
 const fingerprint *fingerprints_get(const fingerprints *f, const char *site_path);
 

@@ -129,6 +129,8 @@ static int S_asset_url(lua_State *L)
         return luaL_error(L, "asset_url \"%s\": no such file in templates/assets/ or the "
                              "theme's assets/", path);
     tpl_note_file(r->tpl, fp->input);
+    if (fp->shadow)
+        tpl_note_file(r->tpl, fp->shadow);
     lua_pushfstring(L, "%s%s", r->e.cfg->base_path, fp->hashed);
     return 1;
 }

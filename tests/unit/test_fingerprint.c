@@ -65,7 +65,7 @@ static void test_set(void **state)
     fingerprints_init(&f);
     buf b = BUF_INIT;
     buf_puts(&b, "site");
-    const fingerprint *p = fingerprints_add(&f, "/assets/theme.css", "templates/assets/theme.css", &b);
+    const fingerprint *p = fingerprints_add(&f, "/assets/theme.css", "templates/assets/theme.css", NULL, &b);
     assert_int_equal(b.len, 0);
     assert_null(b.ptr);
     assert_string_equal(p->input, "templates/assets/theme.css");
@@ -74,7 +74,7 @@ static void test_set(void **state)
     assert_string_equal(p->hashed, want);
     free(want);
     buf_puts(&b, "theme");
-    const fingerprint *q = fingerprints_add(&f, "/assets/theme.css", "theme/assets/theme.css", &b);
+    const fingerprint *q = fingerprints_add(&f, "/assets/theme.css", "theme/assets/theme.css", "templates/assets/theme.css", &b);
     assert_ptr_equal(p, q);
     buf_free(&b);
     assert_ptr_equal(fingerprints_get(&f, "/assets/theme.css"), p);

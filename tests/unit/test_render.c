@@ -379,7 +379,8 @@ static void test_asset_url_and_anchors(void **state)
     const char *dir = *state;
     tmpdir_put(dir, "site.yaml", "title: Tiny\nbase_url: https://example.org/docs/\nlanguage: zh-CN\n");
     tmpdir_put(dir, "templates/special.html",
-               "<link href=\"{{ asset_url(\"/assets/style.css\") }}\">{{{ page.content }}}\n");
+               "<link href=\"{{ asset_url(\"/assets/style.css\") }}\">{{{ page.content }}}\n"
+               "{% local _ = asset_url(\"/assets/theme.js\") %}");
     tmpdir_put(dir, "templates/doc.html", "{{ asset_url(\"/assets/logo.svg\") }}\n");
     tmpdir_put(dir, "templates/guides/page.html", "{{ asset_url(\"assets/gone.css\") }}\n");
     tmpdir_put(dir, "content/notes/odd.md",
@@ -388,7 +389,9 @@ static void test_asset_url_and_anchors(void **state)
     fingerprints_init(&fps);
     buf b = BUF_INIT;
     buf_puts(&b, "body { color: red }");
-    const fingerprint *fp = fingerprints_add(&fps, "/assets/style.css", "templates/assets/style.css", &b);
+    const fingerprint *fp = fingerprints_add(&fps, "/assets/style.css", "templates/assets/style.css", NULL, &b);
+    buf_puts(&b, "let x");
+    fingerprints_add(&fps, "/assets/theme.js", "theme/assets/theme.js", "templates/assets/theme.js", &b);
     site s;
     S_load(&s, dir);
     s.env.fingerprints = &fps;
@@ -399,10 +402,13 @@ static void test_asset_url_and_anchors(void **state)
     S_out_is(&s, "notes/odd/index.html", want);
     free(want);
     const page_record *odd = &s.records[S_job_of(&s, "content/notes/odd.md")];
-    bool noted = false;
+    /* the site's stylesheet; the theme's script and the site's file that would replace it */
+    int noted = 0;
     for (const char *p = odd->inputs; p < odd->inputs + odd->inputs_len; p += strlen(p) + 1)
-        noted |= !strcmp(p, "templates/assets/style.css");
-    assert_true(noted);
+        noted |= (!strcmp(p, "templates/assets/style.css") ? 1 : 0) |
+                 (!strcmp(p, "theme/assets/theme.js") ? 2 : 0) |
+                 (!strcmp(p, "templates/assets/theme.js") ? 4 : 0);
+    assert_int_equal(noted, 7);
     S_diag(&s.records[S_job_of(&s, "content/docs/api.md")],
            "asset_url \"/assets/logo.svg\": only stylesheets and scripts");
     S_diag(&s.records[S_job_of(&s, "content/guides/start.md")],
