@@ -23,6 +23,7 @@
 #include "content.h"
 #include "diag.h"
 #include "feed.h"
+#include "fingerprint.h"
 #include "fsutil.h"
 #include "incremental.h"
 #include "links.h"
@@ -58,6 +59,7 @@ typedef struct {
     unsigned char *job_phases; /* render_job_phases */
     strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
     collide_files template_assets; /* templates/assets/, listed by the plan */
+    fingerprints prints; /* stylesheets and scripts with their content hash */
     size_t pages_built;
     uint64_t out_bytes; /* the pages' and the assets' bytes, for limits.output_bytes */
     bool over_cap;     /* past limits.output_bytes: the build stopped */
@@ -123,18 +125,28 @@ static void S_note_extra(build_state *s, const char *rel)
 static int S_copy_from(build_state *s, const char *from, const char *to_rel, const char *shown)
 {
     S_note_extra(s, to_rel);
+    /* a fingerprinted asset: the bytes its name was made from, under both names */
+    char *site = xasprintf("/%s", to_rel);
+    const fingerprint *fp = fingerprints_get(&s->prints, site);
+    free(site);
+    if (fp)
+        S_note_extra(s, fp->hashed + 1);
     if (!output_writes(&s->out))
         return 0;
     buf b = BUF_INIT;
-    int rc = fs_read_in(from, shown, s->cfg.limits.output_bytes, &b);
+    int rc = fp ? FS_OK : fs_read_in(from, shown, s->cfg.limits.output_bytes, &b);
     if (rc != FS_OK) {
         diag_error(&s->dl, shown, 0, 0, "cannot copy to %s: %s", to_rel,
                    fs_strerror(rc, s->cfg.limits.output_bytes));
         buf_free(&b);
         return -1;
     }
+    const buf *src = fp ? &fp->bytes : &b;
     output_dest d = output_dest_of(&s->out);
-    rc = output_write(&d, to_rel, b.ptr, b.len, NULL, &s->dl, &s->out.extra_bytes, NULL);
+    rc = output_write(&d, to_rel, src->ptr, src->len, NULL, &s->dl, &s->out.extra_bytes, NULL);
+    if (rc >= 0 && fp)
+        rc = output_write(&d, fp->hashed + 1, src->ptr, src->len, NULL, &s->dl,
+                          &s->out.extra_bytes, NULL);
     buf_free(&b);
     return rc < 0 ? -1 : 0;
 }
@@ -164,6 +176,63 @@ static void S_copy_template_assets(build_state *s)
     }
 }
 
+/* ---------- fingerprints ---------- */
+
+/* Reads an asset to fingerprint; false (with an error) when it cannot be. */
+static bool S_read_asset(build_state *s, const char *from, const char *rel, const char *shown,
+                         buf *b)
+{
+    int rc = fs_read_in(from, rel, s->cfg.limits.output_bytes, b);
+    if (rc == FS_OK)
+        return true;
+    diag_error(&s->dl, shown, 0, 0, "cannot read to fingerprint: %s",
+               fs_strerror(rc, s->cfg.limits.output_bytes));
+    return false;
+}
+
+static void S_print_theme_asset(void *ctx, const char *from, const char *to)
+{
+    build_state *s = ctx;
+    if (!fingerprint_wanted(to))
+        return;
+    buf b = BUF_INIT;
+    char *input = xasprintf("theme/%s", from); /* incr_input_stamp's name for it */
+    char *shadow = xasprintf("templates/%s", to); /* the site's file would win */
+    if (S_read_asset(s, theme_dir(&s->cfg, s->o->root), from, from, &b)) {
+        char *site = xasprintf("/%s", to);
+        fingerprints_add(&s->prints, site, input, shadow, &b);
+        free(site);
+    }
+    free(input);
+    free(shadow);
+    buf_free(&b);
+}
+
+/* The content hash of every stylesheet and script the copy step will
+ * publish (fingerprint.h), the site's own first: made before the workers
+ * start, which name them (asset_url). */
+static void S_fingerprint(build_state *s)
+{
+    for (size_t i = 0; i < s->template_assets.n; i++) {
+        const char *rel = s->template_assets.v[i];
+        if (!fingerprint_wanted(rel))
+            continue;
+        char *shown = xasprintf("templates/assets/%s", rel);
+        buf b = BUF_INIT;
+        if (S_read_asset(s, s->o->root, shown, shown, &b)) {
+            char *site = xasprintf("/assets/%s", rel);
+            fingerprints_add(&s->prints, site, shown, NULL, &b);
+            free(site);
+        }
+        buf_free(&b);
+        free(shown);
+    }
+    const char *theme = theme_dir(&s->cfg, s->o->root);
+    if (theme)
+        theme_assets(theme, s->o->root, s->cfg.limits.files, S_print_theme_asset, s);
+    s->env.fingerprints = &s->prints;
+}
+
 static void S_copy_assets(build_state *s)
 {
     for (size_t i = 0; i < s->idx.nassets; i++) {
@@ -187,6 +256,7 @@ static void S_init(build_state *s, const build_opts *o)
     s->github = getenv("GITHUB_ACTIONS") && strcmp(getenv("GITHUB_ACTIONS"), "true") == 0;
     diag_list_init(&s->dl);
     strmap_init(&s->files);
+    fingerprints_init(&s->prints);
     output_init(&s->out);
     incr_init(&s->inc);
     s->inc.root = o->root;
@@ -302,6 +372,7 @@ static void S_plan(build_state *s)
     /* every output file has one producer: said before anything renders */
     collide_list_assets(o->root, &s->cfg, &s->template_assets, &s->dl);
     collide_check(&s->env, &s->template_assets, &s->dl);
+    S_fingerprint(s);
     if (!o->check_only) {
         /* an unnamed file in the state folder, where the cache goes */
         s->figs = xcalloc(1, sizeof *s->figs);
@@ -690,6 +761,7 @@ static int S_finish(build_state *s)
     config_free(&s->cfg);
     strmap_free(&s->files);
     collide_files_free(&s->template_assets);
+    fingerprints_free(&s->prints);
     incr_free(&s->inc);
     output_free(&s->out);
     free(s->job_phases);

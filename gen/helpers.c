@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "fingerprint.h"
 #include "quote.h"
 #include "render_state.h"
 #include "sandbox.h"
@@ -110,6 +111,30 @@ static int S_url_for(lua_State *L)
     return 1;
 }
 
+/* asset_url("/assets/style.css"): the URL of the stylesheet's or script's
+ * fingerprinted copy (fingerprint.h), "/base/assets/style.3f9c0a1b2d4e.css".
+ * The asset's source becomes an input of the page: when it changes, an
+ * incremental build renders the page again with the new name. */
+static int S_asset_url(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *path = luaL_checkstring(L, 1);
+    if (!fingerprint_wanted(path))
+        return luaL_error(L, "asset_url \"%s\": only stylesheets and scripts (.css, .js) are "
+                             "fingerprinted; use url_for", path);
+    char *site = path[0] == '/' ? xstrdup(path) : xasprintf("/%s", path);
+    const fingerprint *fp = r->e.fingerprints ? fingerprints_get(r->e.fingerprints, site) : NULL;
+    free(site);
+    if (!fp)
+        return luaL_error(L, "asset_url \"%s\": no such file in templates/assets/ or the "
+                             "theme's assets/", path);
+    tpl_note_file(r->tpl, fp->input);
+    if (fp->shadow)
+        tpl_note_file(r->tpl, fp->shadow);
+    lua_pushfstring(L, "%s%s", r->e.cfg->base_path, fp->hashed);
+    return 1;
+}
+
 static int S_format_number(lua_State *L)
 {
     double v = luaL_checknumber(L, 1);
@@ -197,6 +222,9 @@ void helpers_open(lua_State *L, renderer *r)
         lua_pushlightuserdata(L, r);
         lua_pushcclosure(L, S_url_for, 1);
         lua_setfield(L, -2, "url_for");
+        lua_pushlightuserdata(L, r);
+        lua_pushcclosure(L, S_asset_url, 1);
+        lua_setfield(L, -2, "asset_url");
     }
     lua_pushcfunction(L, S_format_number);
     lua_setfield(L, -2, "format_number");

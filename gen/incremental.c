@@ -72,8 +72,18 @@ static uint64_t S_setup_stamp(const incr *inc)
     return h;
 }
 
+/* A theme asset's stamp, as "theme/assets/<rel>": the input a page that
+ * links its fingerprinted name depends on (fingerprint.h). */
+static void S_note_theme_stamp(void *ctx, const char *path, uint64_t stamp)
+{
+    char *key = xasprintf("theme/%s", path);
+    S_note_stamp(ctx, key, stamp);
+    free(key);
+}
+
 /* Everything a build reads: the binary, the flags, site.yaml, content/,
- * templates/ and checks/. Each file's own stamp goes to inc->stamps. */
+ * templates/, checks/ and the theme's assets. Each file's own stamp goes to
+ * inc->stamps. */
 uint64_t incr_input_stamp(incr *inc)
 {
     uint64_t h = S_setup_stamp(inc);
@@ -81,6 +91,10 @@ uint64_t incr_input_stamp(incr *inc)
     for (size_t i = 0; i < 3; i++)
         h = stamp_tree_each(h, inc->root, dirs[i], inc->cfg->limits.files * 2, NULL,
                             S_note_stamp, &inc->stamps);
+    const char *theme = theme_dir(inc->cfg, inc->root);
+    if (theme)
+        h = stamp_tree_each(h, theme, "assets", inc->cfg->limits.files * 2, NULL,
+                            S_note_theme_stamp, &inc->stamps);
     inc->in_stamp = h;
     return h;
 }

@@ -503,6 +503,18 @@ static void S_add_heading(walk_state *w, strmap *ids, int level, const char *tex
     r->toc[r->ntoc++] = (md_heading){level, id, xstrdup(text)};
 }
 
+/* A heading's permalink (md_opts.anchor_label): shown on hover and focus by
+ * the theme; Pagefind leaves its "#" out of the heading's text (the table
+ * of contents is made from the headings' text, never from this HTML). */
+static void S_put_anchor(buf *b, const char *id, const char *label)
+{
+    buf_puts(b, "<a class=\"anchor\" href=\"#");
+    buf_put_html(b, id, strlen(id));
+    buf_puts(b, "\" aria-label=\"");
+    buf_put_html(b, label, strlen(label));
+    buf_puts(b, "\" data-pagefind-ignore>#</a>");
+}
+
 static void S_summary(md_result *r, cmark_node *para)
 {
     buf b = BUF_INIT;
@@ -834,7 +846,17 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
             const char *id = out->toc[i].id;
             buf_put_html(&b, id, strlen(id));
             buf_putc(&b, '"');
-            buf_puts(&b, html + 3);
+            int level = cmark_node_get_heading_level(h);
+            size_t hl = strlen(html);
+            /* "...</h2>\n": the permalink goes before the end tag */
+            if (m->o.anchor_label && level >= 2 && level <= 4 && hl >= 9 &&
+                !strncmp(html + hl - 6, "</h", 3)) {
+                buf_put(&b, html + 3, hl - 9);
+                S_put_anchor(&b, id, m->o.anchor_label);
+                buf_puts(&b, html + hl - 6);
+            } else {
+                buf_puts(&b, html + 3);
+            }
             cmark_node *blk = cmark_node_new_with_mem(CMARK_NODE_CUSTOM_BLOCK, &S_mem);
             cmark_node_set_on_enter(blk, buf_cstr(&b));
             cmark_node_set_on_exit(blk, "");

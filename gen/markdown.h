@@ -63,6 +63,11 @@ typedef struct {
                                    code highlighted (highlight.h). Off for
                                    `kvsite render`, which prints what cmark-gfm
                                    prints (the spec examples compare with it) */
+    const char *anchor_label;   /* non-NULL (with heading_ids): h2-h4 end with a
+                                   permalink, <a class="anchor" href="#id"
+                                   aria-label="anchor_label">#</a>, its name in
+                                   the page's language; a string that outlives
+                                   the md_ctx. NULL for `kvsite render` */
 } md_opts;
 
 md_ctx *md_new(const md_opts *o);

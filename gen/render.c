@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "frontmatter.h"
@@ -82,6 +83,15 @@ static void S_set_helpers(renderer *r)
 
 /* ---------- renderer ---------- */
 
+/* The heading permalinks' accessible name in the site's language, by the
+ * rule of the theme's words (share/theme/partials/i18n.html): a language
+ * that starts with "zh" is Chinese, anything else English. */
+static const char *S_anchor_label(const char *language)
+{
+    const char *l = language ? language : "";
+    return !strncasecmp(l, "zh", 2) ? "本节链接" : "Link to this section";
+}
+
 renderer *render_new(const render_env *e)
 {
     renderer *r = xcalloc(1, sizeof *r);
@@ -101,7 +111,8 @@ renderer *render_new(const render_env *e)
     tpl_set_field_reader(r->tpl, lv_read_field, r);
     tpl_set_list_reader(r->tpl, &lv_list_reader, r);
     md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,
-                  (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING, true};
+                  (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING, true,
+                  S_anchor_label(c->language)};
     r->md = md_new(&mo);
     r->read_mark = xcalloc(e->nrecords + 1, 1);
     r->phase = e->job_phases;
@@ -774,7 +785,7 @@ int render_fragment(const char *text, size_t len, bool unsafe, buf *out, diag_li
     memset(&none, 0, sizeof none);
     /* --unsafe shows raw HTML as CommonMark defines it, without GitHub's
      * tagfilter: the spec's examples pass as they do with the library */
-    md_opts mo = {NULL, NULL, &none, NULL, unsafe, !unsafe, true, DIAG_WARNING, false};
+    md_opts mo = {NULL, NULL, &none, NULL, unsafe, !unsafe, true, DIAG_WARNING, false, NULL};
     md_ctx *m = md_new(&mo);
     md_result res;
     md_result_init(&res);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "fingerprint.h"
 #include "jobs.h"
 #include "paginate.h"
 #include "content.h"
@@ -37,6 +38,8 @@ typedef struct render_env {
                                * the parent appends, workers only read */
     const paginate_plan_t *pages_plan; /* the build's pagination (paginate.h), made
                                * by the parent; NULL: no listing has a second page */
+    const fingerprints *fingerprints; /* the assets asset_url names (fingerprint.h),
+                               * made by the parent; NULL: none */
 } render_env;
 
 /* The template that splits the checks report into one page per top-level

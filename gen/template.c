@@ -34,7 +34,7 @@ struct templates {
     buf row;   /* scratch of _oloop */
     strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
                        run for every page, opened only once per name */
-    strmap noted;   /* "templates/..." paths already in inputs */
+    strmap noted;   /* "templates/..." paths (and tpl_note_file's) already in inputs */
 };
 
 /* ---------- translation ---------- */
@@ -967,6 +967,15 @@ void tpl_set_theme(templates *t, const char *dir)
 }
 
 const buf *tpl_inputs(const templates *t) { return &t->inputs; }
+
+void tpl_note_file(templates *t, const char *rel)
+{
+    if (!strmap_get(&t->noted, rel)) {
+        strmap_put(&t->noted, rel, (void *)1);
+        buf_puts(&t->inputs, rel);
+        buf_putc(&t->inputs, '\0');
+    }
+}
 
 int tpl_render(templates *t, const char *name, buf *out, diag_list *dl)
 {

@@ -85,5 +85,8 @@ void tpl_set_list_reader(templates *t, const tpl_list_reader *fn, void *ctx);
 /* Template files read so far by this worker (for the incremental cache):
  * NUL-separated "templates/..." paths. */
 const buf *tpl_inputs(const templates *t);
+/* Notes a file the project's input stamp names ("templates/assets/x.css")
+ * as an input too, once: a helper that reads one (asset_url). */
+void tpl_note_file(templates *t, const char *rel);
 
 #endif

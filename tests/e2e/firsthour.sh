@@ -180,6 +180,45 @@ t_new_page() {
     expect_grep "$S/site/notes/first-note/index.html" 'First note'
 }
 
+# The theme's stylesheet is linked under its content hash; when the
+# installed theme's stylesheet changes (an upgrade), the next build renders
+# every page again with the new name, incrementally, and its output equals
+# a full build's. (A copy of the install: the others keep theirs.)
+t_theme_stylesheet_fingerprint() {
+    newsite en || return
+    local p2=$TMP/prefix-fp k2 a old new
+    cp -a "$P" "$p2"
+    k2=$p2/bin/kvsite
+    run_in "$S" "$k2" build --strict
+    expect_rc 0
+    a=$S/site/articles/first-figures/index.html
+    old=$(grep -o 'assets/theme\.[0-9a-f]\{12\}\.css' "$a" | head -n 1)
+    [ -n "$old" ] || { fail "no fingerprinted theme.css link"; return; }
+    cmp -s "$S/site/$old" "$p2/share/kvsite/theme/assets/theme.css" || fail "$old is not the theme's stylesheet"
+    expect_file "$S/site/assets/theme.css"
+    printf '\n/* a theme upgrade */\n' >>"$p2/share/kvsite/theme/assets/theme.css"
+    run_in "$S" "$k2" build --strict
+    expect_rc 0
+    grep -q ' rendered, ' "$W.err" || fail "not incremental: $(tail -n 1 "$W.err")"
+    new=$(grep -o 'assets/theme\.[0-9a-f]\{12\}\.css' "$a" | head -n 1)
+    [ -n "$new" ] && [ "$new" != "$old" ] || { fail "the theme's stylesheet kept its name"; return; }
+    expect_no_file "$S/site/$old"
+    cmp -s "$S/site/$new" "$p2/share/kvsite/theme/assets/theme.css" || fail "$new is not the new stylesheet"
+    local stale
+    stale=$(grep -rl "$old" "$S/site" --include='*.html')
+    [ -z "$stale" ] || fail "pages still link $old: $stale"
+    run_in "$S" "$k2" build --strict --no-cache -o "$W/full"
+    expect_rc 0
+    diff -r "$S/site" "$W/full" >"$W.diff" 2>&1 || fail "incremental output differs from a full build: $(head -n 3 "$W.diff")"
+    # the site's own stylesheet of that name wins, under its own hash
+    mkdir -p "$S/templates/assets"
+    echo '/* the site s own */' >"$S/templates/assets/theme.css"
+    run_in "$S" "$k2" build --strict
+    expect_rc 0
+    new=$(grep -o 'assets/theme\.[0-9a-f]\{12\}\.css' "$a" | head -n 1)
+    cmp -s "$S/site/$new" "$S/templates/assets/theme.css" || fail "$new is not the site's own stylesheet"
+}
+
 t_theme_override_one_template() {
     newsite en || return
     mkdir -p "$S/templates/assets"

@@ -847,7 +847,7 @@ EOF
 ## 键值缓存
 EOF
     fig_expect_pass
-    expect_grep site/b/index.html '<h2 id="开始-here">开始 here</h2>'
+    expect_grep site/b/index.html '<h2 id="开始-here">开始 here<a class="anchor" href="#开始-here" aria-label="Link to this section" data-pagefind-ignore>#</a></h2>'
     expect_grep site/a/index.html '<a href="/b/#'
     fig_page a <<'EOF'
 See [b](b.md#开始-there).
@@ -3125,7 +3125,7 @@ EOF
     fig_expect_pass
     expect_grep site/t/index.html '<td style="text-align: right"><span class="fig" id="t-2" data-tier="computed"><button type="button" class="fig-q" popovertarget="t-2-d" aria-describedby="t-2-d">1.75 GiB</button>'
     expect_grep site/t/index.html '<code>kv.bytes(kv.model(&quot;qwen2.5-7b&quot;), 32768)</code></span><span class="fig-row"><span class="fig-k">Value</span> 1,879,048,192 B = 1.750 GiB</span>'
-    expect_grep site/t/index.html '<h2 id="生成的标题">生成的标题</h2>'
+    expect_grep site/t/index.html '<h2 id="生成的标题">生成的标题<a class="anchor" href="#生成的标题"'
     expect_no_grep site/t/index.html 'print('
     expect_grep site/checks.json '"quote": "1.75 GiB"'
 }
@@ -3357,6 +3357,112 @@ EOF
     kv check
     expect_rc 0
     grep -q "note: print: data agrees" "$W.err" || fail "data() and json/csv disagree"
+}
+
+# ---------- stylesheet fingerprint, heading permalinks, prev/next, print (issue 18) ----------
+
+# The stylesheet is linked under its content hash (asset_url) and published
+# under that name and its plain one. An edit of it renders every page that
+# links it again, incrementally, with the new name; the old name leaves the
+# output, and the output equals a full build.
+t_fingerprinted_stylesheet() {
+    fresh good
+    kv build
+    expect_rc 0
+    local a=site/articles/kv-cache/index.html old new pages
+    old=$(grep -o 'href="/assets/css/site\.[0-9a-f]\{12\}\.css"' "$W/$a" | head -n 1 | sed 's/^href="\/\(.*\)"$/\1/')
+    [ -n "$old" ] || { fail "no fingerprinted stylesheet link in $a"; return; }
+    expect_file "site/$old"
+    expect_file site/assets/css/site.css
+    cmp -s "$W/site/$old" "$W/templates/assets/css/site.css" || fail "site/$old is not the stylesheet"
+    pages=$(grep -rl 'assets/css/site\.' "$W/site" --include='*.html' | wc -l)
+    [ "$pages" -ge 5 ] || fail "only $pages pages link the stylesheet"
+    printf '\n/* edited */\n' >>"$W/templates/assets/css/site.css"
+    kv build
+    expect_rc 0
+    tail -n 1 "$W.err" | grep -q ' rendered, ' || fail "not incremental: $(tail -n 1 "$W.err")"
+    new=$(grep -o 'assets/css/site\.[0-9a-f]\{12\}\.css' "$W/$a" | head -n 1)
+    [ -n "$new" ] && [ "$new" != "$old" ] || { fail "the edited stylesheet kept its name $old"; return; }
+    expect_file "site/$new"
+    expect_no_file "site/$old"
+    cmp -s "$W/site/$new" "$W/templates/assets/css/site.css" || fail "site/$new is not the edited stylesheet"
+    local stale
+    stale=$(grep -rl "$old" "$W/site" --include='*.html')
+    [ -z "$stale" ] || fail "pages still link $old: $stale"
+    [ "$(grep -rl "$new" "$W/site" --include='*.html' | wc -l)" -eq "$pages" ] ||
+        fail "not every page that linked the stylesheet links $new"
+    same_as_full css
+    # a template's asset_url of an asset that is not there fails at the call
+    printf '{{ asset_url("/assets/nosuch.css") }}\n' >>"$W/templates/partials/head.html"
+    kv build
+    expect_rc 1
+    grep -Eq 'templates/partials/head.html:[0-9]+(:[0-9]+)?: error: .*asset_url "/assets/nosuch.css": no such file' "$W.err" ||
+        fail "no error at the asset_url call: $(grep -m 1 error "$W.err")"
+}
+
+# h2-h4 with ids end with a permalink (named in the page's language, left
+# out of the search index); the table of contents keeps the headings' text;
+# kvsite render (the spec's path) prints none.
+t_heading_permalinks() {
+    fresh good
+    kv build
+    expect_rc 0
+    expect_grep site/articles/kv-cache/index.html '<h2 id="sizing">Sizing<a class="anchor" href="#sizing" aria-label="Link to this section" data-pagefind-ignore>#</a></h2>'
+    expect_grep site/articles/kv-cache/index.html '<a class="anchor" href="#sizing-1" aria-label="Link to this section" data-pagefind-ignore>#</a></h2>'
+    sed -i 's/^language: en$/language: zh-CN/' "$W/site.yaml"
+    kv build
+    expect_rc 0
+    expect_grep site/articles/kv-cache/index.html '<h2 id="sizing">Sizing<a class="anchor" href="#sizing" aria-label="本节链接" data-pagefind-ignore>#</a></h2>'
+    printf '# One\n\n## Two\n\n### Three\n' >"$W.md"
+    KV_STDIN=$W.md kv render
+    expect_rc 0
+    grep -q 'class="anchor"' "$W.out" && fail "kvsite render printed a permalink: $(cat "$W.out")"
+    grep -q '^<h2 id="two">Two</h2>$' "$W.out" || fail "kvsite render: $(cat "$W.out")"
+}
+
+# The default theme: articles link their neighbours in the section's listing
+# (rel=prev, rel=next, titles, in the site's language); root-relative links
+# print with the site's origin when base_url has one.
+t_prev_next_theme() {
+    paginated_site || return
+    kv build --strict
+    expect_rc 0
+    local a=site/articles/post-12/index.html
+    expect_grep $a '<nav class="prevnext" aria-label="Previous and next pages" data-pagefind-ignore>'
+    expect_grep $a '<a class="pn pn-prev" href="/articles/post-13/" rel="prev"><span class="pn-dir"><span aria-hidden="true">← </span>Previous</span> <span class="pn-title">Post 13</span></a>'
+    expect_grep $a '<a class="pn pn-next" href="/articles/post-11/" rel="next"><span class="pn-dir">Next<span aria-hidden="true"> →</span></span> <span class="pn-title">Post 11</span></a>'
+    expect_grep $a "<html lang=\"en\" style=\"--origin: 'https://example.org'\">"
+    expect_grep $a '<link rel="stylesheet" href="/assets/theme.'
+    # the newest has no previous page, the oldest no next one
+    expect_no_grep site/articles/post-25/index.html 'rel="prev"'
+    expect_grep site/articles/post-25/index.html 'rel="next"'
+}
+
+# The bundled site: a technique card links the cards beside it in the
+# technique map's section, in Chinese, and its stylesheet by content hash.
+t_prev_next_bundled_card() {
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/project
+    mkdir -p "$W"
+    cp -R "$ROOT/content" "$ROOT/templates" "$ROOT/checks" "$ROOT/site.yaml" "$W/"
+    sed -i 's/^  enabled: true$/  enabled: false/' "$W/site.yaml"
+    kv build --strict
+    expect_rc 0
+    local c=site/techniques/chunked-attention/index.html
+    expect_grep $c '<nav class="prevnext" aria-label="上一张和下一张卡片" data-pagefind-ignore>'
+    local prev next
+    prev=$(grep -o '<a class="pn pn-prev" href="[^"]*" rel="prev">' "$W/$c" | sed 's/.*href="\([^"]*\)".*/\1/')
+    next=$(grep -o '<a class="pn pn-next" href="[^"]*" rel="next">' "$W/$c" | sed 's/.*href="\([^"]*\)".*/\1/')
+    [ -n "$prev" ] && [ -n "$next" ] || { fail "no prev/next on $c"; return; }
+    # each neighbour links back
+    grep -q "<a class=\"pn pn-next\" href=\"/techniques/chunked-attention/\" rel=\"next\">" "$W/site${prev}index.html" ||
+        fail "$prev does not link back as next"
+    grep -q "<a class=\"pn pn-prev\" href=\"/techniques/chunked-attention/\" rel=\"prev\">" "$W/site${next}index.html" ||
+        fail "$next does not link back as prev"
+    expect_grep $c '<span class="pn-dir"><span aria-hidden="true">← </span>上一张卡片</span>'
+    expect_grep site/notes/index.html '<link rel="stylesheet" href="/assets/style.'
+    grep -q '<h2 id="[^"]*">[^<]*<a class="anchor" href="#[^"]*" aria-label="本节链接" data-pagefind-ignore>#</a></h2>' "$W/$c" ||
+        fail "no heading permalink on $c"
 }
 
 # ---------- running ----------

@@ -302,7 +302,7 @@ static void test_md_pages_share_the_arena(void **state)
     (void)state;
     sources none;
     memset(&none, 0, sizeof none);
-    md_opts o = {NULL, NULL, &none, NULL, false, true, true, DIAG_WARNING, false};
+    md_opts o = {NULL, NULL, &none, NULL, false, true, true, DIAG_WARNING, false, NULL};
     static const char *const pages[] = {
         "# Title\n\nFirst *para* with `code` and a [link](http://x.org).\n\n## Sub\n\n"
         "| a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n- ~~old~~ new\n",

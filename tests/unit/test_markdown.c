@@ -86,7 +86,7 @@ static int S_setup(void **state)
     sandbox_opts so = {f->root, 1000000, 16u << 20, 1u << 20, 32};
     f->sb = sandbox_new(&so);
     sandbox_page_begin(f->sb, FILE_A, &f->dl);
-    f->o = (md_opts){&f->cfg, &f->idx, &f->src, f->sb, false, true, true, DIAG_WARNING, false};
+    f->o = (md_opts){&f->cfg, &f->idx, &f->src, f->sb, false, true, true, DIAG_WARNING, false, NULL};
     md_result_init(&f->res);
     *state = f;
     return 0;
@@ -666,6 +666,32 @@ static void test_page_markup(void **state)
            "aria-label=\"Back to content\">↩</a></p>\n</li>\n</ol>\n</section>\n");
 }
 
+/* Site builds (anchor_label) end h2-h4 with a permalink named in the page's
+ * language; h1, h5 and h6 have none, nor has a page without heading ids, and
+ * the table of contents keeps the headings' own text. */
+static void test_heading_anchors(void **state)
+{
+    fx *f = *state;
+    f->o.sb = NULL;
+    const char *md = "# Top\n\n## A & B\n\n#### Four *x*\n\n##### Five\n";
+    S_html(f, md,
+           "<h1 id=\"top\">Top</h1>\n<h2 id=\"a-b\">A &amp; B</h2>\n"
+           "<h4 id=\"four-x\">Four <em>x</em></h4>\n<h5 id=\"five\">Five</h5>\n");
+    f->o.anchor_label = "Link to \"this\"";
+    S_html(f, md,
+           "<h1 id=\"top\">Top</h1>\n"
+           "<h2 id=\"a-b\">A &amp; B<a class=\"anchor\" href=\"#a-b\" "
+           "aria-label=\"Link to &quot;this&quot;\" data-pagefind-ignore>#</a></h2>\n"
+           "<h4 id=\"four-x\">Four <em>x</em><a class=\"anchor\" href=\"#four-x\" "
+           "aria-label=\"Link to &quot;this&quot;\" data-pagefind-ignore>#</a></h4>\n"
+           "<h5 id=\"five\">Five</h5>\n");
+    assert_int_equal(f->res.ntoc, 4);
+    assert_string_equal(f->res.toc[1].text, "A & B");
+    assert_string_equal(f->res.toc[2].text, "Four x");
+    f->o.heading_ids = false;
+    S_html(f, "## Plain\n", "<h2>Plain</h2>\n");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -694,6 +720,7 @@ int main(void)
         T(test_lint_column_after_entities),
         T(test_raw_html),
         T(test_page_markup),
+        T(test_heading_anchors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -370,6 +370,53 @@ static void test_missing_template(void **state)
     S_free(&s);
 }
 
+/* asset_url names a stylesheet's fingerprinted copy and makes its source an
+ * input of the page (an incremental build renders the page again when it
+ * changes); an asset the build did not fingerprint is an error at the call.
+ * A site's pages get heading permalinks named in the site's language. */
+static void test_asset_url_and_anchors(void **state)
+{
+    const char *dir = *state;
+    tmpdir_put(dir, "site.yaml", "title: Tiny\nbase_url: https://example.org/docs/\nlanguage: zh-CN\n");
+    tmpdir_put(dir, "templates/special.html",
+               "<link href=\"{{ asset_url(\"/assets/style.css\") }}\">{{{ page.content }}}\n"
+               "{% local _ = asset_url(\"/assets/theme.js\") %}");
+    tmpdir_put(dir, "templates/doc.html", "{{ asset_url(\"/assets/logo.svg\") }}\n");
+    tmpdir_put(dir, "templates/guides/page.html", "{{ asset_url(\"assets/gone.css\") }}\n");
+    tmpdir_put(dir, "content/notes/odd.md",
+               "---\ntitle: Odd\ntemplate: special.html\n---\n## Part one\n");
+    fingerprints fps;
+    fingerprints_init(&fps);
+    buf b = BUF_INIT;
+    buf_puts(&b, "body { color: red }");
+    const fingerprint *fp = fingerprints_add(&fps, "/assets/style.css", "templates/assets/style.css", NULL, &b);
+    buf_puts(&b, "let x");
+    fingerprints_add(&fps, "/assets/theme.js", "theme/assets/theme.js", "templates/assets/theme.js", &b);
+    site s;
+    S_load(&s, dir);
+    s.env.fingerprints = &fps;
+    S_render_all(&s);
+    char *want = xasprintf("<link href=\"/docs%s\"><h2 id=\"part-one\">Part one<a class=\"anchor\" "
+                           "href=\"#part-one\" aria-label=\"本节链接\" data-pagefind-ignore>#</a>"
+                           "</h2>\n\n", fp->hashed);
+    S_out_is(&s, "notes/odd/index.html", want);
+    free(want);
+    const page_record *odd = &s.records[S_job_of(&s, "content/notes/odd.md")];
+    /* the site's stylesheet; the theme's script and the site's file that would replace it */
+    int noted = 0;
+    for (const char *p = odd->inputs; p < odd->inputs + odd->inputs_len; p += strlen(p) + 1)
+        noted |= (!strcmp(p, "templates/assets/style.css") ? 1 : 0) |
+                 (!strcmp(p, "theme/assets/theme.js") ? 2 : 0) |
+                 (!strcmp(p, "templates/assets/theme.js") ? 4 : 0);
+    assert_int_equal(noted, 7);
+    S_diag(&s.records[S_job_of(&s, "content/docs/api.md")],
+           "asset_url \"/assets/logo.svg\": only stylesheets and scripts");
+    S_diag(&s.records[S_job_of(&s, "content/guides/start.md")],
+           "asset_url \"assets/gone.css\": no such file");
+    S_free(&s);
+    fingerprints_free(&fps);
+}
+
 /* kvsite render: Markdown to HTML without a site; raw HTML only when unsafe,
  * and figures stay code (there is no Lua to check them). */
 static void test_fragment(void **state)
@@ -398,6 +445,10 @@ static void test_fragment(void **state)
     buf_puts(&out, "<!-- before -->");
     assert_int_equal(render_fragment("x", 1, false, &out, &dl), 0);
     assert_string_equal(buf_cstr(&out), "<!-- before --><p>x</p>\n");
+    /* no heading permalinks: kvsite render prints what cmark-gfm prints */
+    buf_clear(&out);
+    assert_int_equal(render_fragment("## Sub\n", 7, false, &out, &dl), 0);
+    assert_string_equal(buf_cstr(&out), "<h2 id=\"sub\">Sub</h2>\n");
     buf_free(&out);
     diag_list_free(&dl);
 }
@@ -409,6 +460,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_template_lookup, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_failing_figure, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_missing_template, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_asset_url_and_anchors, S_setup, S_teardown),
         cmocka_unit_test(test_fragment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
