@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "figmark.h"
 #include "frontmatter.h"
 #include "fsutil.h"
 #include "helpers.h"
@@ -83,13 +84,11 @@ static void S_set_helpers(renderer *r)
 
 /* ---------- renderer ---------- */
 
-/* The heading permalinks' accessible name in the site's language, by the
- * rule of the theme's words (share/theme/partials/i18n.html): a language
- * that starts with "zh" is Chinese, anything else English. */
+/* The heading permalinks' accessible name in the site's language (the
+ * language rule is figmark_lang's, the figures' words). */
 static const char *S_anchor_label(const char *language)
 {
-    const char *l = language ? language : "";
-    return !strncasecmp(l, "zh", 2) ? "本节链接" : "Link to this section";
+    return figmark_lang(language) ? "本节链接" : "Link to this section";
 }
 
 renderer *render_new(const render_env *e)
