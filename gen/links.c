@@ -264,10 +264,57 @@ void links_scan_html(const char *html, size_t len, const links_scan_opts *o, str
 
 /* ---------- checking ---------- */
 
-static void S_idset_free(void *set)
+/* A page's ids in order, for #fragment lookups: indices into its record's
+ * ids (4 bytes an id, nothing copied), made on first use. A site whose
+ * report links every figure's anchor has an index for every page: it must
+ * not cost more than the ids themselves. */
+typedef struct {
+    uint32_t *order; /* NULL: not made yet */
+    size_t n;
+} id_index;
+
+static int S_cmp_id(const void *a, const void *b, void *ids)
 {
-    strmap_free(set);
-    free(set);
+    char *const *v = ids;
+    return strcmp(v[*(const uint32_t *)a], v[*(const uint32_t *)b]);
+}
+
+typedef struct {
+    const page_record *r;
+    const id_index *x;
+} id_lookup;
+
+static bool S_has_id(const void *ctx, const char *id)
+{
+    const id_lookup *l = ctx;
+    size_t lo = 0, hi = l->x->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(id, l->r->ids[l->x->order[mid]]);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return false;
+}
+
+/* Whether the page r (its index x) has the id frag names (url.c's rule). */
+static bool S_page_has(const page_record *r, id_index *x, const char *frag, links_stats *st)
+{
+    if (!x->order) {
+        x->order = xmalloc((r->nids + 1) * sizeof *x->order);
+        for (size_t i = 0; i < r->nids; i++)
+            x->order[i] = (uint32_t)i;
+        qsort_r(x->order, r->nids, sizeof *x->order, S_cmp_id, r->ids);
+        x->n = r->nids;
+        if (st)
+            st->indexed_ids += r->nids;
+    }
+    id_lookup l = {r, x};
+    return url_fragment_names(frag, S_has_id, &l);
 }
 
 /* A template's broken links in one page's output: the first few each with
@@ -377,15 +424,61 @@ static const char *S_nearest_id(const char *frag, char *const *ids, size_t nids)
     return best;
 }
 
+/* The error of the link l on page r, or NULL when it holds (or stands: a
+ * link to a page that failed to render, which has its own error). A
+ * function of l's target alone for a template's link (l->file). */
+static char *S_link_error(const page_record *records, const page_record *r, const md_link *l,
+                          const strmap *pages, id_index *index, const strmap *page_urls,
+                          const strmap *files, links_stats *st)
+{
+    const char *hash = strchr(l->target, '#');
+    char *path = hash ? xstrndup(l->target, (size_t)(hash - l->target)) : xstrdup(l->target);
+    const char *frag = hash ? hash + 1 : NULL;
+    /* "/a/b/index.html" and "/a/b" name the page "/a/b/" */
+    size_t n = strlen(path);
+    if (n >= 10 && strcmp(path + n - 10, "index.html") == 0)
+        path[n - 10] = '\0';
+    const page_record *target = strmap_get(pages, path);
+    if (!target && path[0] && path[strlen(path) - 1] != '/') {
+        char *slashed = xasprintf("%s/", path);
+        target = strmap_get(pages, slashed);
+        free(slashed);
+    }
+    /* a page that failed to render has its own error: links to it stand */
+    bool failed_page = !target && strmap_get(page_urls, path);
+    bool stands = !target && (failed_page || (r->out_bytes == 0 && !l->file));
+    char *err = NULL;
+    if (!stands && !target && !strmap_get(files, path)) {
+        err = l->file ? xasprintf("broken link to %s: no page or file there; in the output for %s",
+                                  l->target, r->url)
+                      : xasprintf("broken link to %s: no page or file there", l->target);
+    } else if (!stands && target && frag && frag[0] &&
+               !S_page_has(target, &index[target - records], frag, st)) {
+        const char *near = l->file ? NULL : S_nearest_id(frag, target->ids, target->nids);
+        err = xasprintf("broken link to %s: %s has no heading or anchor with id \"%s\"%s%s%s",
+                        l->target, target->url, frag, near ? "; did you mean #" : "",
+                        near ? near : "", near ? "?" : "");
+    }
+    free(path);
+    return err;
+}
+
 void links_check(const page_record *records, size_t njobs, const bool *only,
                  const strmap *page_urls, const strmap *files, diag_list *dl)
 {
+    links_check_stats(records, njobs, only, page_urls, files, dl, NULL);
+}
+
+void links_check_stats(const page_record *records, size_t njobs, const bool *only,
+                       const strmap *page_urls, const strmap *files, diag_list *dl,
+                       links_stats *st)
+{
     tpl_broken *broken = NULL;
     size_t nbroken = 0;
-    strmap pages, reported, idsets;
+    strmap pages, reported;
     strmap_init(&pages);
     strmap_init(&reported);
-    strmap_init(&idsets);
+    id_index *index = xcalloc(njobs + 1, sizeof *index);
     for (size_t j = 0; j < njobs; j++) {
         const page_record *r = &records[j];
         if (r->done && r->url && r->url[0] && r->out_bytes > 0)
@@ -397,74 +490,35 @@ void links_check(const page_record *records, size_t njobs, const bool *only,
             continue;
         for (size_t k = 0; k < r->nlinks; k++) {
             const md_link *l = &r->links[k];
-            const char *hash = strchr(l->target, '#');
-            char *path = hash ? xstrndup(l->target, (size_t)(hash - l->target)) : xstrdup(l->target);
-            const char *frag = hash ? hash + 1 : NULL;
-            /* "/a/b/index.html" and "/a/b" name the page "/a/b/" */
-            size_t n = strlen(path);
-            if (n >= 10 && strcmp(path + n - 10, "index.html") == 0)
-                path[n - 10] = '\0';
-            const page_record *target = strmap_get(&pages, path);
-            if (!target && path[0] && path[strlen(path) - 1] != '/') {
-                char *slashed = xasprintf("%s/", path);
-                target = strmap_get(&pages, slashed);
-                free(slashed);
-            }
-            const char *file = l->file ? l->file : r->src && r->src[0] ? r->src : NULL;
-            if (l->file) {
-                /* a template's broken link is reported once, not once per page */
-                char *key = xasprintf("%s\n%s", l->file, l->target);
-                bool dup = strmap_get(&reported, key) != NULL;
-                strmap_put(&reported, key, (void *)1);
-                free(key);
-                if (dup) {
-                    free(path);
-                    continue;
-                }
-            }
-            /* a page that failed to render has its own error: links to it stand */
-            bool failed_page = !target && strmap_get(page_urls, path);
-            if (!target && (failed_page || (r->out_bytes == 0 && !l->file))) {
-                free(path);
+            char *err = S_link_error(records, r, l, &pages, index, page_urls, files, st);
+            if (!err)
+                continue;
+            if (!l->file) {
+                const char *file = r->src && r->src[0] ? r->src : NULL;
+                diag_error(dl, file, l->line, l->col, "%s", err);
+                free(err);
                 continue;
             }
-            if (!target && !strmap_get(files, path)) {
-                if (l->file)
-                    S_broken(&broken, &nbroken, l->file,
-                             xasprintf("broken link to %s: no page or file there; in the "
-                                       "output for %s", l->target, r->url));
-                else
-                    diag_error(dl, file, l->line, l->col,
-                               "broken link to %s: no page or file there", l->target);
-            } else if (target && frag && frag[0]) {
-                /* each target's ids as a set, made on first use */
-                strmap *set = strmap_get(&idsets, target->url);
-                if (!set) {
-                    set = xmalloc(sizeof *set);
-                    strmap_init(set);
-                    for (size_t i = 0; i < target->nids; i++)
-                        strmap_put(set, target->ids[i], (void *)1);
-                    strmap_put(&idsets, target->url, set);
-                }
-                bool found = url_fragment_in(set, frag);
-                if (!found && l->file)
-                    S_broken(&broken, &nbroken, l->file,
-                             xasprintf("broken link to %s: %s has no heading or anchor with "
-                                       "id \"%s\"", l->target, target->url, frag));
-                else if (!found) {
-                    const char *near = S_nearest_id(frag, target->ids, target->nids);
-                    diag_error(dl, file, l->line, l->col,
-                               "broken link to %s: %s has no heading or anchor with id \"%s\"%s%s%s",
-                               l->target, target->url, frag, near ? "; did you mean #" : "",
-                               near ? near : "", near ? "?" : "");
-                }
+            /* a template's broken link is reported once, not once per page:
+             * only broken ones are remembered (a report template links every
+             * figure, and those links hold) */
+            char *key = xasprintf("%s\n%s", l->file, l->target);
+            if (strmap_get(&reported, key)) {
+                free(err);
+            } else {
+                strmap_put(&reported, key, (void *)1);
+                if (st)
+                    st->remembered++;
+                S_broken(&broken, &nbroken, l->file, err);
             }
-            free(path);
+            free(key);
         }
         S_broken_flush(broken, &nbroken, r->url, dl);
     }
     free(broken);
+    for (size_t j = 0; j < njobs; j++)
+        free(index[j].order);
+    free(index);
     strmap_free(&pages);
     strmap_free(&reported);
-    strmap_free_with(&idsets, S_idset_free);
 }

@@ -55,4 +55,17 @@ void links_scan_html(const char *html, size_t len, const links_scan_opts *o, str
 void links_check(const page_record *records, size_t n, const bool *only,
                  const strmap *page_urls, const strmap *files, diag_list *dl);
 
+/* What links_check held, for the tests of its memory: the ids it indexed
+ * (those of the pages a #fragment names, each page once) and the template
+ * links it remembered as reported (the broken ones). */
+typedef struct {
+    size_t indexed_ids;
+    size_t remembered;
+} links_stats;
+
+/* links_check, adding to *st (when not NULL) what it held. */
+void links_check_stats(const page_record *records, size_t n, const bool *only,
+                       const strmap *page_urls, const strmap *files, diag_list *dl,
+                       links_stats *st);
+
 #endif

@@ -155,6 +155,65 @@ static void test_check(void **state)
     strmap_free(&files);
 }
 
+/* What the check holds: a report page links an anchor of every figure of
+ * half the pages; only those pages' ids are indexed, each page once, and
+ * of the template's links only the broken one is remembered (it once kept
+ * a copy of every id of every page linked, and every template link). */
+static void test_check_memory(void **state)
+{
+    (void)state;
+    enum { PAGES = 200, FIGS = 20, IDS = 2 * FIGS };
+    page_record r[PAGES + 1];
+    memset(r, 0, sizeof r);
+    char *ids[PAGES][IDS];
+    md_link rows[PAGES / 2 * FIGS + 3];
+    size_t nrows = 0;
+    for (size_t p = 0; p < PAGES; p++) {
+        for (size_t f = 0; f < FIGS; f++) {
+            ids[p][2 * f] = xasprintf("fig-%zu", f + 1);
+            ids[p][2 * f + 1] = xasprintf("fig-%zu-d", f + 1); /* a popover's */
+        }
+        r[p] = (page_record){.done = 1, .url = xasprintf("/p%zu/", p), .src = (char *)"c.md",
+                             .out_bytes = 1, .ids = ids[p], .nids = IDS};
+        for (size_t f = 0; p % 2 == 0 && f < FIGS; f++)
+            rows[nrows++] = (md_link){xasprintf("/p%zu/#fig-%zu", p, f + 1), 0, 0,
+                                      (char *)"templates/checks.html"};
+    }
+    rows[nrows++] = (md_link){xstrdup("/p0/#%66ig-2"), 0, 0, (char *)"templates/checks.html"};
+    rows[nrows++] = (md_link){xstrdup("/p0/#fig-99"), 0, 0, (char *)"templates/checks.html"};
+    rows[nrows++] = (md_link){xstrdup("/p0/#fig-99"), 0, 0, (char *)"templates/checks.html"};
+    r[PAGES] = (page_record){.done = 1, .url = (char *)"/checks/", .src = (char *)"",
+                             .out_bytes = 1, .links = rows, .nlinks = nrows};
+    /* a page's own typo still gets its suggestion */
+    md_link typo = {(char *)"/p2/#fig-3-e", 4, 5, NULL};
+    r[1].links = &typo;
+    r[1].nlinks = 1;
+    strmap urls, files;
+    strmap_init(&urls);
+    strmap_init(&files);
+    diag_list dl;
+    diag_list_init(&dl);
+    links_stats st = {0, 0};
+    links_check_stats(r, PAGES + 1, NULL, &urls, &files, &dl, &st);
+    assert_int_equal(dl.n, 2);
+    assert_string_equal(dl.v[0].file, "c.md");
+    assert_non_null(strstr(dl.v[0].msg, "id \"fig-3-e\"; did you mean #fig-3-d?"));
+    assert_string_equal(dl.v[1].file, "templates/checks.html");
+    assert_non_null(strstr(dl.v[1].msg, "/p0/ has no heading or anchor with id \"fig-99\""));
+    assert_int_equal(st.indexed_ids, PAGES / 2 * IDS);
+    assert_int_equal(st.remembered, 1);
+    diag_list_free(&dl);
+    for (size_t i = 0; i < nrows; i++)
+        free(rows[i].target);
+    for (size_t p = 0; p < PAGES; p++) {
+        free(r[p].url);
+        for (size_t i = 0; i < IDS; i++)
+            free(ids[p][i]);
+    }
+    strmap_free(&urls);
+    strmap_free(&files);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -162,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_scan),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_check_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
