@@ -236,8 +236,8 @@ static uint64_t S_out_stamp(int outfd, const page_record *r)
 static uint64_t S_reads_digest(incr *inc, const page_record *r)
 {
     uint64_t h = STAMP_SEED;
-    for (size_t i = 0; i < r->nreads; i++) {
-        uint32_t k = r->reads[i];
+    record_read_pos at = {0, 0};
+    for (uint32_t k; record_read_next(r, &at, &k);) {
         if (k >= inc->njobs)
             return 0;
         h = S_mix(S_mix(h, k), inc->digests[k]);

@@ -5,6 +5,7 @@
 #ifndef KV_RECORD_H
 #define KV_RECORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,7 +40,11 @@ typedef struct {
     size_t inputs_len;
     uint32_t *reads;      /* jobs whose records this page read (listings, the
                            * report), each once, in first-read order */
-    size_t nreads;
+    size_t nreads;        /* how many (also when they are in read_runs) */
+    uint32_t *read_runs;  /* decoded records: the same as runs of consecutive
+                           * jobs, (first, count) pairs, and reads NULL: a
+                           * report page reads every record, page by page */
+    size_t nruns;
     char *block;          /* a decoded record's strings all live in this one
                            * allocation (NULL: each string is its own) */
 } page_record;
@@ -57,6 +62,13 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r);
 /* A fingerprint of what other pages can read of a record (url, src, summary,
  * figures): a page that read it is stale when it changes. */
 uint64_t record_digest(const page_record *r);
+
+/* The jobs r read, in order, wherever they are kept: at starts at {0, 0};
+ * sets *job to the next and returns true, or returns false at the end. */
+typedef struct {
+    size_t i, k;
+} record_read_pos;
+bool record_read_next(const page_record *r, record_read_pos *at, uint32_t *job);
 
 /* Figures decoded from a store, reused from one record to the next. */
 typedef struct {
