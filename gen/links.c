@@ -1,5 +1,6 @@
 #include "links.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,14 +265,26 @@ void links_scan_html(const char *html, size_t len, const links_scan_opts *o, str
 
 /* ---------- checking ---------- */
 
-/* A page's ids in order, for #fragment lookups: indices into its record's
- * ids (4 bytes an id, nothing copied), made on first use. A site whose
- * report links every figure's anchor has an index for every page: it must
- * not cost more than the ids themselves. */
+/* The ids of the pages #fragments name, for lookups: a few pages' at a
+ * time, each sorted (indices into its ids). Links to one page's anchors
+ * mostly come together (a report page's rows, a table of contents), and a
+ * decoded record's ids are in the figure store (record_links): the check
+ * holds no page's ids for long, whatever the site links. */
+#define ID_SLOTS 4
 typedef struct {
-    uint32_t *order; /* NULL: not made yet */
+    const page_record *r; /* whose ids; NULL: none */
+    record_links_buf lb;
+    char *const *ids;
+    uint32_t *order;
     size_t n;
-} id_index;
+} id_slot;
+
+typedef struct {
+    const figstore *st;
+    id_slot slot[ID_SLOTS];
+    size_t next;
+    links_stats *stats;
+} id_cache;
 
 static int S_cmp_id(const void *a, const void *b, void *ids)
 {
@@ -279,18 +292,43 @@ static int S_cmp_id(const void *a, const void *b, void *ids)
     return strcmp(v[*(const uint32_t *)a], v[*(const uint32_t *)b]);
 }
 
-typedef struct {
-    const page_record *r;
-    const id_index *x;
-} id_lookup;
+/* The slot with t's ids, read and sorted on a miss; NULL when they cannot
+ * be read back. */
+static id_slot *S_ids_of(id_cache *c, const page_record *t)
+{
+    for (size_t k = 0; k < ID_SLOTS; k++)
+        if (c->slot[k].r == t)
+            return &c->slot[k];
+    id_slot *s = &c->slot[c->next];
+    c->next = (c->next + 1) % ID_SLOTS;
+    s->r = NULL;
+    s->n = 0;
+    const md_link *links;
+    if (record_links(t, c->st, &s->lb, &s->ids, &links) != 0)
+        return NULL;
+    s->order = xrealloc(s->order, (t->nids + 1) * sizeof *s->order);
+    for (size_t i = 0; i < t->nids; i++)
+        s->order[i] = (uint32_t)i;
+    qsort_r(s->order, t->nids, sizeof *s->order, S_cmp_id, (void *)s->ids);
+    s->r = t;
+    s->n = t->nids;
+    if (c->stats) {
+        size_t held = 0;
+        for (size_t k = 0; k < ID_SLOTS; k++)
+            held += c->slot[k].n;
+        if (held > c->stats->held_ids)
+            c->stats->held_ids = held;
+    }
+    return s;
+}
 
 static bool S_has_id(const void *ctx, const char *id)
 {
-    const id_lookup *l = ctx;
-    size_t lo = 0, hi = l->x->n;
+    const id_slot *s = ctx;
+    size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(id, l->r->ids[l->x->order[mid]]);
+        int c = strcmp(id, s->ids[s->order[mid]]);
         if (c == 0)
             return true;
         if (c < 0)
@@ -299,22 +337,6 @@ static bool S_has_id(const void *ctx, const char *id)
             lo = mid + 1;
     }
     return false;
-}
-
-/* Whether the page r (its index x) has the id frag names (url.c's rule). */
-static bool S_page_has(const page_record *r, id_index *x, const char *frag, links_stats *st)
-{
-    if (!x->order) {
-        x->order = xmalloc((r->nids + 1) * sizeof *x->order);
-        for (size_t i = 0; i < r->nids; i++)
-            x->order[i] = (uint32_t)i;
-        qsort_r(x->order, r->nids, sizeof *x->order, S_cmp_id, r->ids);
-        x->n = r->nids;
-        if (st)
-            st->indexed_ids += r->nids;
-    }
-    id_lookup l = {r, x};
-    return url_fragment_names(frag, S_has_id, &l);
 }
 
 /* A template's broken links in one page's output: the first few each with
@@ -427,9 +449,8 @@ static const char *S_nearest_id(const char *frag, char *const *ids, size_t nids)
 /* The error of the link l on page r, or NULL when it holds (or stands: a
  * link to a page that failed to render, which has its own error). A
  * function of l's target alone for a template's link (l->file). */
-static char *S_link_error(const page_record *records, const page_record *r, const md_link *l,
-                          const strmap *pages, id_index *index, const strmap *page_urls,
-                          const strmap *files, links_stats *st)
+static char *S_link_error(const page_record *r, const md_link *l, const strmap *pages,
+                          id_cache *ids, const strmap *page_urls, const strmap *files)
 {
     const char *hash = strchr(l->target, '#');
     char *path = hash ? xstrndup(l->target, (size_t)(hash - l->target)) : xstrdup(l->target);
@@ -448,13 +469,16 @@ static char *S_link_error(const page_record *records, const page_record *r, cons
     bool failed_page = !target && strmap_get(page_urls, path);
     bool stands = !target && (failed_page || (r->out_bytes == 0 && !l->file));
     char *err = NULL;
+    id_slot *slot = NULL;
     if (!stands && !target && !strmap_get(files, path)) {
         err = l->file ? xasprintf("broken link to %s: no page or file there; in the output for %s",
                                   l->target, r->url)
                       : xasprintf("broken link to %s: no page or file there", l->target);
-    } else if (!stands && target && frag && frag[0] &&
-               !S_page_has(target, &index[target - records], frag, st)) {
-        const char *near = l->file ? NULL : S_nearest_id(frag, target->ids, target->nids);
+    } else if (!stands && target && frag && frag[0] && !(slot = S_ids_of(ids, target))) {
+        err = xasprintf("cannot check the link to %s: the ids of %s cannot be read back: %s",
+                        l->target, target->url, strerror(errno));
+    } else if (slot && !url_fragment_names(frag, S_has_id, slot)) {
+        const char *near = l->file ? NULL : S_nearest_id(frag, slot->ids, target->nids);
         err = xasprintf("broken link to %s: %s has no heading or anchor with id \"%s\"%s%s%s",
                         l->target, target->url, frag, near ? "; did you mean #" : "",
                         near ? near : "", near ? "?" : "");
@@ -464,21 +488,23 @@ static char *S_link_error(const page_record *records, const page_record *r, cons
 }
 
 void links_check(const page_record *records, size_t njobs, const bool *only,
-                 const strmap *page_urls, const strmap *files, diag_list *dl)
+                 const strmap *page_urls, const strmap *files, const figstore *fs,
+                 diag_list *dl)
 {
-    links_check_stats(records, njobs, only, page_urls, files, dl, NULL);
+    links_check_stats(records, njobs, only, page_urls, files, fs, dl, NULL);
 }
 
 void links_check_stats(const page_record *records, size_t njobs, const bool *only,
-                       const strmap *page_urls, const strmap *files, diag_list *dl,
-                       links_stats *st)
+                       const strmap *page_urls, const strmap *files, const figstore *fs,
+                       diag_list *dl, links_stats *st)
 {
     tpl_broken *broken = NULL;
     size_t nbroken = 0;
     strmap pages, reported;
     strmap_init(&pages);
     strmap_init(&reported);
-    id_index *index = xcalloc(njobs + 1, sizeof *index);
+    id_cache ids = {.st = fs, .stats = st};
+    record_links_buf own = {0};
     for (size_t j = 0; j < njobs; j++) {
         const page_record *r = &records[j];
         if (r->done && r->url && r->url[0] && r->out_bytes > 0)
@@ -488,9 +514,16 @@ void links_check_stats(const page_record *records, size_t njobs, const bool *onl
         const page_record *r = &records[j];
         if (only && !only[j])
             continue;
+        char *const *rids;
+        const md_link *links;
+        if (r->nlinks && record_links(r, fs, &own, &rids, &links) != 0) {
+            diag_error(dl, NULL, 0, 0, "cannot check the links of %s: they cannot be read back: %s",
+                       r->url, strerror(errno));
+            continue;
+        }
         for (size_t k = 0; k < r->nlinks; k++) {
-            const md_link *l = &r->links[k];
-            char *err = S_link_error(records, r, l, &pages, index, page_urls, files, st);
+            const md_link *l = &links[k];
+            char *err = S_link_error(r, l, &pages, &ids, page_urls, files);
             if (!err)
                 continue;
             if (!l->file) {
@@ -516,9 +549,11 @@ void links_check_stats(const page_record *records, size_t njobs, const bool *onl
         S_broken_flush(broken, &nbroken, r->url, dl);
     }
     free(broken);
-    for (size_t j = 0; j < njobs; j++)
-        free(index[j].order);
-    free(index);
+    for (size_t k = 0; k < ID_SLOTS; k++) {
+        record_links_buf_free(&ids.slot[k].lb);
+        free(ids.slot[k].order);
+    }
+    record_links_buf_free(&own);
     strmap_free(&pages);
     strmap_free(&reported);
 }

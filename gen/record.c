@@ -134,15 +134,25 @@ void record_encode_via(const page_record *r, const figstore *st, fs_window *win,
     S_str(out, r->url);
     S_str(out, r->src);
     S_str(out, r->summary);
-    S_u32(out, (uint32_t)r->nids);
-    for (size_t i = 0; i < r->nids; i++)
-        S_str(out, r->ids[i]);
-    S_u32(out, (uint32_t)r->nlinks);
-    for (size_t i = 0; i < r->nlinks; i++) {
-        S_str(out, r->links[i].target);
-        S_u32(out, (uint32_t)r->links[i].line);
-        S_u32(out, (uint32_t)r->links[i].col);
-        S_str(out, r->links[i].file);
+    if (r->links_len) {
+        /* stored as encoded: copied back; unreadable, a count no decoder
+         * accepts (a cache refuses the record, the page is rendered again) */
+        const char *p;
+        if (st && figstore_view(st, win, r->links_at, r->links_len, &p) == 0)
+            buf_put(out, p, r->links_len);
+        else
+            S_u32(out, UINT32_MAX);
+    } else {
+        S_u32(out, (uint32_t)r->nids);
+        for (size_t i = 0; i < r->nids; i++)
+            S_str(out, r->ids[i]);
+        S_u32(out, (uint32_t)r->nlinks);
+        for (size_t i = 0; i < r->nlinks; i++) {
+            S_str(out, r->links[i].target);
+            S_u32(out, (uint32_t)r->links[i].line);
+            S_u32(out, (uint32_t)r->links[i].col);
+            S_str(out, r->links[i].file);
+        }
     }
     S_u32(out, (uint32_t)r->diags.n);
     for (size_t i = 0; i < r->diags.n; i++) {
@@ -236,9 +246,9 @@ static void S_fit_block(page_record *r, reader *rd)
     S_rebase(&r->src, old, len, to);
     S_rebase(&r->summary, old, len, to);
     S_rebase(&r->inputs, old, len, to);
-    for (size_t i = 0; i < r->nids; i++)
+    for (size_t i = 0; r->ids && i < r->nids; i++)
         S_rebase(&r->ids[i], old, len, to);
-    for (size_t i = 0; i < r->nlinks; i++) {
+    for (size_t i = 0; r->links && i < r->nlinks; i++) {
         S_rebase(&r->links[i].target, old, len, to);
         S_rebase(&r->links[i].file, old, len, to);
     }
@@ -315,6 +325,65 @@ static bool S_decode_figs(const char *p, size_t len, size_t n, figure *figs, uin
     return p == end;
 }
 
+/* The ids and the links of a record into r (ids, nids, links, nlinks):
+ * the one description of their encoding besides record_encode_via's. */
+static void S_get_links(reader *rd, page_record *r)
+{
+    r->nids = S_get_count(rd, 4);
+    r->ids = xcalloc(r->nids + 1, sizeof *r->ids);
+    for (size_t i = 0; i < r->nids; i++)
+        r->ids[i] = S_get_str(rd);
+    r->nlinks = S_get_count(rd, 16);
+    r->links = xcalloc(r->nlinks + 1, sizeof *r->links);
+    char *last_file = NULL;
+    for (size_t i = 0; i < r->nlinks; i++) {
+        r->links[i].target = S_get_str(rd);
+        r->links[i].line = (int)S_get_u32(rd);
+        r->links[i].col = (int)S_get_u32(rd);
+        char *file = S_get_str_as(rd, last_file);
+        r->links[i].file = file[0] ? file : NULL;
+        last_file = r->links[i].file;
+    }
+}
+
+void record_links_buf_free(record_links_buf *lb)
+{
+    free(lb->ids);
+    free(lb->links);
+    free(lb->block);
+    buf_free(&lb->raw);
+    memset(lb, 0, sizeof *lb);
+}
+
+int record_links(const page_record *r, const figstore *st, record_links_buf *lb,
+                 char *const **ids, const md_link **links)
+{
+    if (!r->links_len) {
+        *ids = r->ids;
+        *links = r->links;
+        return 0;
+    }
+    if (!st || figstore_read(st, r->links_at, r->links_len, &lb->raw) != 0)
+        return -1;
+    size_t n = lb->raw.len;
+    free(lb->ids);
+    free(lb->links);
+    free(lb->block);
+    /* each string takes its length + 1 <= its 4 + length bytes there */
+    reader rd = {{lb->raw.ptr, lb->raw.ptr + n, false}, xmalloc(n + 1), 0, n};
+    rd.block[n] = '\0';
+    page_record got;
+    S_get_links(&rd, &got);
+    lb->ids = got.ids;
+    lb->links = got.links;
+    lb->block = rd.block;
+    if (rd.in.bad || rd.in.p != rd.in.end || got.nids != r->nids || got.nlinks != r->nlinks)
+        return -1;
+    *ids = lb->ids;
+    *links = lb->links;
+    return 0;
+}
+
 int record_decode(const char *data, size_t len, figstore *st, page_record *r)
 {
     record_init(r);
@@ -356,20 +425,19 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r)
     r->url = S_get_str(&rd);
     r->src = S_get_str(&rd);
     r->summary = S_get_str(&rd);
-    r->nids = S_get_count(&rd, 4);
-    r->ids = xcalloc(r->nids + 1, sizeof *r->ids);
-    for (size_t i = 0; i < r->nids; i++)
-        r->ids[i] = S_get_str(&rd);
-    r->nlinks = S_get_count(&rd, 16);
-    r->links = xcalloc(r->nlinks + 1, sizeof *r->links);
-    char *last_file = NULL;
-    for (size_t i = 0; i < r->nlinks; i++) {
-        r->links[i].target = S_get_str(&rd);
-        r->links[i].line = (int)S_get_u32(&rd);
-        r->links[i].col = (int)S_get_u32(&rd);
-        char *file = S_get_str_as(&rd, last_file);
-        r->links[i].file = file[0] ? file : NULL;
-        last_file = r->links[i].file;
+    const char *links_from = rd.in.p;
+    size_t used = rd.used;
+    S_get_links(&rd, r);
+    if (st && !rd.in.bad) {
+        /* checked; kept in the store, their strings' room in the block
+         * given back to what follows */
+        r->links_at = figstore_append(st, links_from, (size_t)(rd.in.p - links_from));
+        r->links_len = (uint32_t)(rd.in.p - links_from);
+        free(r->ids);
+        free(r->links);
+        r->ids = NULL;
+        r->links = NULL;
+        rd.used = used;
     }
     size_t nd = S_get_count(&rd, 20);
     for (size_t i = 0; i < nd && !rd.in.bad; i++) {
