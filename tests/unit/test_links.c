@@ -215,6 +215,65 @@ static void test_check_memory(void **state)
     strmap_free(&files);
 }
 
+/* Records as the parent holds them, their ids and links in the figure
+ * store: the same errors as from records in memory, suggestions included. */
+static void test_check_from_store(void **state)
+{
+    (void)state;
+    char *ids_b[] = {(char *)"top", (char *)"开始-here", (char *)"a-1"};
+    md_link la[] = {{(char *)"/b/#%61-1", 1, 1, NULL}, {(char *)"/b/#开始-there", 2, 3, NULL},
+                    {(char *)"/b/#top", 4, 5, NULL}, {(char *)"/a/#self", 6, 7, NULL},
+                    {(char *)"/c/#x", 8, 9, (char *)"templates/t.html"}};
+    md_link lb[] = {{(char *)"/c/#x", 0, 0, (char *)"templates/t.html"},
+                    {(char *)"/a/#self", 0, 0, (char *)"templates/t.html"}};
+    char *ids_a[] = {(char *)"self"};
+    char *ids_c[] = {(char *)"y"};
+    page_record mem[3] = {
+        {.done = 1, .url = (char *)"/a/", .src = (char *)"content/a.md", .out_bytes = 1,
+         .ids = ids_a, .nids = 1, .links = la, .nlinks = 5},
+        {.done = 1, .url = (char *)"/b/", .src = (char *)"content/b.md", .out_bytes = 1,
+         .ids = ids_b, .nids = 3, .links = lb, .nlinks = 2},
+        {.done = 1, .url = (char *)"/c/", .src = (char *)"content/c.md", .out_bytes = 1,
+         .ids = ids_c, .nids = 1}};
+    figstore st;
+    assert_int_equal(figstore_open(&st, "/tmp"), 0);
+    page_record stored[3];
+    for (size_t j = 0; j < 3; j++) {
+        buf enc = BUF_INIT;
+        mem[j].job = (uint32_t)j;
+        record_encode(&mem[j], NULL, &enc);
+        assert_int_equal(record_decode(enc.ptr, enc.len, &st, &stored[j]), 0);
+        assert_null(stored[j].links);
+        buf_free(&enc);
+    }
+    strmap urls, files;
+    strmap_init(&urls);
+    strmap_init(&files);
+    diag_list a, b;
+    diag_list_init(&a);
+    diag_list_init(&b);
+    links_check(mem, 3, NULL, &urls, &files, NULL, &a);
+    links_check(stored, 3, NULL, &urls, &files, &st, &b);
+    assert_int_equal(a.n, 2);
+    assert_int_equal(b.n, a.n);
+    for (size_t i = 0; i < a.n; i++) {
+        assert_string_equal(b.v[i].msg, a.v[i].msg);
+        assert_string_equal(b.v[i].file, a.v[i].file);
+        assert_int_equal(b.v[i].line, a.v[i].line);
+        assert_int_equal(b.v[i].col, a.v[i].col);
+    }
+    assert_non_null(strstr(a.v[0].msg, "id \"开始-there\"; did you mean #开始-here?"));
+    assert_string_equal(a.v[1].file, "templates/t.html");
+    assert_non_null(strstr(a.v[1].msg, "/c/ has no heading or anchor with id \"x\""));
+    diag_list_free(&a);
+    diag_list_free(&b);
+    for (size_t j = 0; j < 3; j++)
+        record_free(&stored[j]);
+    figstore_close(&st);
+    strmap_free(&urls);
+    strmap_free(&files);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_scan),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_check_memory),
+        cmocka_unit_test(test_check_from_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
