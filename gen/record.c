@@ -459,8 +459,7 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r)
     size_t cap = 0;
     for (size_t i = 0; i < r->nreads; i++) {
         uint32_t job = S_get_u32(&rd);
-        if (r->nruns && r->read_runs[2 * r->nruns - 2] + r->read_runs[2 * r->nruns - 1] == job &&
-            r->read_runs[2 * r->nruns - 1] < UINT32_MAX) {
+        if (r->nruns && (uint64_t)r->read_runs[2 * r->nruns - 2] + r->read_runs[2 * r->nruns - 1] == job) {
             r->read_runs[2 * r->nruns - 1]++;
             continue;
         }
