@@ -594,10 +594,10 @@ static void S_links(build_state *s)
         bool *fresh = xcalloc(s->njobs + 1, sizeof *fresh);
         for (size_t j = 0; j < s->njobs; j++)
             fresh[j] = !s->inc.from_cache[j];
-        links_check(s->records, s->njobs, fresh, &s->idx.by_url, &s->files, &s->dl);
+        links_check(s->records, s->njobs, fresh, &s->idx.by_url, &s->files, s->figs, &s->dl);
         free(fresh);
     } else {
-        links_check(s->records, s->njobs, NULL, &s->idx.by_url, &s->files, &s->dl);
+        links_check(s->records, s->njobs, NULL, &s->idx.by_url, &s->files, s->figs, &s->dl);
     }
     S_trace(s, "links checked");
 }

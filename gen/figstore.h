@@ -2,6 +2,8 @@
  *
  * A site of 10,000 pages has 200,000 figures: tens of megabytes that the
  * parent only passes on (to the report pages, checks.json and the cache).
+ * The records' ids and links go there too (record_links): the link check
+ * reads them back once, at the end.
  * The parent appends each record's encoded figures as it arrives and keeps
  * where they went; workers forked afterwards read them back with pread().
  * The file has no name (O_TMPFILE, or unlinked at once) and goes away with

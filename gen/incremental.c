@@ -271,8 +271,8 @@ static uint64_t S_out_stamp(int outfd, const page_record *r)
 static uint64_t S_reads_digest(incr *inc, const page_record *r)
 {
     uint64_t h = STAMP_SEED;
-    for (size_t i = 0; i < r->nreads; i++) {
-        uint32_t k = r->reads[i];
+    record_read_pos at = {0, 0};
+    for (uint32_t k; record_read_next(r, &at, &k);) {
         if (k >= inc->njobs)
             return 0;
         h = S_mix(S_mix(h, k), inc->digests[k]);
@@ -476,23 +476,29 @@ bool incr_old_links_hold(incr *inc)
     for (; p && p < end; p += strlen(p) + 1)
         if (!strmap_get(&inc->out->outputs, p))
             return false;
-    for (size_t j = 0; j < inc->njobs; j++) {
+    bool same = true;
+    record_links_buf lb = {0}; /* a decoded record's ids are in the store */
+    for (size_t j = 0; same && j < inc->njobs; j++) {
         if (inc->from_cache[j])
             continue;
         const cache_entry *e = j < inc->prev.njobs ? &inc->prev.jobs[j] : NULL;
         page_record old;
         if (!e || !e->present || cache_record(&inc->prev, j, &inc->rec_bytes) != 0 ||
-            record_decode(inc->rec_bytes.ptr, inc->rec_bytes.len, NULL, &old) != 0)
-            return false;
+            record_decode(inc->rec_bytes.ptr, inc->rec_bytes.len, NULL, &old) != 0) {
+            same = false;
+            break;
+        }
         const page_record *r = &inc->records[j];
-        bool same = !strcmp(old.url, r->url ? r->url : "") && old.nids == r->nids;
+        char *const *ids;
+        const md_link *links;
+        same = !strcmp(old.url, r->url ? r->url : "") && old.nids == r->nids &&
+               record_links(r, inc->figs, &lb, &ids, &links) == 0;
         for (size_t i = 0; same && i < r->nids; i++)
-            same = !strcmp(old.ids[i], r->ids[i]);
+            same = !strcmp(old.ids[i], ids[i]);
         record_free(&old);
-        if (!same)
-            return false;
     }
-    return true;
+    record_links_buf_free(&lb);
+    return same;
 }
 
 /* ---------- the cache writer ---------- */

@@ -1,5 +1,6 @@
 #include "links.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,10 +265,78 @@ void links_scan_html(const char *html, size_t len, const links_scan_opts *o, str
 
 /* ---------- checking ---------- */
 
-static void S_idset_free(void *set)
+/* The ids of the pages #fragments name, for lookups: a few pages' at a
+ * time, each sorted (indices into its ids). Links to one page's anchors
+ * mostly come together (a report page's rows, a table of contents), and a
+ * decoded record's ids are in the figure store (record_links): the check
+ * holds no page's ids for long, whatever the site links. */
+#define ID_SLOTS 4
+typedef struct {
+    const page_record *r; /* whose ids; NULL: none */
+    record_links_buf lb;
+    char *const *ids;
+    uint32_t *order;
+    size_t n;
+} id_slot;
+
+typedef struct {
+    const figstore *st;
+    id_slot slot[ID_SLOTS];
+    size_t next;
+    links_stats *stats;
+} id_cache;
+
+static int S_cmp_id(const void *a, const void *b, void *ids)
 {
-    strmap_free(set);
-    free(set);
+    char *const *v = ids;
+    return strcmp(v[*(const uint32_t *)a], v[*(const uint32_t *)b]);
+}
+
+/* The slot with t's ids, read and sorted on a miss; NULL when they cannot
+ * be read back. */
+static id_slot *S_ids_of(id_cache *c, const page_record *t)
+{
+    for (size_t k = 0; k < ID_SLOTS; k++)
+        if (c->slot[k].r == t)
+            return &c->slot[k];
+    id_slot *s = &c->slot[c->next];
+    c->next = (c->next + 1) % ID_SLOTS;
+    s->r = NULL;
+    s->n = 0;
+    const md_link *links;
+    if (record_links(t, c->st, &s->lb, &s->ids, &links) != 0)
+        return NULL;
+    s->order = xrealloc(s->order, (t->nids + 1) * sizeof *s->order);
+    for (size_t i = 0; i < t->nids; i++)
+        s->order[i] = (uint32_t)i;
+    qsort_r(s->order, t->nids, sizeof *s->order, S_cmp_id, (void *)s->ids);
+    s->r = t;
+    s->n = t->nids;
+    if (c->stats) {
+        size_t held = 0;
+        for (size_t k = 0; k < ID_SLOTS; k++)
+            held += c->slot[k].n;
+        if (held > c->stats->held_ids)
+            c->stats->held_ids = held;
+    }
+    return s;
+}
+
+static bool S_has_id(const void *ctx, const char *id)
+{
+    const id_slot *s = ctx;
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(id, s->ids[s->order[mid]]);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return false;
 }
 
 /* A template's broken links in one page's output: the first few each with
@@ -377,15 +446,65 @@ static const char *S_nearest_id(const char *frag, char *const *ids, size_t nids)
     return best;
 }
 
+/* The error of the link l on page r, or NULL when it holds (or stands: a
+ * link to a page that failed to render, which has its own error). A
+ * function of l's target alone for a template's link (l->file). */
+static char *S_link_error(const page_record *r, const md_link *l, const strmap *pages,
+                          id_cache *ids, const strmap *page_urls, const strmap *files)
+{
+    const char *hash = strchr(l->target, '#');
+    char *path = hash ? xstrndup(l->target, (size_t)(hash - l->target)) : xstrdup(l->target);
+    const char *frag = hash ? hash + 1 : NULL;
+    /* "/a/b/index.html" and "/a/b" name the page "/a/b/" */
+    size_t n = strlen(path);
+    if (n >= 10 && strcmp(path + n - 10, "index.html") == 0)
+        path[n - 10] = '\0';
+    const page_record *target = strmap_get(pages, path);
+    if (!target && path[0] && path[strlen(path) - 1] != '/') {
+        char *slashed = xasprintf("%s/", path);
+        target = strmap_get(pages, slashed);
+        free(slashed);
+    }
+    /* a page that failed to render has its own error: links to it stand */
+    bool failed_page = !target && strmap_get(page_urls, path);
+    bool stands = !target && (failed_page || (r->out_bytes == 0 && !l->file));
+    char *err = NULL;
+    id_slot *slot = NULL;
+    if (!stands && !target && !strmap_get(files, path)) {
+        err = l->file ? xasprintf("broken link to %s: no page or file there; in the output for %s",
+                                  l->target, r->url)
+                      : xasprintf("broken link to %s: no page or file there", l->target);
+    } else if (!stands && target && frag && frag[0] && !(slot = S_ids_of(ids, target))) {
+        err = xasprintf("cannot check the link to %s: the ids of %s cannot be read back: %s",
+                        l->target, target->url, strerror(errno));
+    } else if (slot && !url_fragment_names(frag, S_has_id, slot)) {
+        const char *near = l->file ? NULL : S_nearest_id(frag, slot->ids, target->nids);
+        err = xasprintf("broken link to %s: %s has no heading or anchor with id \"%s\"%s%s%s",
+                        l->target, target->url, frag, near ? "; did you mean #" : "",
+                        near ? near : "", near ? "?" : "");
+    }
+    free(path);
+    return err;
+}
+
 void links_check(const page_record *records, size_t njobs, const bool *only,
-                 const strmap *page_urls, const strmap *files, diag_list *dl)
+                 const strmap *page_urls, const strmap *files, const figstore *fs,
+                 diag_list *dl)
+{
+    links_check_stats(records, njobs, only, page_urls, files, fs, dl, NULL);
+}
+
+void links_check_stats(const page_record *records, size_t njobs, const bool *only,
+                       const strmap *page_urls, const strmap *files, const figstore *fs,
+                       diag_list *dl, links_stats *st)
 {
     tpl_broken *broken = NULL;
     size_t nbroken = 0;
-    strmap pages, reported, idsets;
+    strmap pages, reported;
     strmap_init(&pages);
     strmap_init(&reported);
-    strmap_init(&idsets);
+    id_cache ids = {.st = fs, .stats = st};
+    record_links_buf own = {0};
     for (size_t j = 0; j < njobs; j++) {
         const page_record *r = &records[j];
         if (r->done && r->url && r->url[0] && r->out_bytes > 0)
@@ -395,76 +514,46 @@ void links_check(const page_record *records, size_t njobs, const bool *only,
         const page_record *r = &records[j];
         if (only && !only[j])
             continue;
+        char *const *rids;
+        const md_link *links;
+        if (r->nlinks && record_links(r, fs, &own, &rids, &links) != 0) {
+            diag_error(dl, NULL, 0, 0, "cannot check the links of %s: they cannot be read back: %s",
+                       r->url, strerror(errno));
+            continue;
+        }
         for (size_t k = 0; k < r->nlinks; k++) {
-            const md_link *l = &r->links[k];
-            const char *hash = strchr(l->target, '#');
-            char *path = hash ? xstrndup(l->target, (size_t)(hash - l->target)) : xstrdup(l->target);
-            const char *frag = hash ? hash + 1 : NULL;
-            /* "/a/b/index.html" and "/a/b" name the page "/a/b/" */
-            size_t n = strlen(path);
-            if (n >= 10 && strcmp(path + n - 10, "index.html") == 0)
-                path[n - 10] = '\0';
-            const page_record *target = strmap_get(&pages, path);
-            if (!target && path[0] && path[strlen(path) - 1] != '/') {
-                char *slashed = xasprintf("%s/", path);
-                target = strmap_get(&pages, slashed);
-                free(slashed);
-            }
-            const char *file = l->file ? l->file : r->src && r->src[0] ? r->src : NULL;
-            if (l->file) {
-                /* a template's broken link is reported once, not once per page */
-                char *key = xasprintf("%s\n%s", l->file, l->target);
-                bool dup = strmap_get(&reported, key) != NULL;
-                strmap_put(&reported, key, (void *)1);
-                free(key);
-                if (dup) {
-                    free(path);
-                    continue;
-                }
-            }
-            /* a page that failed to render has its own error: links to it stand */
-            bool failed_page = !target && strmap_get(page_urls, path);
-            if (!target && (failed_page || (r->out_bytes == 0 && !l->file))) {
-                free(path);
+            const md_link *l = &links[k];
+            char *err = S_link_error(r, l, &pages, &ids, page_urls, files);
+            if (!err)
+                continue;
+            if (!l->file) {
+                const char *file = r->src && r->src[0] ? r->src : NULL;
+                diag_error(dl, file, l->line, l->col, "%s", err);
+                free(err);
                 continue;
             }
-            if (!target && !strmap_get(files, path)) {
-                if (l->file)
-                    S_broken(&broken, &nbroken, l->file,
-                             xasprintf("broken link to %s: no page or file there; in the "
-                                       "output for %s", l->target, r->url));
-                else
-                    diag_error(dl, file, l->line, l->col,
-                               "broken link to %s: no page or file there", l->target);
-            } else if (target && frag && frag[0]) {
-                /* each target's ids as a set, made on first use */
-                strmap *set = strmap_get(&idsets, target->url);
-                if (!set) {
-                    set = xmalloc(sizeof *set);
-                    strmap_init(set);
-                    for (size_t i = 0; i < target->nids; i++)
-                        strmap_put(set, target->ids[i], (void *)1);
-                    strmap_put(&idsets, target->url, set);
-                }
-                bool found = url_fragment_in(set, frag);
-                if (!found && l->file)
-                    S_broken(&broken, &nbroken, l->file,
-                             xasprintf("broken link to %s: %s has no heading or anchor with "
-                                       "id \"%s\"", l->target, target->url, frag));
-                else if (!found) {
-                    const char *near = S_nearest_id(frag, target->ids, target->nids);
-                    diag_error(dl, file, l->line, l->col,
-                               "broken link to %s: %s has no heading or anchor with id \"%s\"%s%s%s",
-                               l->target, target->url, frag, near ? "; did you mean #" : "",
-                               near ? near : "", near ? "?" : "");
-                }
+            /* a template's broken link is reported once, not once per page:
+             * only broken ones are remembered (a report template links every
+             * figure, and those links hold) */
+            char *key = xasprintf("%s\n%s", l->file, l->target);
+            if (strmap_get(&reported, key)) {
+                free(err);
+            } else {
+                strmap_put(&reported, key, (void *)1);
+                if (st)
+                    st->remembered++;
+                S_broken(&broken, &nbroken, l->file, err);
             }
-            free(path);
+            free(key);
         }
         S_broken_flush(broken, &nbroken, r->url, dl);
     }
     free(broken);
+    for (size_t k = 0; k < ID_SLOTS; k++) {
+        record_links_buf_free(&ids.slot[k].lb);
+        free(ids.slot[k].order);
+    }
+    record_links_buf_free(&own);
     strmap_free(&pages);
     strmap_free(&reported);
-    strmap_free_with(&idsets, S_idset_free);
 }

@@ -51,8 +51,23 @@ void links_scan_html(const char *html, size_t len, const links_scan_opts *o, str
  * only is not NULL) against the pages the records produced and the files in
  * files (site paths), and the ids of the page a #fragment names. A page
  * that failed to render has its own error: links to it (a URL in
- * page_urls) stand. A template's broken link is reported once. */
+ * page_urls) stand. A template's broken link is reported once. Decoded
+ * records' links and ids are read back from fs (record_links). */
 void links_check(const page_record *records, size_t n, const bool *only,
-                 const strmap *page_urls, const strmap *files, diag_list *dl);
+                 const strmap *page_urls, const strmap *files, const figstore *fs,
+                 diag_list *dl);
+
+/* What links_check held, for the tests of its memory: the most ids it held
+ * at once (of the few pages whose anchors it was looking up) and the
+ * template links it remembered as reported (the broken ones). */
+typedef struct {
+    size_t held_ids;
+    size_t remembered;
+} links_stats;
+
+/* links_check, noting in *st (when not NULL) what it held. */
+void links_check_stats(const page_record *records, size_t n, const bool *only,
+                       const strmap *page_urls, const strmap *files, const figstore *fs,
+                       diag_list *dl, links_stats *st);
 
 #endif

@@ -21,6 +21,7 @@ void record_free(page_record *r)
         free(r->figs);
         diag_list_free(&r->diags);
         free(r->reads);
+        free(r->read_runs);
         record_init(r);
         return;
     }
@@ -43,7 +44,26 @@ void record_free(page_record *r)
     diag_list_free(&r->diags);
     free(r->inputs);
     free(r->reads);
+    free(r->read_runs);
     record_init(r);
+}
+
+bool record_read_next(const page_record *r, record_read_pos *at, uint32_t *job)
+{
+    if (!r->read_runs) {
+        if (at->i >= r->nreads)
+            return false;
+        *job = r->reads[at->i++];
+        return true;
+    }
+    while (at->i < r->nruns && at->k >= r->read_runs[2 * at->i + 1]) {
+        at->i++;
+        at->k = 0;
+    }
+    if (at->i >= r->nruns)
+        return false;
+    *job = r->read_runs[2 * at->i] + (uint32_t)at->k++;
+    return true;
 }
 
 /* ---------- encoding ---------- */
@@ -114,15 +134,25 @@ void record_encode_via(const page_record *r, const figstore *st, fs_window *win,
     S_str(out, r->url);
     S_str(out, r->src);
     S_str(out, r->summary);
-    S_u32(out, (uint32_t)r->nids);
-    for (size_t i = 0; i < r->nids; i++)
-        S_str(out, r->ids[i]);
-    S_u32(out, (uint32_t)r->nlinks);
-    for (size_t i = 0; i < r->nlinks; i++) {
-        S_str(out, r->links[i].target);
-        S_u32(out, (uint32_t)r->links[i].line);
-        S_u32(out, (uint32_t)r->links[i].col);
-        S_str(out, r->links[i].file);
+    if (r->links_len) {
+        /* stored as encoded: copied back; unreadable, a count no decoder
+         * accepts (a cache refuses the record, the page is rendered again) */
+        const char *p;
+        if (st && figstore_view(st, win, r->links_at, r->links_len, &p) == 0)
+            buf_put(out, p, r->links_len);
+        else
+            S_u32(out, UINT32_MAX);
+    } else {
+        S_u32(out, (uint32_t)r->nids);
+        for (size_t i = 0; i < r->nids; i++)
+            S_str(out, r->ids[i]);
+        S_u32(out, (uint32_t)r->nlinks);
+        for (size_t i = 0; i < r->nlinks; i++) {
+            S_str(out, r->links[i].target);
+            S_u32(out, (uint32_t)r->links[i].line);
+            S_u32(out, (uint32_t)r->links[i].col);
+            S_str(out, r->links[i].file);
+        }
     }
     S_u32(out, (uint32_t)r->diags.n);
     for (size_t i = 0; i < r->diags.n; i++) {
@@ -138,7 +168,13 @@ void record_encode_via(const page_record *r, const figstore *st, fs_window *win,
     S_u32(out, r->out_changed);
     S_bytes(out, r->inputs ? r->inputs : "", r->inputs ? r->inputs_len : 0);
     S_u32(out, (uint32_t)r->nreads);
-    buf_put(out, r->reads, r->nreads * sizeof *r->reads);
+    if (!r->read_runs) {
+        buf_put(out, r->reads, r->nreads * sizeof *r->reads);
+        return;
+    }
+    record_read_pos pos = {0, 0};
+    for (uint32_t job; record_read_next(r, &pos, &job);)
+        S_u32(out, job);
 }
 
 /* ---------- decoding ---------- */
@@ -149,7 +185,6 @@ typedef struct {
     size_t used, cap;
 } reader;
 
-static void S_get(reader *rd, void *out, size_t n) { buf_rd_get(&rd->in, out, n); }
 static uint32_t S_get_u32(reader *rd) { return buf_rd_u32(&rd->in); }
 static uint64_t S_get_u64(reader *rd) { return buf_rd_u64(&rd->in); }
 
@@ -173,6 +208,59 @@ static char *S_get_bytes(reader *rd, size_t *len)
 }
 
 static char *S_get_str(reader *rd) { return S_get_bytes(rd, NULL); }
+
+/* The next string, or same (a string of the block) without a copy when it
+ * is the same: a page's links mostly name one template, a report page's
+ * thousands of rows all of them. */
+static char *S_get_str_as(reader *rd, char *same)
+{
+    uint32_t n;
+    size_t left = rd->in.bad ? 0 : (size_t)(rd->in.end - rd->in.p);
+    if (!same || left < sizeof n)
+        return S_get_str(rd);
+    memcpy(&n, rd->in.p, sizeof n);
+    if (left - sizeof n < (size_t)n || strlen(same) != n || memcmp(rd->in.p + sizeof n, same, n))
+        return S_get_str(rd);
+    S_get_u32(rd);
+    buf_rd_span(&rd->in, n);
+    return same;
+}
+
+static void S_rebase(char **p, const char *from, size_t len, char *to)
+{
+    if (*p && *p >= from && *p < from + len)
+        *p = to + (*p - from);
+}
+
+/* Moves r's strings from the block they were decoded into (sized for the
+ * whole record) to one of their own size: the parent keeps every record for
+ * the whole build, and most of a record's bytes are not its strings (the
+ * reads, the numbers, the lengths, strings stored once for many links). */
+static void S_fit_block(page_record *r, reader *rd)
+{
+    char *old = rd->block, *to = xmalloc(rd->used + 1);
+    size_t len = rd->used;
+    memcpy(to, old, len);
+    to[len] = '\0';
+    S_rebase(&r->url, old, len, to);
+    S_rebase(&r->src, old, len, to);
+    S_rebase(&r->summary, old, len, to);
+    S_rebase(&r->inputs, old, len, to);
+    for (size_t i = 0; r->ids && i < r->nids; i++)
+        S_rebase(&r->ids[i], old, len, to);
+    for (size_t i = 0; r->links && i < r->nlinks; i++) {
+        S_rebase(&r->links[i].target, old, len, to);
+        S_rebase(&r->links[i].file, old, len, to);
+    }
+    for (size_t i = 0; r->figs && i < r->nfigs; i++) {
+        figure *f = &r->figs[i];
+        char **strs[] = {&f->quote, &f->expr, &f->mode, &f->detail, &f->provenance, &f->anchor};
+        for (size_t k = 0; k < sizeof strs / sizeof *strs; k++)
+            S_rebase(strs[k], old, len, to);
+    }
+    free(old);
+    r->block = rd->block = to;
+}
 
 /* Counts are bounded by what is left, so a corrupt count cannot allocate much. */
 static size_t S_get_count(reader *rd, size_t min_item)
@@ -237,6 +325,65 @@ static bool S_decode_figs(const char *p, size_t len, size_t n, figure *figs, uin
     return p == end;
 }
 
+/* The ids and the links of a record into r (ids, nids, links, nlinks):
+ * the one description of their encoding besides record_encode_via's. */
+static void S_get_links(reader *rd, page_record *r)
+{
+    r->nids = S_get_count(rd, 4);
+    r->ids = xcalloc(r->nids + 1, sizeof *r->ids);
+    for (size_t i = 0; i < r->nids; i++)
+        r->ids[i] = S_get_str(rd);
+    r->nlinks = S_get_count(rd, 16);
+    r->links = xcalloc(r->nlinks + 1, sizeof *r->links);
+    char *last_file = NULL;
+    for (size_t i = 0; i < r->nlinks; i++) {
+        r->links[i].target = S_get_str(rd);
+        r->links[i].line = (int)S_get_u32(rd);
+        r->links[i].col = (int)S_get_u32(rd);
+        char *file = S_get_str_as(rd, last_file);
+        r->links[i].file = file[0] ? file : NULL;
+        last_file = r->links[i].file;
+    }
+}
+
+void record_links_buf_free(record_links_buf *lb)
+{
+    free(lb->ids);
+    free(lb->links);
+    free(lb->block);
+    buf_free(&lb->raw);
+    memset(lb, 0, sizeof *lb);
+}
+
+int record_links(const page_record *r, const figstore *st, record_links_buf *lb,
+                 char *const **ids, const md_link **links)
+{
+    if (!r->links_len) {
+        *ids = r->ids;
+        *links = r->links;
+        return 0;
+    }
+    if (!st || figstore_read(st, r->links_at, r->links_len, &lb->raw) != 0)
+        return -1;
+    size_t n = lb->raw.len;
+    free(lb->ids);
+    free(lb->links);
+    free(lb->block);
+    /* each string takes its length + 1 <= its 4 + length bytes there */
+    reader rd = {{lb->raw.ptr, lb->raw.ptr + n, false}, xmalloc(n + 1), 0, n};
+    rd.block[n] = '\0';
+    page_record got;
+    S_get_links(&rd, &got);
+    lb->ids = got.ids;
+    lb->links = got.links;
+    lb->block = rd.block;
+    if (rd.in.bad || rd.in.p != rd.in.end || got.nids != r->nids || got.nlinks != r->nlinks)
+        return -1;
+    *ids = lb->ids;
+    *links = lb->links;
+    return 0;
+}
+
 int record_decode(const char *data, size_t len, figstore *st, page_record *r)
 {
     record_init(r);
@@ -278,18 +425,19 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r)
     r->url = S_get_str(&rd);
     r->src = S_get_str(&rd);
     r->summary = S_get_str(&rd);
-    r->nids = S_get_count(&rd, 4);
-    r->ids = xcalloc(r->nids + 1, sizeof *r->ids);
-    for (size_t i = 0; i < r->nids; i++)
-        r->ids[i] = S_get_str(&rd);
-    r->nlinks = S_get_count(&rd, 16);
-    r->links = xcalloc(r->nlinks + 1, sizeof *r->links);
-    for (size_t i = 0; i < r->nlinks; i++) {
-        r->links[i].target = S_get_str(&rd);
-        r->links[i].line = (int)S_get_u32(&rd);
-        r->links[i].col = (int)S_get_u32(&rd);
-        char *file = S_get_str(&rd);
-        r->links[i].file = file[0] ? file : NULL;
+    const char *links_from = rd.in.p;
+    size_t used = rd.used;
+    S_get_links(&rd, r);
+    if (st && !rd.in.bad) {
+        /* checked; kept in the store, their strings' room in the block
+         * given back to what follows */
+        r->links_at = figstore_append(st, links_from, (size_t)(rd.in.p - links_from));
+        r->links_len = (uint32_t)(rd.in.p - links_from);
+        free(r->ids);
+        free(r->links);
+        r->ids = NULL;
+        r->links = NULL;
+        rd.used = used;
     }
     size_t nd = S_get_count(&rd, 20);
     for (size_t i = 0; i < nd && !rd.in.bad; i++) {
@@ -308,12 +456,24 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r)
     r->out_changed = S_get_u32(&rd);
     r->inputs = S_get_bytes(&rd, &r->inputs_len);
     r->nreads = S_get_count(&rd, sizeof *r->reads);
-    r->reads = xmalloc((r->nreads + 1) * sizeof *r->reads);
-    S_get(&rd, r->reads, r->nreads * sizeof *r->reads);
+    size_t cap = 0;
+    for (size_t i = 0; i < r->nreads; i++) {
+        uint32_t job = S_get_u32(&rd);
+        if (r->nruns && (uint64_t)r->read_runs[2 * r->nruns - 2] + r->read_runs[2 * r->nruns - 1] == job) {
+            r->read_runs[2 * r->nruns - 1]++;
+            continue;
+        }
+        if (r->nruns == cap)
+            r->read_runs = xrealloc(r->read_runs, (cap = cap ? 2 * cap : 4) * 2 * sizeof *r->read_runs);
+        r->read_runs[2 * r->nruns] = job;
+        r->read_runs[2 * r->nruns + 1] = 1;
+        r->nruns++;
+    }
     if (rd.in.bad || rd.in.p != rd.in.end) {
         record_free(r);
         return -1;
     }
+    S_fit_block(r, &rd);
     return 0;
 }
 

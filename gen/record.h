@@ -5,6 +5,7 @@
 #ifndef KV_RECORD_H
 #define KV_RECORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,9 @@ typedef struct {
     size_t nids;
     md_link *links;
     size_t nlinks;
+    uint64_t links_at;    /* ids and links in a figstore (ids, links NULL; the
+                           * counts stay): their encoding's offset there */
+    uint32_t links_len;   /* and length; 0: in memory (record_links) */
     figure *figs;         /* NULL when they are in a figstore (or there are none) */
     size_t nfigs;
     uint64_t figs_at;     /* stored figures: their encoding's offset in the store */
@@ -39,7 +43,11 @@ typedef struct {
     size_t inputs_len;
     uint32_t *reads;      /* jobs whose records this page read (listings, the
                            * report), each once, in first-read order */
-    size_t nreads;
+    size_t nreads;        /* how many (also when they are in read_runs) */
+    uint32_t *read_runs;  /* decoded records: the same as runs of consecutive
+                           * jobs, (first, count) pairs, and reads NULL: a
+                           * report page reads every record, page by page */
+    size_t nruns;
     char *block;          /* a decoded record's strings all live in this one
                            * allocation (NULL: each string is its own) */
 } page_record;
@@ -52,11 +60,38 @@ void record_encode(const page_record *r, const figstore *st, buf *out);
  * figstore_view): records encoded one after the other share its reads. */
 void record_encode_via(const page_record *r, const figstore *st, fs_window *win, buf *out);
 /* Returns 0, or -1 when the bytes are not a well-formed record. With a store,
- * the figures are appended to it as they are encoded and not decoded. */
+ * the figures, the ids and the links are appended to it as they are encoded
+ * (checked, not kept). */
 int record_decode(const char *data, size_t len, figstore *st, page_record *r);
 /* A fingerprint of what other pages can read of a record (url, src, summary,
  * figures): a page that read it is stale when it changes. */
 uint64_t record_digest(const page_record *r);
+
+/* The jobs r read, in order, wherever they are kept: at starts at {0, 0};
+ * sets *job to the next and returns true, or returns false at the end. */
+typedef struct {
+    size_t i, k;
+} record_read_pos;
+bool record_read_next(const page_record *r, record_read_pos *at, uint32_t *job);
+
+/* A record's ids and links read back from a store, reused from one record
+ * to the next. */
+typedef struct {
+    char **ids;
+    md_link *links;
+    char *block; /* their strings */
+    buf raw;     /* their encoding */
+} record_links_buf;
+
+void record_links_buf_free(record_links_buf *lb);
+/* r's ids (r->nids) and links (r->nlinks): r's own, or read back from st
+ * into lb, valid until lb is used again or freed (lb owns them). 0, or -1
+ * when they cannot be read (an I/O error, or bytes that are not what r
+ * says). A decoded record keeps them in the store: the parent holds every
+ * record to the end, and they are most of a record (a report page links
+ * every figure's row). */
+int record_links(const page_record *r, const figstore *st, record_links_buf *lb,
+                 char *const **ids, const md_link **links);
 
 /* Figures decoded from a store, reused from one record to the next. */
 typedef struct {

@@ -126,14 +126,22 @@ char *url_percent_decode(const char *s, size_t n)
     return buf_detach(&b);
 }
 
-bool url_fragment_in(const strmap *ids, const char *frag)
+bool url_fragment_names(const char *frag, bool (*has)(const void *ctx, const char *id),
+                        const void *ctx)
 {
-    if (strmap_get(ids, frag))
+    if (has(ctx, frag))
         return true;
     if (!strchr(frag, '%'))
         return false;
     char *dec = url_percent_decode(frag, strlen(frag));
-    bool found = strmap_get(ids, dec) != NULL;
+    bool found = has(ctx, dec);
     free(dec);
     return found;
+}
+
+static bool S_in_strmap(const void *ids, const char *id) { return strmap_get(ids, id) != NULL; }
+
+bool url_fragment_in(const strmap *ids, const char *frag)
+{
+    return url_fragment_names(frag, S_in_strmap, ids);
 }

@@ -45,5 +45,8 @@ char *url_percent_decode(const char *s, size_t n);
  * of the set ids (keys: the ids): as written, or, as browsers also look it
  * up, with its percent-escapes decoded ("%61-1" names "a-1"). */
 bool url_fragment_in(const strmap *ids, const char *frag);
+/* The same rule for ids kept elsewhere: has(ctx, id) says whether id is one. */
+bool url_fragment_names(const char *frag, bool (*has)(const void *ctx, const char *id),
+                        const void *ctx);
 
 #endif

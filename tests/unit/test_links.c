@@ -135,7 +135,7 @@ static void test_check(void **state)
     strmap_put(&files, "/f.css", (void *)1);
     diag_list dl;
     diag_list_init(&dl);
-    links_check(r, 2, NULL, &urls, &files, &dl);
+    links_check(r, 2, NULL, &urls, &files, NULL, &dl);
     assert_int_equal(dl.n, 3);
     assert_string_equal(dl.v[0].file, "content/a.md");
     assert_int_equal(dl.v[0].line, 3);
@@ -148,9 +148,128 @@ static void test_check(void **state)
     /* only: page a's links are not checked */
     bool only[2] = {false, true};
     diag_list_init(&dl);
-    links_check(r, 2, only, &urls, &files, &dl);
+    links_check(r, 2, only, &urls, &files, NULL, &dl);
     assert_int_equal(dl.n, 1);
     diag_list_free(&dl);
+    strmap_free(&urls);
+    strmap_free(&files);
+}
+
+/* What the check holds: a report page links an anchor of every figure of
+ * half the pages; only a few pages' ids are held at a time, and of the
+ * template's links only the broken one is remembered (it once kept a copy
+ * of every id of every page linked, and every template link). */
+static void test_check_memory(void **state)
+{
+    (void)state;
+    enum { PAGES = 200, FIGS = 20, IDS = 2 * FIGS };
+    page_record r[PAGES + 1];
+    memset(r, 0, sizeof r);
+    char *ids[PAGES][IDS];
+    md_link rows[PAGES / 2 * FIGS + 3];
+    size_t nrows = 0;
+    for (size_t p = 0; p < PAGES; p++) {
+        for (size_t f = 0; f < FIGS; f++) {
+            ids[p][2 * f] = xasprintf("fig-%zu", f + 1);
+            ids[p][2 * f + 1] = xasprintf("fig-%zu-d", f + 1); /* a popover's */
+        }
+        r[p] = (page_record){.done = 1, .url = xasprintf("/p%zu/", p), .src = (char *)"c.md",
+                             .out_bytes = 1, .ids = ids[p], .nids = IDS};
+        for (size_t f = 0; p % 2 == 0 && f < FIGS; f++)
+            rows[nrows++] = (md_link){xasprintf("/p%zu/#fig-%zu", p, f + 1), 0, 0,
+                                      (char *)"templates/checks.html"};
+    }
+    rows[nrows++] = (md_link){xstrdup("/p0/#%66ig-2"), 0, 0, (char *)"templates/checks.html"};
+    rows[nrows++] = (md_link){xstrdup("/p0/#fig-99"), 0, 0, (char *)"templates/checks.html"};
+    rows[nrows++] = (md_link){xstrdup("/p0/#fig-99"), 0, 0, (char *)"templates/checks.html"};
+    r[PAGES] = (page_record){.done = 1, .url = (char *)"/checks/", .src = (char *)"",
+                             .out_bytes = 1, .links = rows, .nlinks = nrows};
+    /* a page's own typo still gets its suggestion */
+    md_link typo = {(char *)"/p2/#fig-3-e", 4, 5, NULL};
+    r[1].links = &typo;
+    r[1].nlinks = 1;
+    strmap urls, files;
+    strmap_init(&urls);
+    strmap_init(&files);
+    diag_list dl;
+    diag_list_init(&dl);
+    links_stats st = {0, 0};
+    links_check_stats(r, PAGES + 1, NULL, &urls, &files, NULL, &dl, &st);
+    assert_int_equal(dl.n, 2);
+    assert_string_equal(dl.v[0].file, "c.md");
+    assert_non_null(strstr(dl.v[0].msg, "id \"fig-3-e\"; did you mean #fig-3-d?"));
+    assert_string_equal(dl.v[1].file, "templates/checks.html");
+    assert_non_null(strstr(dl.v[1].msg, "/p0/ has no heading or anchor with id \"fig-99\""));
+    /* a few pages' ids at a time (links_check's ID_SLOTS), not every page's */
+    assert_true(st.held_ids >= IDS && st.held_ids <= 4 * IDS);
+    assert_int_equal(st.remembered, 1);
+    diag_list_free(&dl);
+    for (size_t i = 0; i < nrows; i++)
+        free(rows[i].target);
+    for (size_t p = 0; p < PAGES; p++) {
+        free(r[p].url);
+        for (size_t i = 0; i < IDS; i++)
+            free(ids[p][i]);
+    }
+    strmap_free(&urls);
+    strmap_free(&files);
+}
+
+/* Records as the parent holds them, their ids and links in the figure
+ * store: the same errors as from records in memory, suggestions included. */
+static void test_check_from_store(void **state)
+{
+    (void)state;
+    char *ids_b[] = {(char *)"top", (char *)"开始-here", (char *)"a-1"};
+    md_link la[] = {{(char *)"/b/#%61-1", 1, 1, NULL}, {(char *)"/b/#开始-there", 2, 3, NULL},
+                    {(char *)"/b/#top", 4, 5, NULL}, {(char *)"/a/#self", 6, 7, NULL},
+                    {(char *)"/c/#x", 8, 9, (char *)"templates/t.html"}};
+    md_link lb[] = {{(char *)"/c/#x", 0, 0, (char *)"templates/t.html"},
+                    {(char *)"/a/#self", 0, 0, (char *)"templates/t.html"}};
+    char *ids_a[] = {(char *)"self"};
+    char *ids_c[] = {(char *)"y"};
+    page_record mem[3] = {
+        {.done = 1, .url = (char *)"/a/", .src = (char *)"content/a.md", .out_bytes = 1,
+         .ids = ids_a, .nids = 1, .links = la, .nlinks = 5},
+        {.done = 1, .url = (char *)"/b/", .src = (char *)"content/b.md", .out_bytes = 1,
+         .ids = ids_b, .nids = 3, .links = lb, .nlinks = 2},
+        {.done = 1, .url = (char *)"/c/", .src = (char *)"content/c.md", .out_bytes = 1,
+         .ids = ids_c, .nids = 1}};
+    figstore st;
+    assert_int_equal(figstore_open(&st, "/tmp"), 0);
+    page_record stored[3];
+    for (size_t j = 0; j < 3; j++) {
+        buf enc = BUF_INIT;
+        mem[j].job = (uint32_t)j;
+        record_encode(&mem[j], NULL, &enc);
+        assert_int_equal(record_decode(enc.ptr, enc.len, &st, &stored[j]), 0);
+        assert_null(stored[j].links);
+        buf_free(&enc);
+    }
+    strmap urls, files;
+    strmap_init(&urls);
+    strmap_init(&files);
+    diag_list a, b;
+    diag_list_init(&a);
+    diag_list_init(&b);
+    links_check(mem, 3, NULL, &urls, &files, NULL, &a);
+    links_check(stored, 3, NULL, &urls, &files, &st, &b);
+    assert_int_equal(a.n, 2);
+    assert_int_equal(b.n, a.n);
+    for (size_t i = 0; i < a.n; i++) {
+        assert_string_equal(b.v[i].msg, a.v[i].msg);
+        assert_string_equal(b.v[i].file, a.v[i].file);
+        assert_int_equal(b.v[i].line, a.v[i].line);
+        assert_int_equal(b.v[i].col, a.v[i].col);
+    }
+    assert_non_null(strstr(a.v[0].msg, "id \"开始-there\"; did you mean #开始-here?"));
+    assert_string_equal(a.v[1].file, "templates/t.html");
+    assert_non_null(strstr(a.v[1].msg, "/c/ has no heading or anchor with id \"x\""));
+    diag_list_free(&a);
+    diag_list_free(&b);
+    for (size_t j = 0; j < 3; j++)
+        record_free(&stored[j]);
+    figstore_close(&st);
     strmap_free(&urls);
     strmap_free(&files);
 }
@@ -162,6 +281,8 @@ int main(void)
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_scan),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_check_memory),
+        cmocka_unit_test(test_check_from_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,16 @@ static void S_fig(figure *g, int line, int col, const char *q, const char *e, co
     g->anchor = xstrdup(anchor);
 }
 
+/* The jobs d read, in order, into out (at most max); returns how many. */
+static size_t S_reads_of(const page_record *d, uint32_t *out, size_t max)
+{
+    size_t n = 0;
+    record_read_pos at = {0, 0};
+    for (uint32_t job; n < max && record_read_next(d, &at, &job);)
+        out[n++] = job;
+    return n;
+}
+
 /* A record with every field set, and values that are easy to get wrong:
  * UTF-8, 64-bit sizes, negative zero, a link from a template, a diagnostic
  * without a file. */
@@ -146,9 +156,11 @@ static void test_round_trip_every_field(void **state)
     assert_int_equal(d.inputs_len, sizeof S_inputs);
     assert_memory_equal(d.inputs, S_inputs, sizeof S_inputs);
     assert_int_equal(d.nreads, 3);
-    assert_int_equal(d.reads[0], 4);
-    assert_int_equal(d.reads[1], 0);
-    assert_true(d.reads[2] == UINT32_MAX);
+    uint32_t got[3];
+    assert_int_equal(S_reads_of(&d, got, 3), 3);
+    assert_int_equal(got[0], 4);
+    assert_int_equal(got[1], 0);
+    assert_true(got[2] == UINT32_MAX);
 
     /* encoding is deterministic: the decoded record encodes to the same bytes */
     buf again = BUF_INIT;
@@ -346,7 +358,8 @@ static void test_figure_string_nul_required(void **state)
         enc.ptr[at[i]] = '\0';
     }
     assert_int_equal(record_decode(enc.ptr, enc.len, &st, &d), 0);
-    assert_int_equal(st.pending.len, OFF_URL_LEN - OFF_FIGS_LEN - 4); /* only the good one */
+    /* only the good one: its figures, then its ids and links */
+    assert_int_equal(st.pending.len, OFF_URL_LEN - OFF_FIGS_LEN - 4 + OFF_NDIAGS - OFF_NIDS);
     record_free(&d);
     figstore_close(&st);
     record_free(&r);
@@ -403,6 +416,40 @@ static void test_bit_flips_never_crash(void **state)
 
 /* ---- the reads array ------------------------------------------------------ */
 
+/* A report page reads every record in a few runs of consecutive jobs: a
+ * decoded record keeps them as runs (it kept 4 bytes a job, 40 MB for the
+ * report of 200,000 figures), reads them back in order, and encodes them
+ * as they came. */
+static void test_reads_kept_as_runs(void **state)
+{
+    (void)state;
+    page_record r, d;
+    record_init(&r);
+    r.url = xstrdup("/checks/page/7/");
+    r.nreads = 30000;
+    r.reads = xcalloc(r.nreads, sizeof *r.reads);
+    for (size_t i = 0; i < r.nreads; i++) /* 70..19999, 0..69, then 25000..34929 */
+        r.reads[i] = (uint32_t)(i < 19930 ? 70 + i : i < 20000 ? i - 19930 : i + 5000);
+    buf enc = BUF_INIT;
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), 0);
+    assert_null(d.reads);
+    assert_int_equal(d.nruns, 3);
+    assert_int_equal(d.nreads, r.nreads);
+    uint32_t *got = xcalloc(r.nreads + 1, sizeof *got);
+    assert_int_equal(S_reads_of(&d, got, r.nreads + 1), r.nreads);
+    assert_memory_equal(got, r.reads, r.nreads * sizeof *got);
+    free(got);
+    buf again = BUF_INIT;
+    record_encode(&d, NULL, &again);
+    assert_int_equal(again.len, enc.len);
+    assert_memory_equal(again.ptr, enc.ptr, enc.len);
+    buf_free(&again);
+    buf_free(&enc);
+    record_free(&d);
+    record_free(&r);
+}
+
 /* A record whose reads are n jobs; the rest empty. */
 static void S_with_reads(page_record *r, size_t n)
 {
@@ -425,8 +472,11 @@ static void test_reads_round_trip(void **state)
         record_encode(&r, NULL, &enc);
         assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), 0);
         assert_int_equal(d.nreads, sizes[k]);
+        uint32_t *got = xcalloc(sizes[k] + 1, sizeof *got);
+        assert_int_equal(S_reads_of(&d, got, sizes[k] + 1), sizes[k]);
         if (sizes[k])
-            assert_memory_equal(d.reads, r.reads, sizes[k] * sizeof *r.reads);
+            assert_memory_equal(got, r.reads, sizes[k] * sizeof *r.reads);
+        free(got);
         assert_string_equal(d.url, "/r/");
         /* the decoded record encodes to the same bytes */
         buf again = BUF_INIT;
@@ -649,6 +699,91 @@ static void test_digest_ignores_what_pages_cannot_read(void **state)
     }
 }
 
+/* With a figstore, decoded records keep their ids and links there too (a
+ * report page's links to 200,000 figures' rows were most of the parent's
+ * memory): record_links reads them back, in memory or stored, pending or
+ * flushed; the stored record encodes to the same bytes; a store that does
+ * not hold them is an error, and the encoding then one no decoder takes. */
+static void test_links_in_a_store(void **state)
+{
+    (void)state;
+    figstore st;
+    assert_int_equal(figstore_open(&st, "/tmp"), 0);
+    page_record r, stored, other;
+    S_full(&r);
+    buf enc = BUF_INIT, again = BUF_INIT;
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &st, &other), 0);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &st, &stored), 0);
+    assert_null(stored.ids);
+    assert_null(stored.links);
+    assert_int_equal(stored.nids, 3);
+    assert_int_equal(stored.nlinks, 2);
+    assert_true(stored.links_len > 0 && stored.links_at > other.links_at);
+    record_links_buf lb = {0};
+    char *const *ids;
+    const md_link *links;
+    assert_int_equal(record_links(&r, &st, &lb, &ids, &links), 0); /* its own */
+    assert_ptr_equal(ids, r.ids);
+    assert_ptr_equal(links, r.links);
+    for (int pass = 0; pass < 2; pass++) { /* pending, then flushed */
+        assert_int_equal(record_links(&stored, &st, &lb, &ids, &links), 0);
+        for (size_t i = 0; i < 3; i++)
+            assert_string_equal(ids[i], r.ids[i]);
+        for (size_t i = 0; i < 2; i++) {
+            assert_string_equal(links[i].target, r.links[i].target);
+            assert_int_equal(links[i].line, r.links[i].line);
+            assert_int_equal(links[i].col, r.links[i].col);
+        }
+        assert_null(links[0].file);
+        assert_string_equal(links[1].file, "templates/page.html");
+        buf_clear(&again);
+        record_encode(&stored, &st, &again);
+        assert_int_equal(again.len, enc.len);
+        assert_memory_equal(again.ptr, enc.ptr, enc.len);
+        assert_int_equal(figstore_flush(&st), 0);
+    }
+    /* not in the store: an error, and an encoding that is refused */
+    stored.links_at += 1000;
+    assert_int_equal(record_links(&stored, &st, &lb, &ids, &links), -1);
+    assert_int_equal(record_links(&stored, NULL, &lb, &ids, &links), -1);
+    buf_clear(&again);
+    record_encode(&stored, &st, &again);
+    page_record bad;
+    assert_int_equal(record_decode(again.ptr, again.len, NULL, &bad), -1);
+    record_links_buf_free(&lb);
+    record_free(&r);
+    record_free(&stored);
+    record_free(&other);
+    buf_free(&enc);
+    buf_free(&again);
+    figstore_close(&st);
+}
+
+/* A page's links that name one template share its name (one copy). */
+static void test_link_files_shared(void **state)
+{
+    (void)state;
+    page_record r, d;
+    S_full(&r);
+    r.links = xrealloc(r.links, 4 * sizeof *r.links);
+    r.links[2] = (md_link){xstrdup("/x/"), 1, 1, xstrdup("templates/page.html")};
+    r.links[3] = (md_link){xstrdup("/y/"), 1, 1, xstrdup("templates/other.html")};
+    r.nlinks = 4;
+    buf enc = BUF_INIT, again = BUF_INIT;
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &d), 0);
+    assert_ptr_equal(d.links[1].file, d.links[2].file);
+    assert_string_equal(d.links[3].file, "templates/other.html");
+    record_encode(&d, NULL, &again);
+    assert_int_equal(again.len, enc.len);
+    assert_memory_equal(again.ptr, enc.ptr, enc.len);
+    record_free(&d);
+    record_free(&r);
+    buf_free(&enc);
+    buf_free(&again);
+}
+
 /* With a figstore, decoded records keep their figures there: counts and the
  * digest are the same as in memory, record_figures reads them back, and
  * encoding the stored record gives the same bytes. */
@@ -722,11 +857,14 @@ int main(void)
         cmocka_unit_test(test_figure_string_nul_required),
         cmocka_unit_test(test_bit_flips_never_crash),
         cmocka_unit_test(test_reads_round_trip),
+        cmocka_unit_test(test_reads_kept_as_runs),
         cmocka_unit_test(test_reads_truncated_refused),
         cmocka_unit_test(test_digest_stable),
         cmocka_unit_test(test_digest_sees_what_pages_read),
         cmocka_unit_test(test_digest_ignores_what_pages_cannot_read),
         cmocka_unit_test(test_figures_in_a_store),
+        cmocka_unit_test(test_links_in_a_store),
+        cmocka_unit_test(test_link_files_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
