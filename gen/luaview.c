@@ -2,6 +2,7 @@
 
 #include <lauxlib.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "frontmatter.h"
 #include "luadata.h"
 #include "luaorder.h"
+#include "paginate.h"
 #include "render_state.h"
 #include "report.h"
 
@@ -478,7 +480,9 @@ typedef struct {
     size_t n;       /* figures */
     size_t nspans;
     size_t last;    /* the span read last: a report reads in order */
-    size_t spans[]; /* pairs: record job, cumulative figure count after it */
+    size_t spans[]; /* triples: record job, its first figure listed (a report
+                     * page's part lists some of a page's: paginate.h),
+                     * cumulative figure count after it */
 } figure_view;
 
 static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url);
@@ -506,20 +510,20 @@ static bool S_view_figure(figure_view *v, lua_Integer i, const figure **fig, con
                           const char **url)
 {
     size_t k = (size_t)i - 1, lo = v->last;
-    if (!(lo < v->nspans && k < v->spans[2 * lo + 1] && (lo == 0 || k >= v->spans[2 * lo - 1]))) {
+    if (!(lo < v->nspans && k < v->spans[3 * lo + 2] && (lo == 0 || k >= v->spans[3 * lo - 1]))) {
         size_t hi = v->nspans;
         lo = 0;
         while (lo < hi) { /* the first span whose cumulative count exceeds k */
             size_t mid = (lo + hi) / 2;
-            if (v->spans[2 * mid + 1] <= k)
+            if (v->spans[3 * mid + 2] <= k)
                 lo = mid + 1;
             else
                 hi = mid;
         }
         v->last = lo;
     }
-    size_t before = lo ? v->spans[2 * lo - 1] : 0;
-    size_t job = v->spans[2 * lo];
+    size_t before = lo ? v->spans[3 * lo - 1] : 0;
+    size_t job = v->spans[3 * lo], first = v->spans[3 * lo + 1];
     renderer *r = v->r;
     const page_record *rec = render_record(r, job);
     *src = rec->src;
@@ -538,7 +542,7 @@ static bool S_view_figure(figure_view *v, lua_Integer i, const figure **fig, con
         r->figs_now = figs;
         r->figs_job = job;
     }
-    *fig = &figs[k - before];
+    *fig = &figs[first + k - before];
     return true;
 }
 
@@ -830,11 +834,23 @@ bool lv_report_lists(renderer *r, size_t group, size_t number, size_t j)
     return j < r->e.idx->npages && r->e.pages_plan->report_number[j] == number;
 }
 
-void lv_push_figures(renderer *r, size_t group, size_t number)
+/* Figures [*lo, *hi) of record rec that part (SIZE_MAX: all) lists. */
+static void S_part_span(const renderer *r, const page_record *rec, size_t part, size_t *lo,
+                        size_t *hi)
+{
+    if (part == SIZE_MAX || !r->e.pages_plan) {
+        *lo = 0;
+        *hi = rec->nfigs;
+        return;
+    }
+    paginate_part_bounds(rec->nfigs, r->e.pages_plan->report_rows, part, lo, hi);
+}
+
+void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
 {
     lua_State *L = sandbox_lua(r->sb);
     lua_createtable(L, 0, 8);
-    size_t nspans = 0, total = 0;
+    size_t nspans = 0, total = 0, lo, hi;
     lua_Integer tiers[FIG_TIERS] = {0}, failed = 0;
     /* generated pages have no figures */
     size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
@@ -842,11 +858,13 @@ void lv_push_figures(renderer *r, size_t group, size_t number)
         if (!lv_report_lists(r, group, number, j))
             continue;
         const page_record *rec = render_record(r, j);
-        if (rec && rec->nfigs)
-            nspans++;
+        if (!rec || !rec->nfigs)
+            continue;
+        S_part_span(r, rec, part, &lo, &hi);
+        nspans += lo < hi;
     }
     figure_view *fv =
-        lv_new(L, &S_FIGURE_VIEW, sizeof *fv + 2 * nspans * sizeof(size_t), 0, &r->job_gen);
+        lv_new(L, &S_FIGURE_VIEW, sizeof *fv + 3 * nspans * sizeof(size_t), 0, &r->job_gen);
     fv->r = r;
     fv->nspans = nspans;
     fv->last = 0;
@@ -857,14 +875,29 @@ void lv_push_figures(renderer *r, size_t group, size_t number)
         const page_record *rec = render_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
+        S_part_span(r, rec, part, &lo, &hi);
+        if (lo >= hi)
+            continue;
         uint32_t counts[FIG_TIERS + 1];
-        record_fig_counts(rec, counts);
+        if (lo == 0 && hi == rec->nfigs) {
+            record_fig_counts(rec, counts);
+        } else {
+            /* some of the page's figures: counted from them */
+            const figure *figs = record_figures(rec, r->e.figs, &r->figs_buf);
+            r->figs_now = NULL; /* the buffer is reused here */
+            memset(counts, 0, sizeof counts);
+            for (size_t k = lo; figs && k < hi; k++) {
+                counts[figs[k].tier]++;
+                counts[FIG_TIERS] += !figs[k].ok;
+            }
+        }
         for (int t = 0; t < FIG_TIERS; t++)
             tiers[t] += counts[t];
         failed += counts[FIG_TIERS];
-        total += rec->nfigs;
-        fv->spans[2 * nspans] = j;
-        fv->spans[2 * nspans + 1] = total;
+        total += hi - lo;
+        fv->spans[3 * nspans] = j;
+        fv->spans[3 * nspans + 1] = lo;
+        fv->spans[3 * nspans + 2] = total;
         nspans++;
     }
     fv->n = total;

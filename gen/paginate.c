@@ -86,7 +86,7 @@ static void S_add(paginate_plan_t *pl, size_t *cap, pager_kind kind, size_t owne
             *cap = *cap ? *cap * 2 : 16;
             pl->items = xrealloc(pl->items, *cap * sizeof *pl->items);
         }
-        pl->items[pl->nitems++] = (pager_item){kind, owner, k};
+        pl->items[pl->nitems++] = (pager_item){kind, owner, k, 0};
     }
 }
 
@@ -108,6 +108,7 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
     /* the report: each group's pages with a file, in page order */
     pl->nslots = nsections + 1;
     pl->report_per = site_per;
+    pl->report_rows = paginate_part_rows(site_per);
     pl->report_pages = xcalloc(pl->nslots, sizeof *pl->report_pages);
     pl->report_number = xcalloc(idx->npages + 1, sizeof *pl->report_number);
     size_t *seen = xcalloc(pl->nslots, sizeof *seen);
@@ -119,11 +120,87 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
         }
         pl->report_number[i] = paginate_number_of(seen[s]++, site_per);
     }
+    pl->report_base = xcalloc(pl->nslots + 1, sizeof *pl->report_base);
     for (size_t s = 0; s < pl->nslots; s++) {
         pl->report_pages[s] = paginate_count(seen[s], site_per);
+        pl->report_base[s + 1] = pl->report_base[s] + pl->report_pages[s];
         S_add(pl, &cap, PAGER_REPORT, s, pl->report_pages[s]);
     }
+    pl->report_parts = xcalloc(pl->report_base[pl->nslots] + 1, sizeof *pl->report_parts);
+    pl->nstatic = pl->nitems;
     free(seen);
+}
+
+size_t paginate_part_rows(size_t report_per)
+{
+    size_t per = report_per ? report_per : PAGINATE_DEFAULT;
+    return per >= PAGINATE_REPORT_ROWS ? 1 : PAGINATE_REPORT_ROWS / per;
+}
+
+size_t paginate_part_of(size_t ordinal, size_t rows) { return rows ? ordinal / rows : 0; }
+
+void paginate_part_bounds(size_t nfigs, size_t rows, size_t part, size_t *lo, size_t *hi)
+{
+    if (!rows) { /* one part: all of them */
+        *lo = part ? nfigs : 0;
+        *hi = nfigs;
+        return;
+    }
+    *lo = part > nfigs / rows ? nfigs : part * rows;
+    *hi = nfigs - *lo > rows ? *lo + rows : nfigs;
+}
+
+void paginate_part_suffix(buf *b, size_t part)
+{
+    if (part > 0)
+        buf_printf(b, PAGINATE_PART_DIR "/%zu/", part + 1);
+}
+
+char *paginate_part_path(const char *page_path, size_t part)
+{
+    buf b = BUF_INIT;
+    buf_puts(&b, page_path);
+    paginate_part_suffix(&b, part);
+    return buf_detach(&b);
+}
+
+size_t paginate_parts_of(const paginate_plan_t *pl, size_t slot, size_t number)
+{
+    if (!pl->report_parts || slot >= pl->nslots || number < 1 ||
+        number > pl->report_pages[slot])
+        return 1;
+    size_t n = pl->report_parts[pl->report_base[slot] + number - 1];
+    return n ? n : 1;
+}
+
+size_t paginate_plan_parts(paginate_plan_t *pl, const content_index *idx, const size_t *groups,
+                           const size_t *nfigs)
+{
+    pl->nitems = pl->nstatic;
+    size_t total = pl->report_base[pl->nslots];
+    for (size_t k = 0; k < total; k++)
+        pl->report_parts[k] = 1;
+    for (size_t i = 0; i < idx->npages; i++) {
+        size_t s = paginate_slot(pl, groups ? groups[i] : REPORT_GROUP_ALL);
+        size_t number = pl->report_number[i];
+        if (!nfigs[i] || number < 1 || number > pl->report_pages[s])
+            continue;
+        size_t parts = paginate_part_of(nfigs[i] - 1, pl->report_rows) + 1;
+        size_t *at = &pl->report_parts[pl->report_base[s] + number - 1];
+        if (parts > *at)
+            *at = parts;
+    }
+    size_t cap = pl->nitems;
+    for (size_t s = 0; s < pl->nslots; s++)
+        for (size_t n = 1; n <= pl->report_pages[s]; n++)
+            for (size_t c = 1; c < pl->report_parts[pl->report_base[s] + n - 1]; c++) {
+                if (pl->nitems == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    pl->items = xrealloc(pl->items, cap * sizeof *pl->items);
+                }
+                pl->items[pl->nitems++] = (pager_item){PAGER_REPORT, s, n, c};
+            }
+    return pl->nitems - pl->nstatic;
 }
 
 void paginate_plan_free(paginate_plan_t *pl)
@@ -131,5 +208,7 @@ void paginate_plan_free(paginate_plan_t *pl)
     free(pl->items);
     free(pl->report_number);
     free(pl->report_pages);
+    free(pl->report_base);
+    free(pl->report_parts);
     memset(pl, 0, sizeof *pl);
 }

@@ -232,6 +232,11 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
     if (fc && r->report_url && !strpbrk(r->report_url, "&<>\"'") &&
         !strpbrk(fc->anchor_prefix, "&<>\"'"))
         fig_href = xasprintf("%s#%s-", r->report_url, fc->anchor_prefix);
+    /* the rows on the report page's first part; the others' links are
+     * collected and checked like any link (paginate.h's parts) */
+    size_t fig_rows = fc ? fc->anchor_base + fc->nfigs : 0;
+    if (fc && fc->report_rows && fc->report_rows < fig_rows)
+        fig_rows = fc->report_rows;
     for (size_t i = 0; fc && i < fc->nfigs; i++) {
         const figure *f = &fc->figs[i];
         if (fig_href && f->tier != FIG_CITED)
@@ -249,12 +254,14 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
         } else {
             /* the report page's site path: its URL without the base path */
             buf_puts(&u, r->report_url ? r->report_url + strlen(base) : "/checks/");
+            if (r->report_url)
+                paginate_part_suffix(&u, paginate_part_of(fc->anchor_base + i, fc->report_rows));
             buf_putc(&u, '#');
             buf_puts(&u, f->anchor);
         }
         strmap_put(&seen, buf_cstr(&u), (void *)1);
     }
-    links_scan_opts o = {base, rec->url, tfile, fig_href, fc ? fc->anchor_base + fc->nfigs : 0};
+    links_scan_opts o = {base, rec->url, tfile, fig_href, fig_rows};
     links_scan_html(buf_cstr(html), html->len, &o, &seen, rec);
     buf_free(&u);
     free(fig_href);
@@ -439,6 +446,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, size_t number,
     free(r->report_url);
     r->report_url = S_report_url(r, job);
     res.figs.report_url = r->report_url;
+    res.figs.report_rows = r->e.pages_plan ? r->e.pages_plan->report_rows : 0;
     sandbox_page_begin(r->sb, file, dl);
     r->cur_page = p;
     r->cur_file = file;
@@ -514,6 +522,7 @@ typedef struct {
     const char *title, *path, *url;
     size_t number;      /* page of the listing (tags, report): 1.. */
     const char *first;  /* the listing's first page ("/tags/go/") */
+    size_t part;        /* the report page's part (paginate.h): 0.. */
 } generated_env_args;
 
 /* The variables of a generated page (tags, sources, report, 404), protected. */
@@ -553,7 +562,7 @@ static int S_generated_env(lua_State *L)
     }
     lua_setfield(L, -2, "page");
     if (report) {
-        lv_push_report(r, group, a->number);
+        lv_push_report(r, group, a->number, a->part);
         lua_setfield(L, -2, "report");
     }
     lua_pop(L, 1);
@@ -565,7 +574,8 @@ static int S_generated_env(lua_State *L)
  * that lists no rows breaks every one). Checked here, where the report's
  * ids and the figures it lists are at hand, with one error per page at its
  * first figure whose row is missing. */
-static void S_check_report_rows(renderer *r, size_t group, size_t number, page_record *rec)
+static void S_check_report_rows(renderer *r, size_t group, size_t number, size_t part,
+                                page_record *rec)
 {
     strmap ids;
     strmap_init(&ids);
@@ -585,8 +595,10 @@ static void S_check_report_rows(renderer *r, size_t group, size_t number, page_r
         if (!figs)
             continue; /* checks.json says so */
         const figure *first = NULL;
-        size_t more = 0;
-        for (size_t k = 0; k < pr->nfigs; k++) {
+        size_t more = 0, lo = 0, hi = pr->nfigs;
+        if (number)
+            paginate_part_bounds(pr->nfigs, r->e.pages_plan->report_rows, part, &lo, &hi);
+        for (size_t k = lo; k < hi; k++) {
             const figure *f = &figs[k];
             /* a cited figure links to /sources/, checked with the page's links */
             if (f->tier == FIG_CITED || url_fragment_in(&ids, f->anchor))
@@ -609,7 +621,7 @@ static void S_check_report_rows(renderer *r, size_t group, size_t number, page_r
 }
 
 static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t number,
-                               page_record *rec)
+                               size_t part, page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
     const job_kind_info *info = jobs_info(kind);
@@ -631,6 +643,9 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t 
     char *page_url = number > 1 ? paginate_path(first, number) : NULL;
     if (page_url)
         url = page_url;
+    char *part_url = part ? paginate_part_path(url, part) : NULL;
+    if (part_url)
+        url = part_url;
     rec->url = xstrdup(url);
     rec->src = xstrdup("");
     rec->summary = xstrdup("");
@@ -642,7 +657,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t 
                    : r->e.nreport_sections    ? REPORT_GROUP_ROOT
                                               : REPORT_GROUP_ALL;
     char *full_url = render_full_url(r, url);
-    generated_env_args args = {r, kind, index, title, url, full_url, number, first};
+    generated_env_args args = {r, kind, index, title, url, full_url, number, first, part};
     lua_pushcfunction(L, S_generated_env);
     lua_pushlightuserdata(L, &args);
     sandbox_error err;
@@ -654,11 +669,12 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t 
     free(full_url);
     char *out = kind == JOB_404 ? xstrdup("404.html") : xasprintf("%sindex.html", url + 1);
     if (ready && S_finish(r, tname, out, rec, tpath) == 0 && report)
-        S_check_report_rows(r, group, number, rec);
+        S_check_report_rows(r, group, number, part, rec);
     free(out);
     /* the ids a link may name (report rows, sources) were read from the output */
     S_job_end(r, rec, tpath);
     free(page_url);
+    free(part_url);
     free(made_url);
 }
 
@@ -670,11 +686,11 @@ static void S_render_pager(renderer *r, size_t index, page_record *rec)
     if (it->kind == PAGER_SECTION)
         S_render_page(r, it->owner, r->e.idx->pages[it->owner], it->number, rec);
     else if (it->kind == PAGER_TAG)
-        S_render_generated(r, JOB_TAG, it->owner, it->number, rec);
+        S_render_generated(r, JOB_TAG, it->owner, it->number, 0, rec);
     else if (it->owner + 1 < pl->nslots)
-        S_render_generated(r, JOB_CHECKS_SECTION, it->owner, it->number, rec);
+        S_render_generated(r, JOB_CHECKS_SECTION, it->owner, it->number, it->part, rec);
     else
-        S_render_generated(r, JOB_CHECKS, 0, it->number, rec);
+        S_render_generated(r, JOB_CHECKS, 0, it->number, it->part, rec);
 }
 
 /* checks.json: every figure, in job order. It can be tens of megabytes, so
@@ -751,7 +767,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
     } else if (kind == JOB_PAGER) {
         S_render_pager(r, index, rec);
     } else {
-        S_render_generated(r, kind, index, 1, rec);
+        S_render_generated(r, kind, index, 1, 0, rec);
     }
     if (!rec->url)
         rec->url = xstrdup("");
