@@ -91,7 +91,7 @@ size_t paginate_slot(const paginate_plan_t *pl, size_t group);
  * collision check keeps for the report (collide.c). How many parts a report
  * page has is known once its pages rendered (paginate_plan_parts): their
  * jobs are added to the plan then, before the report renders. */
-#define PAGINATE_REPORT_ROWS 100
+#define PAGINATE_REPORT_ROWS 75 /* the bundled templates: ~18 elements a row, 1,500 a page */
 
 /* R: the figures of each page listed on one part, for report_per pages. */
 size_t paginate_part_rows(size_t report_per);
