@@ -131,39 +131,6 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
     free(seen);
 }
 
-size_t paginate_part_rows(size_t report_per)
-{
-    size_t per = report_per ? report_per : PAGINATE_DEFAULT;
-    return per >= PAGINATE_REPORT_ROWS ? 1 : PAGINATE_REPORT_ROWS / per;
-}
-
-size_t paginate_part_of(size_t ordinal, size_t rows) { return rows ? ordinal / rows : 0; }
-
-void paginate_part_bounds(size_t nfigs, size_t rows, size_t part, size_t *lo, size_t *hi)
-{
-    if (!rows) { /* one part: all of them */
-        *lo = part ? nfigs : 0;
-        *hi = nfigs;
-        return;
-    }
-    *lo = part > nfigs / rows ? nfigs : part * rows;
-    *hi = nfigs - *lo > rows ? *lo + rows : nfigs;
-}
-
-void paginate_part_suffix(buf *b, size_t part)
-{
-    if (part > 0)
-        buf_printf(b, PAGINATE_PART_DIR "/%zu/", part + 1);
-}
-
-char *paginate_part_path(const char *page_path, size_t part)
-{
-    buf b = BUF_INIT;
-    buf_puts(&b, page_path);
-    paginate_part_suffix(&b, part);
-    return buf_detach(&b);
-}
-
 size_t paginate_parts_of(const paginate_plan_t *pl, size_t slot, size_t number)
 {
     if (!pl->report_parts || slot >= pl->nslots || number < 1 ||
