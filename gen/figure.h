@@ -66,8 +66,8 @@ typedef struct {
     const char *base_path;     /* "" or "/docs": prefix of links to the report */
     const char *report_url;    /* the report page that lists these figures
                                 * ("/docs/checks/notes/"); NULL: base_path/checks/ */
-    size_t report_rows;        /* figures per part of that report page (paginate.h's
-                                * report_rows); 0: one part */
+    size_t report_rows;        /* figures of each page on a part of that report page
+                                * (paginate.h's paginate_rows_of); 0: one part */
     const char *language;      /* site.language: the words of the figures' details
                                 * (figmark.h); NULL: English */
     diag_level unverified;     /* DIAG_WARNING, or DIAG_ERROR under --strict */

@@ -31,7 +31,8 @@ static void S_push_part(renderer *r, size_t group, size_t number, size_t part)
 {
     lua_State *L = sandbox_lua(r->sb);
     const paginate_plan_t *pl = r->e.pages_plan;
-    size_t count = paginate_parts_of(pl, paginate_slot(pl, group), number);
+    size_t slot = paginate_slot(pl, group), rows = paginate_rows_of(pl, slot, number);
+    size_t count = paginate_parts_of(pl, slot, number);
     char *first = report_path(r->e.idx, r->e.report_sections, group);
     char *page_path = paginate_path(first, number);
     lua_createtable(L, 0, 10);
@@ -39,11 +40,11 @@ static void S_push_part(renderer *r, size_t group, size_t number, size_t part)
     lua_setfield(L, -2, "number");
     lua_pushinteger(L, (lua_Integer)count);
     lua_setfield(L, -2, "total_pages");
-    lua_pushinteger(L, (lua_Integer)pl->report_rows);
+    lua_pushinteger(L, (lua_Integer)rows);
     lua_setfield(L, -2, "rows");
-    lua_pushinteger(L, (lua_Integer)(part * pl->report_rows + 1));
+    lua_pushinteger(L, (lua_Integer)(part * rows + 1));
     lua_setfield(L, -2, "from");
-    lua_pushinteger(L, (lua_Integer)((part + 1) * pl->report_rows));
+    lua_pushinteger(L, (lua_Integer)((part + 1) * rows));
     lua_setfield(L, -2, "to");
     S_set_part_url(r, "first", page_path, 0);
     S_set_part_url(r, "last", page_path, count - 1);

@@ -834,16 +834,16 @@ bool lv_report_lists(renderer *r, size_t group, size_t number, size_t j)
     return j < r->e.idx->npages && r->e.pages_plan->report_number[j] == number;
 }
 
-/* Figures [*lo, *hi) of record rec that part (SIZE_MAX: all) lists. */
-static void S_part_span(const renderer *r, const page_record *rec, size_t part, size_t *lo,
-                        size_t *hi)
+/* Figures [*lo, *hi) of record rec that part (SIZE_MAX: all) lists, rows
+ * of each page on a part. */
+static void S_part_span(const page_record *rec, size_t rows, size_t part, size_t *lo, size_t *hi)
 {
-    if (part == SIZE_MAX || !r->e.pages_plan) {
+    if (part == SIZE_MAX) {
         *lo = 0;
         *hi = rec->nfigs;
         return;
     }
-    paginate_part_bounds(rec->nfigs, r->e.pages_plan->report_rows, part, lo, hi);
+    paginate_part_bounds(rec->nfigs, rows, part, lo, hi);
 }
 
 void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
@@ -852,6 +852,10 @@ void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
     lua_createtable(L, 0, 8);
     size_t nspans = 0, total = 0, lo, hi;
     lua_Integer tiers[FIG_TIERS] = {0}, failed = 0;
+    const paginate_plan_t *pl = r->e.pages_plan;
+    if (!pl || !number)
+        part = SIZE_MAX;
+    size_t rows = part == SIZE_MAX ? 0 : paginate_rows_of(pl, paginate_slot(pl, group), number);
     /* generated pages have no figures */
     size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
     for (size_t j = 0; j < njobs; j++) {
@@ -860,7 +864,7 @@ void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
         const page_record *rec = render_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
-        S_part_span(r, rec, part, &lo, &hi);
+        S_part_span(rec, rows, part, &lo, &hi);
         nspans += lo < hi;
     }
     figure_view *fv =
@@ -875,7 +879,7 @@ void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
         const page_record *rec = render_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
-        S_part_span(r, rec, part, &lo, &hi);
+        S_part_span(rec, rows, part, &lo, &hi);
         if (lo >= hi)
             continue;
         uint32_t counts[FIG_TIERS + 1];

@@ -108,7 +108,6 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
     /* the report: each group's pages with a file, in page order */
     pl->nslots = nsections + 1;
     pl->report_per = site_per;
-    pl->report_rows = paginate_part_rows(site_per);
     pl->report_pages = xcalloc(pl->nslots, sizeof *pl->report_pages);
     pl->report_number = xcalloc(idx->npages + 1, sizeof *pl->report_number);
     size_t *seen = xcalloc(pl->nslots, sizeof *seen);
@@ -121,6 +120,7 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
         pl->report_number[i] = paginate_number_of(seen[s]++, site_per);
     }
     pl->report_base = xcalloc(pl->nslots + 1, sizeof *pl->report_base);
+    pl->report_counted = seen; /* the plan's now */
     for (size_t s = 0; s < pl->nslots; s++) {
         pl->report_pages[s] = paginate_count(seen[s], site_per);
         pl->report_base[s + 1] = pl->report_base[s] + pl->report_pages[s];
@@ -128,7 +128,15 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
     }
     pl->report_parts = xcalloc(pl->report_base[pl->nslots] + 1, sizeof *pl->report_parts);
     pl->nstatic = pl->nitems;
-    free(seen);
+}
+
+size_t paginate_rows_of(const paginate_plan_t *pl, size_t slot, size_t number)
+{
+    if (slot >= pl->nslots || number < 1)
+        return paginate_part_rows(pl->report_per);
+    size_t before = (number - 1) * pl->report_per, n = pl->report_counted[slot];
+    return paginate_part_rows(n <= before ? 1 : n - before < pl->report_per ? n - before
+                                                                           : pl->report_per);
 }
 
 size_t paginate_parts_of(const paginate_plan_t *pl, size_t slot, size_t number)
@@ -152,7 +160,7 @@ size_t paginate_plan_parts(paginate_plan_t *pl, const content_index *idx, const 
         size_t number = pl->report_number[i];
         if (!nfigs[i] || number < 1 || number > pl->report_pages[s])
             continue;
-        size_t parts = paginate_part_of(nfigs[i] - 1, pl->report_rows) + 1;
+        size_t parts = paginate_part_of(nfigs[i] - 1, paginate_rows_of(pl, s, number)) + 1;
         size_t *at = &pl->report_parts[pl->report_base[s] + number - 1];
         if (parts > *at)
             *at = parts;
@@ -177,5 +185,6 @@ void paginate_plan_free(paginate_plan_t *pl)
     free(pl->report_pages);
     free(pl->report_base);
     free(pl->report_parts);
+    free(pl->report_counted);
     memset(pl, 0, sizeof *pl);
 }

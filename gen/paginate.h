@@ -64,7 +64,7 @@ typedef struct {
     size_t *report_pages;  /* by slot: how many report pages it has */
     size_t nslots;
     size_t report_per;     /* pages listed on a report page */
-    size_t report_rows;    /* figures of each page on one part (paginate_part_rows) */
+    size_t *report_counted; /* by slot: the pages its report pages count */
     size_t *report_base;   /* by slot: its first report page's index in report_parts */
     size_t *report_parts;  /* by report page: its parts, once paginate_plan_parts ran
                             * (0 before: unknown) */
@@ -82,19 +82,23 @@ size_t paginate_slot(const paginate_plan_t *pl, size_t group);
  * A report page lists the figures of report_per pages; one page can have
  * thousands. So a report page comes in parts: part c (0..) lists figures
  * c*R .. (c+1)*R - 1 (0-based, in page order) of each of its pages, R =
- * report_rows = max(1, PAGINATE_REPORT_ROWS / report_per): a part holds at
- * most about PAGINATE_REPORT_ROWS rows, whatever the pages hold. A figure's
- * part depends only on its place on its page, known while the page renders,
- * before any other page's figures are: the figure's link to its row is
- * written then. Part 0 is the report page's own URL; part c > 0 is at
+ * max(1, PAGINATE_REPORT_ROWS / k) for the k pages the report page counts
+ * (paginate_rows_of): a part holds at most about PAGINATE_REPORT_ROWS rows,
+ * whatever the pages hold (the first report page also lists the figures that
+ * templates gave pages without a mark: not counted, rare). A figure's part
+ * depends only on its place on its page and its report page's place in the
+ * plan, known while the page renders, before any other page's figures are:
+ * the figure's link to its row is written then. Part 0 is the report page's own URL; part c > 0 is at
  * "<report page>part/<c+1>/" (paginate_part_path), a URL space that the
  * collision check keeps for the report (collide.c). How many parts a report
  * page has is known once its pages rendered (paginate_plan_parts): their
  * jobs are added to the plan then, before the report renders. */
 #define PAGINATE_REPORT_ROWS 75 /* the bundled templates: ~18 elements a row, 1,500 a page */
 
-/* R: the figures of each page listed on one part, for report_per pages. */
-size_t paginate_part_rows(size_t report_per);
+/* R: the figures of each page listed on one part, for k pages. */
+size_t paginate_part_rows(size_t k);
+/* R of report page number (1..) of slot. */
+size_t paginate_rows_of(const paginate_plan_t *pl, size_t slot, size_t number);
 /* The part (0..) that lists the figure at ordinal (0-based) on its page. */
 size_t paginate_part_of(size_t ordinal, size_t rows);
 /* Figures [*lo, *hi) of a page of nfigs on part. */

@@ -4,10 +4,9 @@
  * content index). */
 #include "paginate.h"
 
-size_t paginate_part_rows(size_t report_per)
+size_t paginate_part_rows(size_t k)
 {
-    size_t per = report_per ? report_per : PAGINATE_DEFAULT;
-    return per >= PAGINATE_REPORT_ROWS ? 1 : PAGINATE_REPORT_ROWS / per;
+    return k >= PAGINATE_REPORT_ROWS ? 1 : PAGINATE_REPORT_ROWS / (k ? k : 1);
 }
 
 size_t paginate_part_of(size_t ordinal, size_t rows) { return rows ? ordinal / rows : 0; }

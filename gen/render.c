@@ -422,6 +422,17 @@ static char *S_report_url(renderer *r, size_t job)
     return u;
 }
 
+/* The figures of each page on a part of job's report page (paginate.h);
+ * 0 without a plan. */
+static size_t S_report_rows(renderer *r, size_t job)
+{
+    const paginate_plan_t *pl = r->e.pages_plan;
+    if (!pl || job >= r->e.idx->npages)
+        return 0;
+    size_t group = r->e.nreport_sections ? render_groups(r)[job] : REPORT_GROUP_ALL;
+    return paginate_rows_of(pl, paginate_slot(pl, group), pl->report_number[job]);
+}
+
 /* Page p, or page number (2..) of its listing: a section's or home's next
  * pages are the same page rendered again, with the next entries. Their
  * figures, links and diagnostics are the first page's: rendered the same
@@ -446,7 +457,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, size_t number,
     free(r->report_url);
     r->report_url = S_report_url(r, job);
     res.figs.report_url = r->report_url;
-    res.figs.report_rows = r->e.pages_plan ? r->e.pages_plan->report_rows : 0;
+    res.figs.report_rows = S_report_rows(r, job);
     sandbox_page_begin(r->sb, file, dl);
     r->cur_page = p;
     r->cur_file = file;
@@ -583,6 +594,9 @@ static void S_check_report_rows(renderer *r, size_t group, size_t number, size_t
         strmap_put(&ids, rec->ids[i], (void *)1);
     if (!r->e.pages_plan)
         number = 0;
+    size_t rows = number ? paginate_rows_of(r->e.pages_plan, paginate_slot(r->e.pages_plan, group),
+                                            number)
+                         : 0;
     size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
     for (size_t j = 0; j < njobs; j++) {
         if (!lv_report_lists(r, group, number, j))
@@ -597,7 +611,7 @@ static void S_check_report_rows(renderer *r, size_t group, size_t number, size_t
         const figure *first = NULL;
         size_t more = 0, lo = 0, hi = pr->nfigs;
         if (number)
-            paginate_part_bounds(pr->nfigs, r->e.pages_plan->report_rows, part, &lo, &hi);
+            paginate_part_bounds(pr->nfigs, rows, part, &lo, &hi);
         for (size_t k = lo; k < hi; k++) {
             const figure *f = &figs[k];
             /* a cited figure links to /sources/, checked with the page's links */

@@ -2533,7 +2533,7 @@ t_paginate_report_split() {
 }
 
 # A report page comes in parts: part c lists figures 7c+1 .. 7c+7 of each of
-# its pages (75 rows over paginate 10, paginate.h), so a page of 22 figures
+# its pages (75 rows over the 10 pages it lists, paginate.h), so a page of 22 figures
 # makes its report page four parts. A figure links to the part that lists
 # it (the build's link check follows each link), every part is in the
 # sitemap and links its neighbours, and an incremental build that adds or

@@ -264,7 +264,8 @@ static void test_plan(void **state)
 }
 
 /* A report page's parts: a figure's part follows from its place on its
- * page alone; rows over report_per keep a part near PAGINATE_REPORT_ROWS. */
+ * page alone; rows over the pages listed keep a part near
+ * PAGINATE_REPORT_ROWS. */
 static void test_parts(void **state)
 {
     (void)state;
@@ -272,7 +273,7 @@ static void test_parts(void **state)
     assert_int_equal(paginate_part_rows(1), PAGINATE_REPORT_ROWS);
     assert_int_equal(paginate_part_rows(PAGINATE_REPORT_ROWS), 1);
     assert_int_equal(paginate_part_rows(PAGINATE_MAX), 1); /* one figure of each: at least */
-    assert_int_equal(paginate_part_rows(0), PAGINATE_REPORT_ROWS / PAGINATE_DEFAULT);
+    assert_int_equal(paginate_part_rows(0), PAGINATE_REPORT_ROWS);
     for (size_t per = 1; per <= PAGINATE_MAX; per++) /* the row budget holds */
         assert_true(paginate_part_rows(per) * per <= (per > PAGINATE_REPORT_ROWS ? per : PAGINATE_REPORT_ROWS));
     assert_int_equal(paginate_part_of(0, 7), 0);
@@ -323,8 +324,10 @@ static void test_plan_parts(void **state)
     size_t *groups = report_groups(&idx, NULL, 0);
     paginate_plan_t pl;
     paginate_plan(&pl, &idx, &cfg, groups, 0);
-    size_t before = pl.nitems, rows = pl.report_rows;
-    assert_int_equal(rows, PAGINATE_REPORT_ROWS / 3);
+    /* report page 1 counts 3 pages, page 2 the last 2 */
+    size_t before = pl.nitems, rows1 = paginate_rows_of(&pl, 0, 1), rows = paginate_rows_of(&pl, 0, 2);
+    assert_int_equal(rows1, PAGINATE_REPORT_ROWS / 3);
+    assert_int_equal(rows, PAGINATE_REPORT_ROWS / 2);
     assert_int_equal(paginate_parts_of(&pl, 0, 1), 1); /* unknown yet */
     size_t *nfigs = calloc(idx.npages + 1, sizeof *nfigs);
     size_t on2 = SIZE_MAX;
@@ -335,7 +338,7 @@ static void test_plan_parts(void **state)
     nfigs[on2] = 2 * rows + 1; /* three parts on report page 2 */
     for (size_t i = 0; i < idx.npages; i++)
         if (i != on2 && pl.report_number[i] == 1)
-            nfigs[i] = rows; /* one part on page 1, however many pages have that many */
+            nfigs[i] = rows1; /* one part on page 1, however many pages have that many */
     assert_int_equal(paginate_plan_parts(&pl, &idx, groups, nfigs), 2);
     assert_int_equal(pl.nitems, before + 2);
     assert_int_equal(paginate_parts_of(&pl, 0, 1), 1);
