@@ -846,12 +846,83 @@ static void S_part_span(const page_record *rec, size_t rows, size_t part, size_t
     paginate_part_bounds(rec->nfigs, rows, part, lo, hi);
 }
 
+/* The figures per tier and the failed ones of view v's spans: a whole
+ * page's from its record's counts, a part of a page's from its figures
+ * (false, errno set, when they cannot be read). */
+static bool S_view_counts(figure_view *v, lua_Integer tiers[FIG_TIERS], lua_Integer *failed)
+{
+    renderer *r = v->r;
+    memset(tiers, 0, FIG_TIERS * sizeof *tiers);
+    *failed = 0;
+    size_t before = 0;
+    for (size_t s = 0; s < v->nspans; s++) {
+        size_t job = v->spans[3 * s], lo = v->spans[3 * s + 1], n = v->spans[3 * s + 2] - before;
+        before = v->spans[3 * s + 2];
+        const page_record *rec = render_record(r, job);
+        uint32_t c[FIG_TIERS + 1] = {0};
+        if (lo == 0 && n == rec->nfigs) {
+            record_fig_counts(rec, c);
+        } else {
+            const figure *figs = record_figures(rec, r->e.figs, &r->figs_buf);
+            r->figs_now = NULL; /* the buffer is reused here */
+            if (!figs)
+                return false;
+            for (size_t k = lo; k < lo + n; k++) {
+                c[figs[k].tier]++;
+                c[FIG_TIERS] += !figs[k].ok;
+            }
+        }
+        for (int t = 0; t < FIG_TIERS; t++)
+            tiers[t] += c[t];
+        *failed += c[FIG_TIERS];
+    }
+    return true;
+}
+
+static const char *const S_COUNT_KEYS[FIG_TIERS + 1] = {"computed", "measured", "cited",
+                                                        "refuted", "failed"};
+_Static_assert(FIG_COMPUTED == 0 && FIG_MEASURED == 1 && FIG_CITED == 2 && FIG_REFUTED == 3,
+               "S_COUNT_KEYS in fig_tier order");
+
+/* Sets the counts' fields of the table at idx. */
+static void S_set_counts(lua_State *L, int idx, const lua_Integer tiers[FIG_TIERS],
+                         lua_Integer failed)
+{
+    idx = lua_absindex(L, idx);
+    for (int t = 0; t <= FIG_TIERS; t++) {
+        lua_pushinteger(L, t < FIG_TIERS ? tiers[t] : failed);
+        lua_setfield(L, idx, S_COUNT_KEYS[t]);
+    }
+}
+
+/* __index of a report part's figures: its counts, made when first read
+ * (parts of pages: their figures are read for them; most templates show
+ * the site's totals instead). */
+static int S_figures_index(lua_State *L)
+{
+    const char *k = lua_tostring(L, 2);
+    int t = 0;
+    while (t <= FIG_TIERS && !(k && !strcmp(k, S_COUNT_KEYS[t])))
+        t++;
+    if (t > FIG_TIERS)
+        return 0;
+    lua_pushliteral(L, "list");
+    lua_rawget(L, 1);
+    figure_view *v = lv_check(L, -1, &S_FIGURE_VIEW);
+    lua_Integer tiers[FIG_TIERS], failed;
+    if (!S_view_counts(v, tiers, &failed))
+        return luaL_error(L, "cannot read the figures of a page: %s", strerror(errno));
+    S_set_counts(L, 1, tiers, failed);
+    lua_pushstring(L, k);
+    lua_rawget(L, 1);
+    return 1;
+}
+
 void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
 {
     lua_State *L = sandbox_lua(r->sb);
     lua_createtable(L, 0, 8);
     size_t nspans = 0, total = 0, lo, hi;
-    lua_Integer tiers[FIG_TIERS] = {0}, failed = 0;
     const paginate_plan_t *pl = r->e.pages_plan;
     if (!pl || !number)
         part = SIZE_MAX;
@@ -873,6 +944,7 @@ void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
     fv->nspans = nspans;
     fv->last = 0;
     nspans = 0;
+    bool some = false; /* a span with some of a page's figures */
     for (size_t j = 0; j < njobs; j++) {
         if (!lv_report_lists(r, group, number, j))
             continue;
@@ -882,22 +954,7 @@ void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
         S_part_span(rec, rows, part, &lo, &hi);
         if (lo >= hi)
             continue;
-        uint32_t counts[FIG_TIERS + 1];
-        if (lo == 0 && hi == rec->nfigs) {
-            record_fig_counts(rec, counts);
-        } else {
-            /* some of the page's figures: counted from them */
-            const figure *figs = record_figures(rec, r->e.figs, &r->figs_buf);
-            r->figs_now = NULL; /* the buffer is reused here */
-            memset(counts, 0, sizeof counts);
-            for (size_t k = lo; figs && k < hi; k++) {
-                counts[figs[k].tier]++;
-                counts[FIG_TIERS] += !figs[k].ok;
-            }
-        }
-        for (int t = 0; t < FIG_TIERS; t++)
-            tiers[t] += counts[t];
-        failed += counts[FIG_TIERS];
+        some |= hi - lo < rec->nfigs;
         total += hi - lo;
         fv->spans[3 * nspans] = j;
         fv->spans[3 * nspans + 1] = lo;
@@ -905,19 +962,21 @@ void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
         nspans++;
     }
     fv->n = total;
+    if (some) {
+        lua_createtable(L, 0, 2);
+        lua_pushcfunction(L, S_figures_index);
+        lua_setfield(L, -2, "__index");
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, "__metatable");
+        lua_setmetatable(L, -3);
+    } else {
+        lua_Integer tiers[FIG_TIERS], failed;
+        S_view_counts(fv, tiers, &failed); /* from the records alone */
+        S_set_counts(L, -2, tiers, failed);
+    }
     lua_setfield(L, -2, "list");
     lua_pushinteger(L, (lua_Integer)total);
     lua_setfield(L, -2, "total");
-    lua_pushinteger(L, tiers[FIG_COMPUTED]);
-    lua_setfield(L, -2, "computed");
-    lua_pushinteger(L, tiers[FIG_MEASURED]);
-    lua_setfield(L, -2, "measured");
-    lua_pushinteger(L, tiers[FIG_CITED]);
-    lua_setfield(L, -2, "cited");
-    lua_pushinteger(L, tiers[FIG_REFUTED]);
-    lua_setfield(L, -2, "refuted");
-    lua_pushinteger(L, failed);
-    lua_setfield(L, -2, "failed");
 }
 
 /* ---------- helpers for templates ---------- */

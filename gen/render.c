@@ -232,14 +232,14 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
     if (fc && r->report_url && !strpbrk(r->report_url, "&<>\"'") &&
         !strpbrk(fc->anchor_prefix, "&<>\"'"))
         fig_href = xasprintf("%s#%s-", r->report_url, fc->anchor_prefix);
-    /* the rows on the report page's first part; the others' links are
-     * collected and checked like any link (paginate.h's parts) */
+    /* the rows on the report page's first part; the others' (paginate.h's
+     * parts) are noted as seen below, one by one */
     size_t fig_rows = fc ? fc->anchor_base + fc->nfigs : 0;
     if (fc && fc->report_rows && fc->report_rows < fig_rows)
         fig_rows = fc->report_rows;
     for (size_t i = 0; fc && i < fc->nfigs; i++) {
         const figure *f = &fc->figs[i];
-        if (fig_href && f->tier != FIG_CITED)
+        if (fig_href && f->tier != FIG_CITED && fc->anchor_base + i < fig_rows)
             continue;
         buf_clear(&u);
         if (f->tier == FIG_CITED) {

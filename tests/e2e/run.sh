@@ -2597,6 +2597,22 @@ t_report_parts() {
     same_as_full removed
 }
 
+# A part's report.figures counts the figures it lists, not all of its pages'.
+t_report_parts_counts() {
+    paginated_site || return
+    many_figures 22
+    mkdir -p "$W/templates"
+    printf '<p>part {{ report.part.number }}: {{ report.figures.total }} {{ report.figures.computed }} {{ report.figures.failed }} {{ #report.figures.list }}</p>\n{%% for _, f in ipairs(report.figures.list) do %%}<p id="{{ f.anchor }}"></p>{%% end %%}\n' >"$W/templates/checks.html"
+    kv build --strict
+    expect_rc 0
+    local p
+    p=$(grep -o 'href="/checks/[^"#]*#articles-many-1"' "$W/site/articles/many/index.html" | head -n 1)
+    p=${p#href=\"}
+    p=${p%%#*}
+    expect_grep "site${p}part/2/index.html" '<p>part 2: 7 7 0 7</p>'
+    expect_grep "site${p}part/4/index.html" '<p>part 4: 1 1 0 1</p>'
+}
+
 # The parts' URLs are the report's, before anyone knows how many there are:
 # a page there is refused.
 t_report_parts_reserved() {
