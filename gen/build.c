@@ -351,6 +351,8 @@ static void S_load(build_state *s)
     S_trace(s, "sources loaded");
 }
 
+static char *S_job_url(const void *env, size_t job) { return jobs_url(env, job); }
+
 /* The jobs, their records and what the workers see. */
 static void S_plan(build_state *s)
 {
@@ -391,6 +393,8 @@ static void S_plan(build_state *s)
     s->job_phases = render_job_phases(&s->env);
     s->env.job_phases = s->job_phases;
     incr_bind(&s->inc, &s->idx, s->records, s->njobs, s->figs, s->report_sections != NULL);
+    s->inc.job_url = S_job_url;
+    s->inc.job_url_ctx = &s->env;
 }
 
 /* Incremental (the last build's cache was made from the same site) or full;
@@ -478,6 +482,32 @@ static bool S_over_cap(build_state *s)
     return true;
 }
 
+/* The report pages' parts (paginate.h), once the pages' figures are known:
+ * their jobs, numbered after every other, join the last phase. */
+static void S_report_parts(build_state *s)
+{
+    size_t *nfigs = xcalloc(s->idx.npages + 1, sizeof *nfigs);
+    for (size_t i = 0; i < s->idx.npages; i++)
+        nfigs[i] = s->records[i].nfigs;
+    size_t *groups = report_groups(&s->idx, s->report_sections, s->nreport_sections);
+    paginate_plan_parts(&s->pages_plan, &s->idx, groups, nfigs);
+    free(groups);
+    free(nfigs);
+    size_t njobs = render_job_count(&s->env);
+    if (njobs == s->njobs)
+        return;
+    s->records = xrealloc(s->records, njobs * sizeof *s->records);
+    for (size_t j = s->njobs; j < njobs; j++)
+        record_init(&s->records[j]);
+    s->njobs = njobs;
+    s->env.records = s->records;
+    s->env.nrecords = njobs;
+    free(s->job_phases);
+    s->job_phases = render_job_phases(&s->env);
+    s->env.job_phases = s->job_phases;
+    incr_grow(&s->inc, s->records, njobs);
+}
+
 /* Phases 1 to 4 over the worker pool (see render.h), each after the one
  * before is complete. */
 static void S_render(build_state *s)
@@ -492,6 +522,8 @@ static void S_render(build_state *s)
         double tp = S_now();
         if (s->figs && figstore_flush(s->figs) != 0)
             diag_error(&s->dl, NULL, 0, 0, "cannot write the figure store: %s", strerror(errno));
+        if (phase == 4)
+            S_report_parts(s);
         S_phase(s, &po, phase, outfd);
         if (s->trace)
             fprintf(stderr, "kvsite: trace: phase %d: %.3f s (%ld MiB)\n", phase, S_now() - tp,

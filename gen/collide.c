@@ -177,6 +177,8 @@ typedef struct {
     size_t n, cap;
     strmap files; /* collide_fold(path) -> position + 1 */
     strmap dirs;  /* collide_fold(folder), "/a/b", -> position + 1 of a claim inside it */
+    strmap parts; /* collide_fold(report page URL), "/checks/page/2/", -> its claim's
+                   * position + 1: its parts' URLs are kept (paginate.h) */
     diag_list *dl;
 } claims;
 
@@ -194,7 +196,8 @@ typedef enum {
     CLASH_SAME,    /* one file */
     CLASH_FOLD,    /* one file where letter case or normalisation are ignored */
     CLASH_FILE_IN, /* the new one is inside what the earlier one writes as a file */
-    CLASH_DIR      /* the new one is a file where the earlier one needs a folder */
+    CLASH_DIR,     /* the new one is a file where the earlier one needs a folder */
+    CLASH_PARTS    /* the new one is where the earlier one's parts may go */
 } clash;
 
 static void S_report(claims *cs, const claim *now, const claim *had, clash how)
@@ -210,6 +213,11 @@ static void S_report(claims *cs, const claim *now, const claim *had, clash how)
         buf_printf(&b, " inside %s, ", had->path);
         S_who(&b, had);
         buf_puts(&b, " as a file");
+    } else if (how == CLASH_PARTS) {
+        buf_printf(&b, " where the parts of %s may go, ", had->path);
+        S_who(&b, had);
+        buf_puts(&b, " (a report page with many figures is split at <page>" PAGINATE_PART_DIR
+                     "/2/, " PAGINATE_PART_DIR "/3/, ...)");
     } else if (how == CLASH_DIR) {
         buf_printf(&b, " as a file, where %s needs a folder: ", had->path);
         S_who(&b, had);
@@ -220,6 +228,32 @@ static void S_report(claims *cs, const claim *now, const claim *had, clash how)
     }
     diag_error(cs->dl, now->shown, now->line, now->col, "%s", buf_cstr(&b));
     buf_free(&b);
+}
+
+/* The report page whose parts' space folded path key is in ("<report
+ * page>part/<n>/index.html", or the folders on the way as a file): their
+ * number is known only once the pages rendered, so the space is kept
+ * whole. Its claim's position + 1, or 0. */
+static size_t S_in_parts(const claims *cs, const char *key)
+{
+    static const char dir[] = "/" PAGINATE_PART_DIR;
+    for (const char *p = strstr(key, dir); p; p = strstr(p + 1, dir)) {
+        const char *q = p + sizeof dir - 1;
+        if (*q == '/' && q[1] >= '0' && q[1] <= '9') {
+            for (q++; *q >= '0' && *q <= '9';)
+                q++;
+            if (*q && strcmp(q, "/index.html") != 0)
+                continue;
+        } else if (*q) {
+            continue;
+        }
+        char *owner = xstrndup(key, (size_t)(p - key) + 1);
+        size_t at = (size_t)(uintptr_t)strmap_get(&cs->parts, owner);
+        free(owner);
+        if (at)
+            return at;
+    }
+    return 0;
 }
 
 /* Claims path (site path of a file, "/a/b/index.html") for a producer; takes
@@ -236,7 +270,10 @@ static void S_claim(claims *cs, const char *path, char *shown, char *what, int l
     char *key = collide_fold(path);
     size_t had = (size_t)(uintptr_t)strmap_get(&cs->files, key);
     size_t dir = had ? 0 : (size_t)(uintptr_t)strmap_get(&cs->dirs, key);
-    if (had) {
+    size_t parts = had || dir ? 0 : S_in_parts(cs, key);
+    if (parts) {
+        S_report(cs, now, &cs->v[parts - 1], CLASH_PARTS);
+    } else if (had) {
         const claim *h = &cs->v[had - 1];
         /* page against page: content_load said it */
         if (!(h->is_page && is_page))
@@ -324,6 +361,12 @@ static void S_claim_job(claims *cs, const render_env *e, size_t j)
                              ? e->idx->pages[e->idx->tags[i].pages[0]]->src
                              : NULL;
         S_claim(cs, path, at ? xstrdup(at) : NULL, S_what(e, k, i), 0, 0, false);
+        if (k == JOB_CHECKS || k == JOB_CHECKS_SECTION ||
+            (k == JOB_PAGER && e->pages_plan->items[i].kind == PAGER_REPORT)) {
+            char *fold = collide_fold(url);
+            strmap_put(&cs->parts, fold, (void *)(uintptr_t)cs->n);
+            free(fold);
+        }
     }
     free(path);
     free(rel);
@@ -349,6 +392,7 @@ int collide_check(const render_env *e, const collide_files *assets, diag_list *d
     claims cs = {.dl = dl};
     strmap_init(&cs.files);
     strmap_init(&cs.dirs);
+    strmap_init(&cs.parts);
     size_t njobs = render_job_count(e);
     bool have_404 = S_have_404(e->root);
     /* kvsite's own first: what a content file would replace is blamed on the file */
@@ -391,5 +435,6 @@ int collide_check(const render_env *e, const collide_files *assets, diag_list *d
     free(cs.v);
     strmap_free(&cs.files);
     strmap_free(&cs.dirs);
+    strmap_free(&cs.parts);
     return dl->errors == before ? 0 : -1;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "figmark.h"
+#include "paginate.h"
 #include "quote.h"
 #include "utf8.h"
 
@@ -151,16 +152,20 @@ typedef struct {
 
 /* Keeps c->href, the escaped URL of the figures' report rows up to the
  * anchor's number ("/checks/#page-"), and c->prefix_len in step with the
- * ctx's strings: built once per page instead of escaped for every figure. */
-static void S_update_href(fig_ctx *c)
+ * ctx's strings and the part of the report that lists figure n (0-based on
+ * the page; paginate.h): built once per page and part instead of escaped for
+ * every figure. */
+static void S_update_href(fig_ctx *c, size_t n)
 {
+    size_t part = c->report_url ? paginate_part_of(n, c->report_rows) : 0;
     if (c->href.len && c->href_of[0] == c->report_url && c->href_of[1] == c->base_path &&
-        c->href_of[2] == c->anchor_prefix)
+        c->href_of[2] == c->anchor_prefix && c->href_part == part)
         return;
     buf *h = &c->href;
     buf_clear(h);
     if (c->report_url) {
         buf_put_html(h, c->report_url, strlen(c->report_url));
+        paginate_part_suffix(h, part);
         buf_putc(h, '#');
     } else {
         buf_put_html(h, c->base_path, strlen(c->base_path));
@@ -172,6 +177,7 @@ static void S_update_href(fig_ctx *c)
     c->href_of[0] = c->report_url;
     c->href_of[1] = c->base_path;
     c->href_of[2] = c->anchor_prefix;
+    c->href_part = part;
 }
 
 /* A new figure at the end of c->figs; its strings are set by S_pack. */
@@ -194,9 +200,9 @@ static figure *S_new_figure(fig_ctx *c, int line, int col)
 static void S_pack(fig_ctx *c, figure *f, S_str qt, S_str expr, S_str mode, S_str detail,
                    S_str prov)
 {
-    S_update_href(c);
-    char num[24], *d = num + sizeof num;
     size_t n = c->anchor_base + (size_t)(f - c->figs) + 1;
+    S_update_href(c, n - 1);
+    char num[24], *d = num + sizeof num;
     do {
         *--d = (char)('0' + n % 10);
         n /= 10;
@@ -396,7 +402,7 @@ static void S_put_html(buf *b, const char *s) { buf_put_html(b, s, strlen(s)); }
 static void S_markup(fig_ctx *c, const figure *f, const char *value, const char *source,
                      const char *true_value, bool in_link, buf *enter, buf *exit)
 {
-    S_update_href(c);
+    S_update_href(c, c->anchor_base + (size_t)(f - c->figs));
     buf *u = &c->tmp; /* the source's URL, escaped (c->tmp is free by now) */
     buf_clear(u);
     if (f->tier == FIG_CITED && f->ok) {

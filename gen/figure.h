@@ -66,6 +66,8 @@ typedef struct {
     const char *base_path;     /* "" or "/docs": prefix of links to the report */
     const char *report_url;    /* the report page that lists these figures
                                 * ("/docs/checks/notes/"); NULL: base_path/checks/ */
+    size_t report_rows;        /* figures of each page on a part of that report page
+                                * (paginate.h's paginate_rows_of); 0: one part */
     const char *language;      /* site.language: the words of the figures' details
                                 * (figmark.h); NULL: English */
     diag_level unverified;     /* DIAG_WARNING, or DIAG_ERROR under --strict */
@@ -84,6 +86,7 @@ typedef struct {
     buf detail;                /* the figure's detail being written */
     buf href;                  /* the report row's URL up to the anchor's number, escaped */
     const char *href_of[3];    /* the report_url, base_path, anchor_prefix of href */
+    size_t href_part;          /* and the report page's part */
     size_t prefix_len;         /* strlen(anchor_prefix) */
 } fig_ctx;
 

@@ -62,6 +62,7 @@ static int S_markdown_inline(lua_State *L)
         res.figs.anchor_prefix = r->cur_figs->anchor_prefix;
         res.figs.anchor_base = r->cur_figs->anchor_base + r->cur_figs->nfigs;
         res.figs.report_url = r->cur_figs->report_url;
+        res.figs.report_rows = r->cur_figs->report_rows;
     }
     diag_list *dl = r->cur_rec ? &r->cur_rec->diags : NULL;
     diag_list tmp;

@@ -213,6 +213,7 @@ static uint64_t S_global_key(incr *inc)
     uint64_t h = S_setup_stamp(inc);
     /* every figure links to the report page that lists it */
     h = stamp_str(h, inc->report_by_section ? "report by section" : "one report");
+    h = S_mix(h, inc->planned);
     bool ok = true;
     h = S_mix(h, S_file_stamp(inc, SOURCES_FILE, &ok));
     const content_index *x = inc->idx;
@@ -293,6 +294,11 @@ bool incr_reuse(incr *inc, size_t job, int outfd)
         return false;
     bool ok = rec.job == job && rec.done && S_deps(inc, job, &rec) == e->deps &&
               S_out_stamp(outfd, &rec) == e->out_stamp && S_reads_digest(inc, &rec) == e->reads;
+    if (ok && job >= inc->planned) {
+        char *url = inc->job_url ? inc->job_url(inc->job_url_ctx, job) : NULL;
+        ok = url && rec.url && !strcmp(url, rec.url);
+        free(url);
+    }
     if (!ok) {
         record_free(&rec);
         return false;
@@ -581,8 +587,21 @@ void incr_bind(incr *inc, const content_index *idx, page_record *records, size_t
     inc->njobs = njobs;
     inc->figs = figs;
     inc->report_by_section = report_by_section;
+    inc->planned = njobs;
     inc->digests = xcalloc(njobs + 1, sizeof *inc->digests);
     inc->from_cache = xcalloc(njobs + 1, sizeof *inc->from_cache);
+}
+
+void incr_grow(incr *inc, page_record *records, size_t njobs)
+{
+    inc->digests = xrealloc(inc->digests, (njobs + 1) * sizeof *inc->digests);
+    inc->from_cache = xrealloc(inc->from_cache, (njobs + 1) * sizeof *inc->from_cache);
+    for (size_t j = inc->njobs; j <= njobs; j++) {
+        inc->digests[j] = 0;
+        inc->from_cache[j] = false;
+    }
+    inc->records = records;
+    inc->njobs = njobs;
 }
 
 bool incr_possible(incr *inc, bool no_cache)
@@ -593,6 +612,8 @@ bool incr_possible(incr *inc, bool no_cache)
      * is written, off the critical path */
     inc->global = S_global_key(inc);
     inc->global_known = true;
+    /* the jobs planned alike (the global key has their count); the last
+     * build's own added ones after them (incr_grow) */
     return inc->global != 0 && fs_is_dir(inc->out->out_abs) && inc->prev.global == inc->global &&
-           inc->prev.njobs == inc->njobs;
+           inc->prev.njobs >= inc->njobs;
 }

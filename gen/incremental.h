@@ -44,6 +44,12 @@ typedef struct {
     bool report_by_section;    /* the checks report is split by section */
     page_record *records;      /* by job; reused records replace them */
     size_t njobs;
+    size_t planned;            /* jobs known before rendering (incr_bind's) */
+    /* the site path of a job's page (jobs_url): a job added after the pages
+     * (incr_grow) is taken from the cache only when its record's is the same,
+     * since its number depends on how many were added before it */
+    char *(*job_url)(const void *ctx, size_t job);
+    const void *job_url_ctx;
     figstore *figs;            /* NULL: figures in memory */
 
     /* Owned (incr_free). */
@@ -86,6 +92,9 @@ bool incr_reuse_front(void *ctx, page *p);
 /* The jobs, once they are known: the per-job arrays are made. */
 void incr_bind(incr *inc, const content_index *idx, page_record *records, size_t njobs,
                figstore *figs, bool report_by_section);
+/* More jobs, numbered after the others (the report pages' parts,
+ * paginate.h), once the pages rendered: records is their new array. */
+void incr_grow(incr *inc, page_record *records, size_t njobs);
 /* Whether this build can be incremental (the last build's cache was made
  * from the same site, global key and job count alike). Makes the global key
  * when there is a cache to compare it with. */

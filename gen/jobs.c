@@ -158,9 +158,15 @@ char *jobs_url(const render_env *e, size_t job)
     case JOB_TAG: return xstrdup(e->idx->tags[i].url);
     case JOB_CHECKS_SECTION: return report_path(e->idx, e->report_sections, i);
     case JOB_PAGER: {
-        char *first = jobs_pager_first(e, &e->pages_plan->items[i]);
-        char *u = paginate_path(first, e->pages_plan->items[i].number);
+        const pager_item *it = &e->pages_plan->items[i];
+        char *first = jobs_pager_first(e, it);
+        char *u = paginate_path(first, it->number);
         free(first);
+        if (it->part) {
+            char *p = paginate_part_path(u, it->part);
+            free(u);
+            u = p;
+        }
         return u;
     }
     default: return xstrdup(S_KINDS[k].url);

@@ -1,6 +1,7 @@
 #include "luasite.h"
 
 #include <lauxlib.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,14 +14,61 @@
 
 /* ---------- the report ---------- */
 
-/* `report` of a report page: its figures, its section (a page brief; none
- * for the index) and, on the index, one entry per report section page. */
-void lv_push_report(renderer *r, size_t group, size_t number)
+static void S_set_part_url(renderer *r, const char *k, const char *page_path, size_t part)
+{
+    char *path = paginate_part_path(page_path, part);
+    char *u = render_full_url(r, path);
+    render_setstr(sandbox_lua(r->sb), k, u);
+    free(u);
+    free(path);
+}
+
+/* report.part: which part of its report page this is (paginate.h), as a
+ * paginator of the parts: {number, total_pages, first, last, prev, next
+ * (URLs), rows (figures of each page on a part), from, to (their places on
+ * their pages, 1-based)}. */
+static void S_push_part(renderer *r, size_t group, size_t number, size_t part)
 {
     lua_State *L = sandbox_lua(r->sb);
-    lua_createtable(L, 0, 3);
-    lv_push_figures(r, group, r->e.pages_plan ? number : 0);
+    const paginate_plan_t *pl = r->e.pages_plan;
+    size_t slot = paginate_slot(pl, group), rows = paginate_rows_of(pl, slot, number);
+    size_t count = paginate_parts_of(pl, slot, number);
+    char *first = report_path(r->e.idx, r->e.report_sections, group);
+    char *page_path = paginate_path(first, number);
+    lua_createtable(L, 0, 10);
+    lua_pushinteger(L, (lua_Integer)part + 1);
+    lua_setfield(L, -2, "number");
+    lua_pushinteger(L, (lua_Integer)count);
+    lua_setfield(L, -2, "total_pages");
+    lua_pushinteger(L, (lua_Integer)rows);
+    lua_setfield(L, -2, "rows");
+    lua_pushinteger(L, (lua_Integer)(part * rows + 1));
+    lua_setfield(L, -2, "from");
+    lua_pushinteger(L, (lua_Integer)((part + 1) * rows));
+    lua_setfield(L, -2, "to");
+    S_set_part_url(r, "first", page_path, 0);
+    S_set_part_url(r, "last", page_path, count - 1);
+    if (part > 0)
+        S_set_part_url(r, "prev", page_path, part - 1);
+    if (part + 1 < count)
+        S_set_part_url(r, "next", page_path, part + 1);
+    free(page_path);
+    free(first);
+}
+
+/* `report` of a report page: its figures, its section (a page brief; none
+ * for the index), the part of its report page it is and, on the index, one
+ * entry per report section page. */
+void lv_push_report(renderer *r, size_t group, size_t number, size_t part)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, 0, 4);
+    lv_push_figures(r, group, r->e.pages_plan ? number : 0, r->e.pages_plan ? part : SIZE_MAX);
     lua_setfield(L, -2, "figures");
+    if (r->e.pages_plan) {
+        S_push_part(r, group, number, part);
+        lua_setfield(L, -2, "part");
+    }
     if (group != REPORT_GROUP_ALL && group != REPORT_GROUP_ROOT) {
         lv_push_page_brief(r, r->e.report_sections[group]);
         lua_setfield(L, -2, "section");
@@ -323,7 +371,7 @@ static int S_site_index(lua_State *L)
     } else if (strcmp(k, "tags") == 0) {
         S_push_site_view(r, &S_TAGS_VIEW);
     } else if (strcmp(k, "figures") == 0) {
-        lv_push_figures(r, REPORT_GROUP_ALL, 0);
+        lv_push_figures(r, REPORT_GROUP_ALL, 0, SIZE_MAX);
     } else if (strcmp(k, "sources") == 0) {
         S_push_sources(r);
     } else {

@@ -17,9 +17,10 @@ typedef struct renderer renderer;
 
 /* Pushes `site` for the current job. */
 void lv_push_site(renderer *r);
-/* Pushes `report` of page number (1..) of a report group's pages (report.h's
- * REPORT_GROUP_ or a report section's position). */
-void lv_push_report(renderer *r, size_t group, size_t number);
+/* Pushes `report` of part (0..) of page number (1..) of a report group's
+ * pages (report.h's REPORT_GROUP_ or a report section's position;
+ * paginate.h's parts). */
+void lv_push_report(renderer *r, size_t group, size_t number, size_t part);
 /* Pushes a listing's paginator: {number, total_pages, per_page, total (the
  * entries), first, last, prev, next (URLs with the base path; prev and next
  * nil at the ends)}. first_path: the listing's first page ("/posts/"). */

@@ -2,6 +2,7 @@
 
 #include <lauxlib.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "frontmatter.h"
 #include "luadata.h"
 #include "luaorder.h"
+#include "paginate.h"
 #include "render_state.h"
 #include "report.h"
 
@@ -478,7 +480,9 @@ typedef struct {
     size_t n;       /* figures */
     size_t nspans;
     size_t last;    /* the span read last: a report reads in order */
-    size_t spans[]; /* pairs: record job, cumulative figure count after it */
+    size_t spans[]; /* triples: record job, its first figure listed (a report
+                     * page's part lists some of a page's: paginate.h),
+                     * cumulative figure count after it */
 } figure_view;
 
 static void S_push_figure(lua_State *L, const figure *f, const char *src, const char *page_url);
@@ -506,20 +510,20 @@ static bool S_view_figure(figure_view *v, lua_Integer i, const figure **fig, con
                           const char **url)
 {
     size_t k = (size_t)i - 1, lo = v->last;
-    if (!(lo < v->nspans && k < v->spans[2 * lo + 1] && (lo == 0 || k >= v->spans[2 * lo - 1]))) {
+    if (!(lo < v->nspans && k < v->spans[3 * lo + 2] && (lo == 0 || k >= v->spans[3 * lo - 1]))) {
         size_t hi = v->nspans;
         lo = 0;
         while (lo < hi) { /* the first span whose cumulative count exceeds k */
             size_t mid = (lo + hi) / 2;
-            if (v->spans[2 * mid + 1] <= k)
+            if (v->spans[3 * mid + 2] <= k)
                 lo = mid + 1;
             else
                 hi = mid;
         }
         v->last = lo;
     }
-    size_t before = lo ? v->spans[2 * lo - 1] : 0;
-    size_t job = v->spans[2 * lo];
+    size_t before = lo ? v->spans[3 * lo - 1] : 0;
+    size_t job = v->spans[3 * lo], first = v->spans[3 * lo + 1];
     renderer *r = v->r;
     const page_record *rec = render_record(r, job);
     *src = rec->src;
@@ -538,7 +542,7 @@ static bool S_view_figure(figure_view *v, lua_Integer i, const figure **fig, con
         r->figs_now = figs;
         r->figs_job = job;
     }
-    *fig = &figs[k - before];
+    *fig = &figs[first + k - before];
     return true;
 }
 
@@ -830,57 +834,149 @@ bool lv_report_lists(renderer *r, size_t group, size_t number, size_t j)
     return j < r->e.idx->npages && r->e.pages_plan->report_number[j] == number;
 }
 
-void lv_push_figures(renderer *r, size_t group, size_t number)
+/* Figures [*lo, *hi) of record rec that part (SIZE_MAX: all) lists, rows
+ * of each page on a part. */
+static void S_part_span(const page_record *rec, size_t rows, size_t part, size_t *lo, size_t *hi)
+{
+    if (part == SIZE_MAX) {
+        *lo = 0;
+        *hi = rec->nfigs;
+        return;
+    }
+    paginate_part_bounds(rec->nfigs, rows, part, lo, hi);
+}
+
+/* The figures per tier and the failed ones of view v's spans: a whole
+ * page's from its record's counts, a part of a page's from its figures
+ * (false, errno set, when they cannot be read). */
+static bool S_view_counts(figure_view *v, lua_Integer tiers[FIG_TIERS], lua_Integer *failed)
+{
+    renderer *r = v->r;
+    memset(tiers, 0, FIG_TIERS * sizeof *tiers);
+    *failed = 0;
+    size_t before = 0;
+    for (size_t s = 0; s < v->nspans; s++) {
+        size_t job = v->spans[3 * s], lo = v->spans[3 * s + 1], n = v->spans[3 * s + 2] - before;
+        before = v->spans[3 * s + 2];
+        const page_record *rec = render_record(r, job);
+        uint32_t c[FIG_TIERS + 1] = {0};
+        if (lo == 0 && n == rec->nfigs) {
+            record_fig_counts(rec, c);
+        } else {
+            const figure *figs = record_figures(rec, r->e.figs, &r->figs_buf);
+            r->figs_now = NULL; /* the buffer is reused here */
+            if (!figs)
+                return false;
+            for (size_t k = lo; k < lo + n; k++) {
+                c[figs[k].tier]++;
+                c[FIG_TIERS] += !figs[k].ok;
+            }
+        }
+        for (int t = 0; t < FIG_TIERS; t++)
+            tiers[t] += c[t];
+        *failed += c[FIG_TIERS];
+    }
+    return true;
+}
+
+static const char *const S_COUNT_KEYS[FIG_TIERS + 1] = {"computed", "measured", "cited",
+                                                        "refuted", "failed"};
+_Static_assert(FIG_COMPUTED == 0 && FIG_MEASURED == 1 && FIG_CITED == 2 && FIG_REFUTED == 3,
+               "S_COUNT_KEYS in fig_tier order");
+
+/* Sets the counts' fields of the table at idx. */
+static void S_set_counts(lua_State *L, int idx, const lua_Integer tiers[FIG_TIERS],
+                         lua_Integer failed)
+{
+    idx = lua_absindex(L, idx);
+    for (int t = 0; t <= FIG_TIERS; t++) {
+        lua_pushinteger(L, t < FIG_TIERS ? tiers[t] : failed);
+        lua_setfield(L, idx, S_COUNT_KEYS[t]);
+    }
+}
+
+/* __index of a report part's figures: its counts, made when first read
+ * (parts of pages: their figures are read for them; most templates show
+ * the site's totals instead). */
+static int S_figures_index(lua_State *L)
+{
+    const char *k = lua_tostring(L, 2);
+    int t = 0;
+    while (t <= FIG_TIERS && !(k && !strcmp(k, S_COUNT_KEYS[t])))
+        t++;
+    if (t > FIG_TIERS)
+        return 0;
+    lua_pushliteral(L, "list");
+    lua_rawget(L, 1);
+    figure_view *v = lv_check(L, -1, &S_FIGURE_VIEW);
+    lua_Integer tiers[FIG_TIERS], failed;
+    if (!S_view_counts(v, tiers, &failed))
+        return luaL_error(L, "cannot read the figures of a page: %s", strerror(errno));
+    S_set_counts(L, 1, tiers, failed);
+    lua_pushstring(L, k);
+    lua_rawget(L, 1);
+    return 1;
+}
+
+void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
 {
     lua_State *L = sandbox_lua(r->sb);
     lua_createtable(L, 0, 8);
-    size_t nspans = 0, total = 0;
-    lua_Integer tiers[FIG_TIERS] = {0}, failed = 0;
+    size_t nspans = 0, total = 0, lo, hi;
+    const paginate_plan_t *pl = r->e.pages_plan;
+    if (!pl || !number)
+        part = SIZE_MAX;
+    size_t rows = part == SIZE_MAX ? 0 : paginate_rows_of(pl, paginate_slot(pl, group), number);
     /* generated pages have no figures */
     size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
     for (size_t j = 0; j < njobs; j++) {
         if (!lv_report_lists(r, group, number, j))
             continue;
         const page_record *rec = render_record(r, j);
-        if (rec && rec->nfigs)
-            nspans++;
+        if (!rec || !rec->nfigs)
+            continue;
+        S_part_span(rec, rows, part, &lo, &hi);
+        nspans += lo < hi;
     }
     figure_view *fv =
-        lv_new(L, &S_FIGURE_VIEW, sizeof *fv + 2 * nspans * sizeof(size_t), 0, &r->job_gen);
+        lv_new(L, &S_FIGURE_VIEW, sizeof *fv + 3 * nspans * sizeof(size_t), 0, &r->job_gen);
     fv->r = r;
     fv->nspans = nspans;
     fv->last = 0;
     nspans = 0;
+    bool some = false; /* a span with some of a page's figures */
     for (size_t j = 0; j < njobs; j++) {
         if (!lv_report_lists(r, group, number, j))
             continue;
         const page_record *rec = render_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
-        uint32_t counts[FIG_TIERS + 1];
-        record_fig_counts(rec, counts);
-        for (int t = 0; t < FIG_TIERS; t++)
-            tiers[t] += counts[t];
-        failed += counts[FIG_TIERS];
-        total += rec->nfigs;
-        fv->spans[2 * nspans] = j;
-        fv->spans[2 * nspans + 1] = total;
+        S_part_span(rec, rows, part, &lo, &hi);
+        if (lo >= hi)
+            continue;
+        some |= hi - lo < rec->nfigs;
+        total += hi - lo;
+        fv->spans[3 * nspans] = j;
+        fv->spans[3 * nspans + 1] = lo;
+        fv->spans[3 * nspans + 2] = total;
         nspans++;
     }
     fv->n = total;
+    if (some) {
+        lua_createtable(L, 0, 2);
+        lua_pushcfunction(L, S_figures_index);
+        lua_setfield(L, -2, "__index");
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, "__metatable");
+        lua_setmetatable(L, -3);
+    } else {
+        lua_Integer tiers[FIG_TIERS], failed;
+        S_view_counts(fv, tiers, &failed); /* from the records alone */
+        S_set_counts(L, -2, tiers, failed);
+    }
     lua_setfield(L, -2, "list");
     lua_pushinteger(L, (lua_Integer)total);
     lua_setfield(L, -2, "total");
-    lua_pushinteger(L, tiers[FIG_COMPUTED]);
-    lua_setfield(L, -2, "computed");
-    lua_pushinteger(L, tiers[FIG_MEASURED]);
-    lua_setfield(L, -2, "measured");
-    lua_pushinteger(L, tiers[FIG_CITED]);
-    lua_setfield(L, -2, "cited");
-    lua_pushinteger(L, tiers[FIG_REFUTED]);
-    lua_setfield(L, -2, "refuted");
-    lua_pushinteger(L, failed);
-    lua_setfield(L, -2, "failed");
 }
 
 /* ---------- helpers for templates ---------- */

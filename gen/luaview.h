@@ -84,10 +84,11 @@ void lv_push_page_obj(renderer *r, size_t i);
 void lv_push_toc(renderer *r, const md_heading *toc, size_t n);
 void lv_push_page_figures(renderer *r, const fig_ctx *figs, const char *src);
 /* Figures of a group (REPORT_GROUP_ALL: every one) among the records so
- * far, of its report page number (0: all of them), with totals per tier:
+ * far, of its report page number (0: all of them) and of that page's part
+ * (paginate.h; SIZE_MAX: all of its pages' figures), with totals per tier:
  * {list = view, total, computed, measured, cited, failed}. Only the group's
  * records are read. `site` and `report` are luasite.h's. */
-void lv_push_figures(renderer *r, size_t group, size_t number);
+void lv_push_figures(renderer *r, size_t group, size_t number, size_t part);
 /* Whether job j's figures are on report page number (0: any page) of group. */
 bool lv_report_lists(renderer *r, size_t group, size_t number, size_t j);
 /* The fast paths templates take for figures (template.h). */

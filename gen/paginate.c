@@ -86,7 +86,7 @@ static void S_add(paginate_plan_t *pl, size_t *cap, pager_kind kind, size_t owne
             *cap = *cap ? *cap * 2 : 16;
             pl->items = xrealloc(pl->items, *cap * sizeof *pl->items);
         }
-        pl->items[pl->nitems++] = (pager_item){kind, owner, k};
+        pl->items[pl->nitems++] = (pager_item){kind, owner, k, 0};
     }
 }
 
@@ -119,11 +119,63 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
         }
         pl->report_number[i] = paginate_number_of(seen[s]++, site_per);
     }
+    pl->report_base = xcalloc(pl->nslots + 1, sizeof *pl->report_base);
+    pl->report_counted = seen; /* the plan's now */
     for (size_t s = 0; s < pl->nslots; s++) {
         pl->report_pages[s] = paginate_count(seen[s], site_per);
+        pl->report_base[s + 1] = pl->report_base[s] + pl->report_pages[s];
         S_add(pl, &cap, PAGER_REPORT, s, pl->report_pages[s]);
     }
-    free(seen);
+    pl->report_parts = xcalloc(pl->report_base[pl->nslots] + 1, sizeof *pl->report_parts);
+    pl->nstatic = pl->nitems;
+}
+
+size_t paginate_rows_of(const paginate_plan_t *pl, size_t slot, size_t number)
+{
+    if (slot >= pl->nslots || number < 1)
+        return paginate_part_rows(pl->report_per);
+    size_t before = (number - 1) * pl->report_per, n = pl->report_counted[slot];
+    return paginate_part_rows(n <= before ? 1 : n - before < pl->report_per ? n - before
+                                                                           : pl->report_per);
+}
+
+size_t paginate_parts_of(const paginate_plan_t *pl, size_t slot, size_t number)
+{
+    if (!pl->report_parts || slot >= pl->nslots || number < 1 ||
+        number > pl->report_pages[slot])
+        return 1;
+    size_t n = pl->report_parts[pl->report_base[slot] + number - 1];
+    return n ? n : 1;
+}
+
+size_t paginate_plan_parts(paginate_plan_t *pl, const content_index *idx, const size_t *groups,
+                           const size_t *nfigs)
+{
+    pl->nitems = pl->nstatic;
+    size_t total = pl->report_base[pl->nslots];
+    for (size_t k = 0; k < total; k++)
+        pl->report_parts[k] = 1;
+    for (size_t i = 0; i < idx->npages; i++) {
+        size_t s = paginate_slot(pl, groups ? groups[i] : REPORT_GROUP_ALL);
+        size_t number = pl->report_number[i];
+        if (!nfigs[i] || number < 1 || number > pl->report_pages[s])
+            continue;
+        size_t parts = paginate_part_of(nfigs[i] - 1, paginate_rows_of(pl, s, number)) + 1;
+        size_t *at = &pl->report_parts[pl->report_base[s] + number - 1];
+        if (parts > *at)
+            *at = parts;
+    }
+    size_t cap = pl->nitems;
+    for (size_t s = 0; s < pl->nslots; s++)
+        for (size_t n = 1; n <= pl->report_pages[s]; n++)
+            for (size_t c = 1; c < pl->report_parts[pl->report_base[s] + n - 1]; c++) {
+                if (pl->nitems == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    pl->items = xrealloc(pl->items, cap * sizeof *pl->items);
+                }
+                pl->items[pl->nitems++] = (pager_item){PAGER_REPORT, s, n, c};
+            }
+    return pl->nitems - pl->nstatic;
 }
 
 void paginate_plan_free(paginate_plan_t *pl)
@@ -131,5 +183,8 @@ void paginate_plan_free(paginate_plan_t *pl)
     free(pl->items);
     free(pl->report_number);
     free(pl->report_pages);
+    free(pl->report_base);
+    free(pl->report_parts);
+    free(pl->report_counted);
     memset(pl, 0, sizeof *pl);
 }

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
 #include "config.h"
 #include "content.h"
 #include "diag.h"
@@ -50,6 +51,7 @@ typedef struct {
     pager_kind kind;
     size_t owner;
     size_t number;
+    size_t part;   /* a report page's part (see below): 0 for the page itself */
 } pager_item;
 
 /* The build's pagination. The report's slots are its groups (report.h):
@@ -62,6 +64,11 @@ typedef struct {
     size_t *report_pages;  /* by slot: how many report pages it has */
     size_t nslots;
     size_t report_per;     /* pages listed on a report page */
+    size_t *report_counted; /* by slot: the pages its report pages count */
+    size_t *report_base;   /* by slot: its first report page's index in report_parts */
+    size_t *report_parts;  /* by report page: its parts, once paginate_plan_parts ran
+                            * (0 before: unknown) */
+    size_t nstatic;        /* items before the parts' (paginate_plan_parts) */
 } paginate_plan_t;
 
 /* groups: report_groups() by page; nsections: the report's section count
@@ -71,6 +78,48 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
 void paginate_plan_free(paginate_plan_t *pl);
 /* The report slot of a report group (REPORT_GROUP_ROOT, _ALL or a section's). */
 size_t paginate_slot(const paginate_plan_t *pl, size_t group);
+/* ---------- a report page's parts ----------
+ * A report page lists the figures of report_per pages; one page can have
+ * thousands. So a report page comes in parts: part c (0..) lists figures
+ * c*R .. (c+1)*R - 1 (0-based, in page order) of each of its pages, R =
+ * max(1, PAGINATE_REPORT_ROWS / k) for the k pages the report page counts
+ * (paginate_rows_of): a part holds at most about PAGINATE_REPORT_ROWS rows,
+ * whatever the pages hold (the first report page also lists the figures that
+ * templates gave pages without a mark: not counted, rare). A figure's part
+ * depends only on its place on its page and its report page's place in the
+ * plan, known while the page renders, before any other page's figures are:
+ * the figure's link to its row is written then. Part 0 is the report page's own URL; part c > 0 is at
+ * "<report page>part/<c+1>/" (paginate_part_path), a URL space that the
+ * collision check keeps for the report (collide.c). How many parts a report
+ * page has is known once its pages rendered (paginate_plan_parts): their
+ * jobs are added to the plan then, before the report renders. */
+#define PAGINATE_REPORT_ROWS 75 /* the bundled templates: ~18 elements a row, 1,500 a page */
+
+/* R: the figures of each page listed on one part, for k pages. */
+size_t paginate_part_rows(size_t k);
+/* R of report page number (1..) of slot. */
+size_t paginate_rows_of(const paginate_plan_t *pl, size_t slot, size_t number);
+/* The part (0..) that lists the figure at ordinal (0-based) on its page. */
+size_t paginate_part_of(size_t ordinal, size_t rows);
+/* Figures [*lo, *hi) of a page of nfigs on part. */
+void paginate_part_bounds(size_t nfigs, size_t rows, size_t part, size_t *lo, size_t *hi);
+/* Site path of part (0..) of the report page at page_path ("/checks/page/2/"):
+ * page_path itself for part 0. Malloc'ed. */
+char *paginate_part_path(const char *page_path, size_t part);
+/* Appends the part's addition to its report page's path ("part/3/"; nothing
+ * for part 0): the one place that spells it. */
+void paginate_part_suffix(buf *b, size_t part);
+/* The name of the parts' folder under a report page ("part"). */
+#define PAGINATE_PART_DIR "part"
+/* The parts of every report page, from the figures of each page (nfigs[i]
+ * of page i, after the pages rendered): report_parts is set and an item
+ * added for every part after the first, after the items there were. Called
+ * again, it first drops the parts' items it added. Returns the items added. */
+size_t paginate_plan_parts(paginate_plan_t *pl, const content_index *idx, const size_t *groups,
+                           const size_t *nfigs);
+/* The parts of report page number (1..) of slot: 1 when unknown. */
+size_t paginate_parts_of(const paginate_plan_t *pl, size_t slot, size_t number);
+
 /* Whether page i is counted by the report's pages: a page with a source
  * file that has a figure's mark (content.h's fig_marks). The others have
  * report page 1: a figure that a page without a mark still has (a template

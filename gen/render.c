@@ -242,9 +242,14 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
     if (fc && r->report_url && !strpbrk(r->report_url, "&<>\"'") &&
         !strpbrk(fc->anchor_prefix, "&<>\"'"))
         fig_href = xasprintf("%s#%s-", r->report_url, fc->anchor_prefix);
+    /* the rows on the report page's first part; the others' (paginate.h's
+     * parts) are noted as seen below, one by one */
+    size_t fig_rows = fc ? fc->anchor_base + fc->nfigs : 0;
+    if (fc && fc->report_rows && fc->report_rows < fig_rows)
+        fig_rows = fc->report_rows;
     for (size_t i = 0; fc && i < fc->nfigs; i++) {
         const figure *f = &fc->figs[i];
-        if (fig_href && f->tier != FIG_CITED)
+        if (fig_href && f->tier != FIG_CITED && fc->anchor_base + i < fig_rows)
             continue;
         buf_clear(&u);
         if (f->tier == FIG_CITED) {
@@ -259,12 +264,14 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
         } else {
             /* the report page's site path: its URL without the base path */
             buf_puts(&u, r->report_url ? r->report_url + strlen(base) : "/checks/");
+            if (r->report_url)
+                paginate_part_suffix(&u, paginate_part_of(fc->anchor_base + i, fc->report_rows));
             buf_putc(&u, '#');
             buf_puts(&u, f->anchor);
         }
         strmap_put(&seen, buf_cstr(&u), (void *)1);
     }
-    links_scan_opts o = {base, rec->url, tfile, fig_href, fc ? fc->anchor_base + fc->nfigs : 0};
+    links_scan_opts o = {base, rec->url, tfile, fig_href, fig_rows};
     links_scan_html(buf_cstr(html), html->len, &o, &seen, rec);
     buf_free(&u);
     free(fig_href);
@@ -425,6 +432,17 @@ static char *S_report_url(renderer *r, size_t job)
     return u;
 }
 
+/* The figures of each page on a part of job's report page (paginate.h);
+ * 0 without a plan. */
+static size_t S_report_rows(renderer *r, size_t job)
+{
+    const paginate_plan_t *pl = r->e.pages_plan;
+    if (!pl || job >= r->e.idx->npages)
+        return 0;
+    size_t group = r->e.nreport_sections ? render_groups(r)[job] : REPORT_GROUP_ALL;
+    return paginate_rows_of(pl, paginate_slot(pl, group), pl->report_number[job]);
+}
+
 /* Page p, or page number (2..) of its listing: a section's or home's next
  * pages are the same page rendered again, with the next entries. Their
  * figures, links and diagnostics are the first page's: rendered the same
@@ -449,6 +467,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, size_t number,
     free(r->report_url);
     r->report_url = S_report_url(r, job);
     res.figs.report_url = r->report_url;
+    res.figs.report_rows = S_report_rows(r, job);
     sandbox_page_begin(r->sb, file, dl);
     r->cur_page = p;
     r->cur_file = file;
@@ -524,6 +543,7 @@ typedef struct {
     const char *title, *path, *url;
     size_t number;      /* page of the listing (tags, report): 1.. */
     const char *first;  /* the listing's first page ("/tags/go/") */
+    size_t part;        /* the report page's part (paginate.h): 0.. */
 } generated_env_args;
 
 /* The variables of a generated page (tags, sources, report, 404), protected. */
@@ -563,7 +583,7 @@ static int S_generated_env(lua_State *L)
     }
     lua_setfield(L, -2, "page");
     if (report) {
-        lv_push_report(r, group, a->number);
+        lv_push_report(r, group, a->number, a->part);
         lua_setfield(L, -2, "report");
     }
     lua_pop(L, 1);
@@ -575,7 +595,8 @@ static int S_generated_env(lua_State *L)
  * that lists no rows breaks every one). Checked here, where the report's
  * ids and the figures it lists are at hand, with one error per page at its
  * first figure whose row is missing. */
-static void S_check_report_rows(renderer *r, size_t group, size_t number, page_record *rec)
+static void S_check_report_rows(renderer *r, size_t group, size_t number, size_t part,
+                                page_record *rec)
 {
     strmap ids;
     strmap_init(&ids);
@@ -583,6 +604,9 @@ static void S_check_report_rows(renderer *r, size_t group, size_t number, page_r
         strmap_put(&ids, rec->ids[i], (void *)1);
     if (!r->e.pages_plan)
         number = 0;
+    size_t rows = number ? paginate_rows_of(r->e.pages_plan, paginate_slot(r->e.pages_plan, group),
+                                            number)
+                         : 0;
     size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
     for (size_t j = 0; j < njobs; j++) {
         if (!lv_report_lists(r, group, number, j))
@@ -595,8 +619,10 @@ static void S_check_report_rows(renderer *r, size_t group, size_t number, page_r
         if (!figs)
             continue; /* checks.json says so */
         const figure *first = NULL;
-        size_t more = 0;
-        for (size_t k = 0; k < pr->nfigs; k++) {
+        size_t more = 0, lo = 0, hi = pr->nfigs;
+        if (number)
+            paginate_part_bounds(pr->nfigs, rows, part, &lo, &hi);
+        for (size_t k = lo; k < hi; k++) {
             const figure *f = &figs[k];
             /* a cited figure links to /sources/, checked with the page's links */
             if (f->tier == FIG_CITED || url_fragment_in(&ids, f->anchor))
@@ -619,7 +645,7 @@ static void S_check_report_rows(renderer *r, size_t group, size_t number, page_r
 }
 
 static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t number,
-                               page_record *rec)
+                               size_t part, page_record *rec)
 {
     lua_State *L = sandbox_lua(r->sb);
     const job_kind_info *info = jobs_info(kind);
@@ -641,6 +667,9 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t 
     char *page_url = number > 1 ? paginate_path(first, number) : NULL;
     if (page_url)
         url = page_url;
+    char *part_url = part ? paginate_part_path(url, part) : NULL;
+    if (part_url)
+        url = part_url;
     rec->url = xstrdup(url);
     rec->src = xstrdup("");
     rec->summary = xstrdup("");
@@ -652,7 +681,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t 
                    : r->e.nreport_sections    ? REPORT_GROUP_ROOT
                                               : REPORT_GROUP_ALL;
     char *full_url = render_full_url(r, url);
-    generated_env_args args = {r, kind, index, title, url, full_url, number, first};
+    generated_env_args args = {r, kind, index, title, url, full_url, number, first, part};
     lua_pushcfunction(L, S_generated_env);
     lua_pushlightuserdata(L, &args);
     sandbox_error err;
@@ -664,11 +693,12 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t 
     free(full_url);
     char *out = kind == JOB_404 ? xstrdup("404.html") : xasprintf("%sindex.html", url + 1);
     if (ready && S_finish(r, tname, out, rec, tpath) == 0 && report)
-        S_check_report_rows(r, group, number, rec);
+        S_check_report_rows(r, group, number, part, rec);
     free(out);
     /* the ids a link may name (report rows, sources) were read from the output */
     S_job_end(r, rec, tpath);
     free(page_url);
+    free(part_url);
     free(made_url);
 }
 
@@ -680,11 +710,11 @@ static void S_render_pager(renderer *r, size_t index, page_record *rec)
     if (it->kind == PAGER_SECTION)
         S_render_page(r, it->owner, r->e.idx->pages[it->owner], it->number, rec);
     else if (it->kind == PAGER_TAG)
-        S_render_generated(r, JOB_TAG, it->owner, it->number, rec);
+        S_render_generated(r, JOB_TAG, it->owner, it->number, 0, rec);
     else if (it->owner + 1 < pl->nslots)
-        S_render_generated(r, JOB_CHECKS_SECTION, it->owner, it->number, rec);
+        S_render_generated(r, JOB_CHECKS_SECTION, it->owner, it->number, it->part, rec);
     else
-        S_render_generated(r, JOB_CHECKS, 0, it->number, rec);
+        S_render_generated(r, JOB_CHECKS, 0, it->number, it->part, rec);
 }
 
 /* checks.json: every figure, in job order. It can be tens of megabytes, so
@@ -761,7 +791,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
     } else if (kind == JOB_PAGER) {
         S_render_pager(r, index, rec);
     } else {
-        S_render_generated(r, kind, index, 1, rec);
+        S_render_generated(r, kind, index, 1, 0, rec);
     }
     if (!rec->url)
         rec->url = xstrdup("");

@@ -811,19 +811,27 @@ static const char kv_tags_html[] =
     "{{ f.src }}</a></td><td>{{ f.line }}</td><td>{{ f.quote }}</td><td>{{ f.expr }}</td>"    \
     "<td>{{ f.value }}</td><td>{{ f.tier }}</td><td>{{ f.status }}</td></tr>\n{% end %}"
 
+/* A report page with many figures comes in parts (kvsite's README): each
+ * links its neighbours. */
+#define KV_PART_NAV                                                                           \
+    "{% local pt = report.part %}{% if pt and pt.total_pages > 1 then %}<nav>"                \
+    "{% if pt.prev then %}<a href=\"{{ pt.prev }}\" rel=\"prev\">prev</a> {% end %}"          \
+    "part {{ pt.number }}/{{ pt.total_pages }}"                                                \
+    "{% if pt.next then %} <a href=\"{{ pt.next }}\" rel=\"next\">next</a>{% end %}</nav>{% end %}\n"
+
 static const char kv_checks_html[] =
     "<!doctype html>\n"
     "<html><head><meta charset=\"utf-8\"><title>{{ page.title }}</title></head>\n"
     "<body><main><p>{{ site.figures.total }} figures, {{ site.figures.failed }} failed</p>\n"
     "<ul>{% for _, s in ipairs(report.sections) do %}<li><a href=\"{{ s.url }}\">{{ s.title }}</a> "
     "{{ s.total }}</li>{% end %}</ul>\n"
-    "<table>\n" KV_FIGURE_ROWS "</table></main></body></html>\n";
+    "<table>\n" KV_FIGURE_ROWS "</table>" KV_PART_NAV "</main></body></html>\n";
 
 static const char kv_checks_section_html[] =
     "<!doctype html>\n"
     "<html><head><meta charset=\"utf-8\"><title>{{ page.title }}</title></head>\n"
     "<body><main><h1>{{ report.section.title }}</h1><table>\n" KV_FIGURE_ROWS
-    "</table></main></body></html>\n";
+    "</table>" KV_PART_NAV "</main></body></html>\n";
 
 static const char kv_404_html[] =
     "<!doctype html>\n"

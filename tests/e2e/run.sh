@@ -2591,6 +2591,98 @@ t_paginate_report_split() {
     expect_grep site/checks/index.html '<link rel="next" href="/checks/page/2/">'
 }
 
+# A report page comes in parts: part c lists figures 7c+1 .. 7c+7 of each of
+# its pages (75 rows over the 10 pages it lists, paginate.h), so a page of 22 figures
+# makes its report page four parts. A figure links to the part that lists
+# it (the build's link check follows each link), every part is in the
+# sitemap and links its neighbours, and an incremental build that adds or
+# removes a part equals a full one.
+many_figures() {
+    local i
+    {
+        printf -- '---\ntitle: "Many"\ndate: 2026-03-01\n---\n'
+        for i in $(seq 1 "$1"); do printf 'Figure %d is `%d {= %d}`.\n\n' "$i" "$i" "$i"; done
+    } >"$W/content/articles/many.md"
+}
+
+t_report_parts() {
+    paginated_site || return
+    many_figures 22
+    kv build --strict
+    expect_rc 0
+    local first p n f
+    first=$(grep -o 'href="/checks/[^"#]*#articles-many-1"' "$W/site/articles/many/index.html" | head -n 1)
+    p=${first#href=\"}
+    p=${p%%#*}
+    case $p in /checks/ | /checks/page/[0-9]/) ;; *) fail "figure 1 links to ${first:-nothing}"; return ;; esac
+    expect_grep site/articles/many/index.html "href=\"${p}#articles-many-7\""
+    expect_grep site/articles/many/index.html "href=\"${p}part/2/#articles-many-8\""
+    expect_grep site/articles/many/index.html "href=\"${p}part/4/#articles-many-22\""
+    expect_grep "site${p}index.html" 'id="articles-many-7"'
+    expect_no_grep "site${p}index.html" 'id="articles-many-8"'
+    expect_grep "site${p}part/2/index.html" 'id="articles-many-8"'
+    expect_grep "site${p}part/4/index.html" 'id="articles-many-22"'
+    expect_no_file "site${p}part/5/index.html"
+    # the other pages of the block have one figure each: on part 1 only
+    expect_no_grep "site${p}part/2/index.html" 'id="articles-post-'
+    for n in 1 2 3 4; do
+        f=site${p}index.html
+        [ "$n" = 1 ] || f=site${p}part/$n/index.html
+        [ "$(grep -c '<tr id="' "$W/$f")" -le 75 ] || fail "$f has more than 75 rows"
+        expect_grep "$f" "Part $n of 4"
+        [ "$n" = 1 ] || expect_grep site/sitemap.xml "<loc>https://example.org${p}part/$n/</loc>"
+    done
+    expect_grep "site${p}part/2/index.html" "<a href=\"${p}\" rel=\"prev\">"
+    expect_grep "site${p}part/2/index.html" "<a href=\"${p}part/3/\" rel=\"next\">"
+    expect_grep "site${p}part/2/index.html" 'figures 8 to 14 of each page'
+    expect_grep "site${p}part/4/index.html" "<a href=\"${p}\">First part</a>"
+    expect_no_grep "site${p}part/4/index.html" 'rel="next">Next part'
+    same_as_full parts
+    # one figure more: a fifth part, and nothing else but the page and its report
+    many_figures 29
+    kv build --strict
+    expect_rc 0
+    tail -n 1 "$W.err" | grep -q 'unchanged since the last build' || fail "not incremental: $(tail -n 1 "$W.err")"
+    expect_grep "site${p}part/5/index.html" 'id="articles-many-29"'
+    expect_grep "site${p}part/4/index.html" 'Part 4 of 5'
+    same_as_full added
+    # and fewer: the parts past the last go
+    many_figures 8
+    kv build --strict
+    expect_rc 0
+    expect_grep "site${p}part/2/index.html" 'id="articles-many-8"'
+    expect_no_file "site${p}part/3/index.html"
+    expect_no_file "site${p}part/5/index.html"
+    same_as_full removed
+}
+
+# A part's report.figures counts the figures it lists, not all of its pages'.
+t_report_parts_counts() {
+    paginated_site || return
+    many_figures 22
+    mkdir -p "$W/templates"
+    printf '<p>part {{ report.part.number }}: {{ report.figures.total }} {{ report.figures.computed }} {{ report.figures.failed }} {{ #report.figures.list }}</p>\n{%% for _, f in ipairs(report.figures.list) do %%}<p id="{{ f.anchor }}"></p>{%% end %%}\n' >"$W/templates/checks.html"
+    kv build --strict
+    expect_rc 0
+    local p
+    p=$(grep -o 'href="/checks/[^"#]*#articles-many-1"' "$W/site/articles/many/index.html" | head -n 1)
+    p=${p#href=\"}
+    p=${p%%#*}
+    expect_grep "site${p}part/2/index.html" '<p>part 2: 7 7 0 7</p>'
+    expect_grep "site${p}part/4/index.html" '<p>part 4: 1 1 0 1</p>'
+}
+
+# The parts' URLs are the report's, before anyone knows how many there are:
+# a page there is refused.
+t_report_parts_reserved() {
+    paginated_site || return
+    printf -- '---\ntitle: "Squatter"\n---\nHello.\n' | page content/checks/part/2.md
+    kv build
+    expect_rc 1
+    grep -qF 'content/checks/part/2.md:1:1: error: would publish /checks/part/2/index.html where the parts of /checks/index.html may go, which kvsite writes (the checks report)' "$W.err" ||
+        fail "no located error for a page among the report's parts: $(head -n 2 "$W.err")"
+}
+
 # paginate out of bounds, in site.yaml or a section's front matter: located errors.
 t_paginate_bad_values() {
     paginated_site || return

@@ -263,6 +263,104 @@ static void test_plan(void **state)
     config_free(&cfg);
 }
 
+/* A report page's parts: a figure's part follows from its place on its
+ * page alone; rows over the pages listed keep a part near
+ * PAGINATE_REPORT_ROWS. */
+static void test_parts(void **state)
+{
+    (void)state;
+    assert_int_equal(paginate_part_rows(10), PAGINATE_REPORT_ROWS / 10);
+    assert_int_equal(paginate_part_rows(1), PAGINATE_REPORT_ROWS);
+    assert_int_equal(paginate_part_rows(PAGINATE_REPORT_ROWS), 1);
+    assert_int_equal(paginate_part_rows(PAGINATE_MAX), 1); /* one figure of each: at least */
+    assert_int_equal(paginate_part_rows(0), PAGINATE_REPORT_ROWS);
+    for (size_t per = 1; per <= PAGINATE_MAX; per++) /* the row budget holds */
+        assert_true(paginate_part_rows(per) * per <= (per > PAGINATE_REPORT_ROWS ? per : PAGINATE_REPORT_ROWS));
+    assert_int_equal(paginate_part_of(0, 7), 0);
+    assert_int_equal(paginate_part_of(6, 7), 0);
+    assert_int_equal(paginate_part_of(7, 7), 1);
+    assert_int_equal(paginate_part_of(21, 7), 3);
+    assert_int_equal(paginate_part_of(21, 0), 0); /* no parts: all on the page */
+    size_t lo, hi;
+    paginate_part_bounds(22, 7, 0, &lo, &hi);
+    assert_int_equal(lo, 0);
+    assert_int_equal(hi, 7);
+    paginate_part_bounds(22, 7, 3, &lo, &hi);
+    assert_int_equal(lo, 21);
+    assert_int_equal(hi, 22);
+    paginate_part_bounds(22, 7, 4, &lo, &hi); /* past its last: none */
+    assert_int_equal(lo, hi);
+    paginate_part_bounds(3, 7, 1, &lo, &hi); /* a page with fewer: none on part 2 */
+    assert_int_equal(lo, hi);
+    paginate_part_bounds(14, 7, 2, &lo, &hi);
+    assert_int_equal(lo, hi);
+    paginate_part_bounds(5, 0, 0, &lo, &hi);
+    assert_int_equal(hi - lo, 5);
+    /* every figure's part lists it */
+    for (size_t n = 1; n < 40; n++)
+        for (size_t k = 0; k < n; k++) {
+            paginate_part_bounds(n, 7, paginate_part_of(k, 7), &lo, &hi);
+            assert_true(lo <= k && k < hi);
+        }
+    char *u = paginate_part_path("/checks/", 0);
+    assert_string_equal(u, "/checks/");
+    free(u);
+    u = paginate_part_path("/checks/page/3/", 1);
+    assert_string_equal(u, "/checks/page/3/part/2/");
+    free(u);
+    u = paginate_part_path("/checks/notes/", 11);
+    assert_string_equal(u, "/checks/notes/part/12/");
+    free(u);
+}
+
+/* The parts of each report page, once the pages' figures are known: the
+ * most any of its pages needs; their items come after the others and are
+ * made again, not added twice, on a second call. */
+static void test_plan_parts(void **state)
+{
+    content_index idx;
+    config cfg;
+    S_site(*state, &idx, &cfg);
+    size_t *groups = report_groups(&idx, NULL, 0);
+    paginate_plan_t pl;
+    paginate_plan(&pl, &idx, &cfg, groups, 0);
+    /* report page 1 counts 3 pages, page 2 the last 2 */
+    size_t before = pl.nitems, rows1 = paginate_rows_of(&pl, 0, 1), rows = paginate_rows_of(&pl, 0, 2);
+    assert_int_equal(rows1, PAGINATE_REPORT_ROWS / 3);
+    assert_int_equal(rows, PAGINATE_REPORT_ROWS / 2);
+    assert_int_equal(paginate_parts_of(&pl, 0, 1), 1); /* unknown yet */
+    size_t *nfigs = calloc(idx.npages + 1, sizeof *nfigs);
+    size_t on2 = SIZE_MAX;
+    for (size_t i = 0; i < idx.npages; i++)
+        if (paginate_in_report(&idx, i) && pl.report_number[i] == 2)
+            on2 = i;
+    assert_true(on2 != SIZE_MAX);
+    nfigs[on2] = 2 * rows + 1; /* three parts on report page 2 */
+    for (size_t i = 0; i < idx.npages; i++)
+        if (i != on2 && pl.report_number[i] == 1)
+            nfigs[i] = rows1; /* one part on page 1, however many pages have that many */
+    assert_int_equal(paginate_plan_parts(&pl, &idx, groups, nfigs), 2);
+    assert_int_equal(pl.nitems, before + 2);
+    assert_int_equal(paginate_parts_of(&pl, 0, 1), 1);
+    assert_int_equal(paginate_parts_of(&pl, 0, 2), 3);
+    assert_int_equal(paginate_parts_of(&pl, 0, 3), 1); /* no such page */
+    for (size_t k = 0; k < 2; k++) {
+        const pager_item *it = &pl.items[before + k];
+        assert_int_equal(it->kind, PAGER_REPORT);
+        assert_int_equal(it->number, 2);
+        assert_int_equal(it->part, k + 1);
+    }
+    nfigs[on2] = rows + 1;
+    assert_int_equal(paginate_plan_parts(&pl, &idx, groups, nfigs), 1);
+    assert_int_equal(pl.nitems, before + 1);
+    assert_int_equal(paginate_parts_of(&pl, 0, 2), 2);
+    free(nfigs);
+    free(groups);
+    paginate_plan_free(&pl);
+    content_index_free(&idx);
+    config_free(&cfg);
+}
+
 /* The marks that let a page count in the report's pages. */
 static void test_figure_marks(void **state)
 {
@@ -285,6 +383,8 @@ int main(void)
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_check_bounds),
         cmocka_unit_test(test_figure_marks),
+        cmocka_unit_test(test_parts),
+        cmocka_unit_test_setup_teardown(test_plan_parts, S_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_config_bounds, S_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_listings, S_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_plan, S_setup, tmpdir_teardown),
