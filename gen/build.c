@@ -59,6 +59,7 @@ typedef struct {
     unsigned char *job_phases; /* render_job_phases */
     strmap files;      /* site paths of every file written or copied: "/assets/x.css" */
     collide_files template_assets; /* templates/assets/, listed by the plan */
+    uint64_t print_bytes;          /* the fingerprinted assets' bytes, held (S_fingerprint) */
     fingerprints prints; /* stylesheets and scripts with their content hash */
     size_t pages_built;
     uint64_t out_bytes; /* the pages' and the assets' bytes, for limits.output_bytes */
@@ -182,11 +183,19 @@ static void S_copy_template_assets(build_state *s)
 static bool S_read_asset(build_state *s, const char *from, const char *rel, const char *shown,
                          buf *b)
 {
-    int rc = fs_read_in(from, rel, s->cfg.limits.output_bytes, b);
-    if (rc == FS_OK)
+    /* every asset hashed is held until the copy: together within the output's
+     * cap, which they count against when written anyway */
+    uint64_t cap = s->cfg.limits.output_bytes;
+    size_t left = s->print_bytes < cap ? (size_t)(cap - s->print_bytes) : 0;
+    int rc = fs_read_in(from, rel, left, b);
+    if (rc == FS_OK) {
+        s->print_bytes += b->len;
         return true;
-    diag_error(&s->dl, shown, 0, 0, "cannot read to fingerprint: %s",
-               fs_strerror(rc, s->cfg.limits.output_bytes));
+    }
+    if (rc == FS_ETOOBIG && left < cap)
+        output_cap_error(&s->dl, shown, s->print_bytes + left + 1, cap);
+    else
+        diag_error(&s->dl, shown, 0, 0, "cannot read to fingerprint: %s", fs_strerror(rc, cap));
     return false;
 }
 

@@ -2137,6 +2137,25 @@ t_output_bytes_cap_leaves_nothing() {
     [ -z "$left" ] || fail "pages left on disk: $left"
 }
 
+# Fingerprinted stylesheets and scripts are held in memory until they are
+# copied: together they stay within limits.output_bytes (a pull request's 40
+# stylesheets of 64 KiB against a 1 MiB cap): one located error, no output.
+t_fingerprinted_assets_within_cap() {
+    fresh good
+    local i
+    mkdir -p "$W/templates/assets"
+    for i in $(seq 1 40); do
+        head -c 65536 /dev/zero | tr '\0' 'a' >"$W/templates/assets/big$i.css"
+    done
+    printf 'limits:\n  output_bytes: 1048576\n' >>"$W/site.yaml"
+    kv build
+    expect_rc 1
+    local n
+    n=$(grep -c 'templates/assets/big[0-9]*\.css: error: the site is larger than limits.output_bytes' "$W.err")
+    [ "$n" -ge 1 ] || fail "no located error about limits.output_bytes: $(head -n 3 "$W.err")"
+    expect_no_file site
+}
+
 # A failed full build leaves no staging bulk (on a full disk it would keep the
 # disk full), and the output as it was.
 t_failed_build_leaves_no_staging() {
