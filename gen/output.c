@@ -294,6 +294,18 @@ static void *S_scan_staging(void *arg)
     return NULL;
 }
 
+/* The scan thread: the staging folder, then the published output. */
+static void *S_scan_both(void *arg)
+{
+    output *o = arg;
+    S_scan_staging(&o->scan);
+    if (!atomic_load_explicit(&o->scan.stop, memory_order_relaxed)) {
+        S_scan_staging(&o->published);
+        o->published.done = !atomic_load_explicit(&o->scan.stop, memory_order_relaxed);
+    }
+    return NULL;
+}
+
 static void S_scan_reset(output_scan *sc, const char *dir)
 {
     buf_free(&sc->files);
@@ -308,7 +320,8 @@ void output_scan_start(output *o)
 {
     output_scan *sc = &o->scan;
     S_scan_reset(sc, o->staging);
-    sc->started = pthread_create(&sc->thread, NULL, S_scan_staging, sc) == 0;
+    S_scan_reset(&o->published, o->out_abs);
+    sc->started = pthread_create(&sc->thread, NULL, S_scan_both, o) == 0;
 }
 
 void output_scan_stop(output *o)
@@ -342,23 +355,6 @@ void output_scan_finish(output *o)
         buf_clear(&sc->empty_dirs);
         sc->links = false;
     }
-    output_scan *pub = &o->published;
-    if (o->had_output && !pub->started && !pub->done) {
-        S_scan_reset(pub, o->out_abs);
-        pub->started = pthread_create(&pub->thread, NULL, S_scan_staging, pub) == 0;
-    }
-}
-
-/* Waits for the published output's scan; false when there is none. */
-static bool S_published_scanned(output *o)
-{
-    output_scan *pub = &o->published;
-    if (pub->started) {
-        pthread_join(pub->thread, NULL);
-        pub->started = false;
-        pub->done = true;
-    }
-    return pub->done;
 }
 
 /* ---------- where files go ---------- */
@@ -507,8 +503,7 @@ static void S_write_mark(const output *o, const buf *changed)
 
 int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl)
 {
-    /* the scan walks the output by name: over before the swap renames it */
-    bool scanned = S_published_scanned(o);
+    bool scanned = o->published.done; /* before the pages rendered (output_scan_start) */
     if (S_swap(o) != 0) {
         S_publish_error(o, dl, errno);
         return -1;
@@ -677,7 +672,6 @@ void output_done(output *o)
     if (o->scan.started)
         pthread_join(o->scan.thread, NULL);
     o->scan.started = false;
-    S_published_scanned(o);
     buf_free(&o->scan.files);
     buf_free(&o->scan.empty_dirs);
     buf_free(&o->published.files);

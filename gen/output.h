@@ -112,10 +112,12 @@ typedef struct {
     uint64_t extra_bytes; /* their bytes as output_write counts them */
     uint64_t cap;      /* limits.output_bytes, for output_dest_of */
     output_scan scan;
-    /* The published output's files, scanned in a thread of its own while a
-     * full build's pages render: after the swap they are the staging
-     * folder's, which output_publish would otherwise walk then, on the
-     * critical path. */
+    /* The published output's files, walked by the staging scan's thread
+     * after the staging folder, while the content loads: after the swap they
+     * are the staging folder's, which output_publish would otherwise walk
+     * then, on the critical path. Done before the workers fork: no thread
+     * runs while they start (a fork copies only the forking thread, and an
+     * allocator lock another thread held would never be released). */
     output_scan published;
 } output;
 
@@ -134,13 +136,14 @@ int output_state_dir(const output *o, diag_list *dl);
  * Malloc'ed. */
 char *output_side_path(const output *o, const char *what);
 
-/* Starts scanning the staging folder in a thread of its own. */
+/* Starts scanning the staging folder in a thread of its own, then the
+ * published output. */
 void output_scan_start(output *o);
 /* Stops a scan that is not needed (nothing to build). */
 void output_scan_stop(output *o);
-/* Waits for the scan (or makes it now when no thread runs it). A staging
- * folder with links planted in it is emptied. Then starts the scan of the
- * published output (output_publish waits for it). */
+/* Waits for the scan (or makes it now when no thread runs it: then the
+ * published output is walked by output_publish). A staging folder with
+ * links planted in it is emptied. */
 void output_scan_finish(output *o);
 
 /* From here on, files go to a folder of their own (<out>.incr), moved into
