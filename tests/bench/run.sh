@@ -96,7 +96,12 @@ fi
 
 gen() { # gen DIR PAGES [--figures]
     rm -rf "$1" && "$GEN" "$@" | sed 's/^/  /'
-    return "${PIPESTATUS[0]}"
+    local rc=${PIPESTATUS[0]}
+    # limits.files is 100,000 by default: a larger site says so in site.yaml
+    if [ "$rc" = 0 ] && [ "$2" -ge 100000 ]; then
+        printf 'limits:\n  files: %s\n' $(($2 * 2)) >>"$1/kvsite/site.yaml"
+    fi
+    return "$rc"
 }
 
 note "== corpus"
