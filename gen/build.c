@@ -54,6 +54,7 @@ typedef struct {
     size_t njobs;
     size_t *report_sections; /* the report's section pages; NULL: one report page */
     size_t nreport_sections;
+    size_t *groups;    /* report_groups(): each page's report group, by page */
     paginate_plan_t pages_plan; /* listings' pages and report pages (paginate.h) */
     figstore *figs;    /* where decoded records keep their figures; NULL: in memory */
     unsigned char *job_phases; /* render_job_phases */
@@ -376,9 +377,9 @@ static void S_plan(build_state *s)
     }
     free(split);
     /* the listings' pages, once for the build: workers read the plan */
-    size_t *groups = report_groups(&s->idx, s->report_sections, s->nreport_sections);
-    paginate_plan(&s->pages_plan, &s->idx, &s->cfg, groups, s->nreport_sections);
-    free(groups);
+    s->groups = report_groups(&s->idx, s->report_sections, s->nreport_sections);
+    s->env.report_groups = s->groups;
+    paginate_plan(&s->pages_plan, &s->idx, &s->cfg, s->groups, s->nreport_sections);
     s->env.pages_plan = &s->pages_plan;
     /* every output file has one producer: said before anything renders */
     collide_list_assets(o->root, &s->cfg, &s->template_assets, &s->dl);
@@ -432,15 +433,23 @@ static void S_choose(build_state *s)
 static int S_phase(build_state *s, const pool_opts *po, int phase, int outfd)
 {
     const render_env *env = &s->env;
-    size_t *jobs = xmalloc((s->njobs + 1) * sizeof *jobs), n = 0;
-    for (size_t j = 0; j < s->njobs; j++) {
-        if (env->job_phases[j] != phase)
-            continue;
-        if (incr_reuse(&s->inc, j, outfd))
+    size_t *jobs = xmalloc((s->njobs + 1) * sizeof *jobs), n = 0, all = 0;
+    for (size_t j = 0; j < s->njobs; j++)
+        if (env->job_phases[j] == phase)
+            jobs[all++] = j;
+    bool *reused = xcalloc(all + 1, sizeof *reused);
+    if (s->out.incremental)
+        incr_reuse_jobs(&s->inc, jobs, all, outfd, po->workers, reused);
+    for (size_t k = 0; k < all; k++) {
+        if (reused[k])
             s->inc.reused++;
         else
-            jobs[n++] = j;
+            jobs[n++] = jobs[k];
     }
+    free(reused);
+    if (s->trace)
+        fprintf(stderr, "kvsite: trace: phase %d: %zu of %zu jobs reused at %.3f s\n", phase,
+                all - n, all, S_now() - s->t0);
     s->inc.rendered += n;
     if (s->out.incremental && s->trace)
         for (size_t k = 0; k < n; k++)
@@ -498,9 +507,7 @@ static void S_report_parts(build_state *s)
     size_t *nfigs = xcalloc(s->idx.npages + 1, sizeof *nfigs);
     for (size_t i = 0; i < s->idx.npages; i++)
         nfigs[i] = s->records[i].nfigs;
-    size_t *groups = report_groups(&s->idx, s->report_sections, s->nreport_sections);
-    paginate_plan_parts(&s->pages_plan, &s->idx, groups, nfigs);
-    free(groups);
+    paginate_plan_parts(&s->pages_plan, &s->idx, s->groups, nfigs);
     free(nfigs);
     size_t njobs = render_job_count(&s->env);
     if (njobs == s->njobs)
@@ -793,6 +800,7 @@ static int S_finish(build_state *s)
         record_free(&s->records[j]);
     free(s->records);
     free(s->report_sections);
+    free(s->groups);
     paginate_plan_free(&s->pages_plan);
     if (s->figs)
         figstore_close(s->figs);

@@ -43,6 +43,11 @@ void cache_free(cache *c)
 
 int cache_record(cache *c, size_t job, buf *out)
 {
+    return cache_record_via(c, job, &c->win, out);
+}
+
+int cache_record_via(const cache *c, size_t job, fs_window *win, buf *out)
+{
     buf_clear(out);
     if (c->fd < 0 || job >= c->njobs || !c->jobs[job].present) {
         errno = EINVAL;
@@ -51,7 +56,7 @@ int cache_record(cache *c, size_t job, buf *out)
     const cache_entry *e = &c->jobs[job];
     const char *p;
     /* EIO: the file shrank, it was replaced in place */
-    if (fs_window_read(c->fd, &c->win, e->rec_off, e->rec_len, READ_AHEAD, &p) != 0)
+    if (fs_window_read(c->fd, win, e->rec_off, e->rec_len, READ_AHEAD, &p) != 0)
         return -1;
     if (stamp_bytes(SUM_SEED, p, e->rec_len) != e->rec_sum) {
         errno = EILSEQ; /* damaged: the page is rendered again */

@@ -74,6 +74,9 @@ void cache_free(cache *c);
  * set): the caller renders the page instead. Reads ahead: asking for records in job
  * order reads the file in a few large pieces. */
 int cache_record(cache *c, size_t job, buf *out);
+/* The same through the caller's window (fs_window, freed by the caller):
+ * threads that read records at once each bring their own. */
+int cache_record_via(const cache *c, size_t job, fs_window *win, buf *out);
 
 /* Bytes made while saving, one entry at a time, so a big site's cache is
  * never whole in memory: they append to out. */

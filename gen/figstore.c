@@ -14,6 +14,7 @@ int figstore_open(figstore *st, const char *dir)
 {
     memset(st, 0, sizeof *st);
     buf_init(&st->pending);
+    pthread_mutex_init(&st->lock, NULL);
     st->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (st->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
         /* a file system without O_TMPFILE: a named file, unlinked at once */
@@ -31,6 +32,7 @@ void figstore_close(figstore *st)
     if (st->fd >= 0)
         close(st->fd);
     buf_free(&st->pending);
+    pthread_mutex_destroy(&st->lock);
     memset(st, 0, sizeof *st);
     st->fd = -1;
 }
@@ -64,10 +66,12 @@ int figstore_flush(figstore *st)
 
 uint64_t figstore_append(figstore *st, const void *p, size_t n)
 {
+    pthread_mutex_lock(&st->lock);
     uint64_t off = st->flushed + st->pending.len;
     buf_put(&st->pending, p, n);
     if (st->pending.len >= FLUSH_AT)
         figstore_flush(st);
+    pthread_mutex_unlock(&st->lock);
     return off;
 }
 

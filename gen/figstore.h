@@ -9,12 +9,14 @@
  * The file has no name (O_TMPFILE, or unlinked at once) and goes away with
  * the last process that holds it.
  *
- * Appends are buffered: figstore_flush() before forking readers. Reads and
- * appends from several threads at once are not supported, except reads of
+ * Appends are buffered: figstore_flush() before forking readers. Appends
+ * from several threads at once are safe (a lock; the parent decodes cached
+ * records in two threads); reads beside appends are not, except reads of
  * flushed bytes (pread). */
 #ifndef KV_FIGSTORE_H
 #define KV_FIGSTORE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +28,7 @@ typedef struct {
     uint64_t flushed; /* bytes in the file */
     buf pending;      /* bytes after them, not yet written */
     int err;          /* first errno of a failed write; 0 */
+    pthread_mutex_t lock; /* figstore_append's */
 } figstore;
 
 /* Opens an empty store in the folder dir. Returns 0, or -1 with errno. */

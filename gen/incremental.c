@@ -23,7 +23,6 @@ void incr_init(incr *inc)
     pthread_mutex_init(&inc->unstamped_lock, NULL);
     strmap_init(&inc->fronts);
     cache_init(&inc->prev);
-    buf_init(&inc->rec_bytes);
 }
 
 void incr_free(incr *inc)
@@ -37,7 +36,6 @@ void incr_free(incr *inc)
     cache_free(&inc->prev);
     free(inc->digests);
     free(inc->from_cache);
-    buf_free(&inc->rec_bytes);
 }
 
 /* ---------- the no-change fast path ---------- */
@@ -281,7 +279,9 @@ static uint64_t S_reads_digest(incr *inc, const page_record *r)
     return h | 1;
 }
 
-bool incr_reuse(incr *inc, size_t job, int outfd)
+/* One job's reuse (incr_reuse_jobs), reading its record through the
+ * caller's window and buffer. */
+static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes)
 {
     if (!inc->out->incremental || job >= inc->prev.njobs)
         return false;
@@ -289,8 +289,8 @@ bool incr_reuse(incr *inc, size_t job, int outfd)
     if (!e->present || e->deps == 0)
         return false;
     page_record rec;
-    if (cache_record(&inc->prev, job, &inc->rec_bytes) != 0 ||
-        record_decode(inc->rec_bytes.ptr, inc->rec_bytes.len, inc->figs, &rec) != 0)
+    if (cache_record_via(&inc->prev, job, win, bytes) != 0 ||
+        record_decode(bytes->ptr, bytes->len, inc->figs, &rec) != 0)
         return false;
     bool ok = rec.job == job && rec.done && S_deps(inc, job, &rec) == e->deps &&
               S_out_stamp(outfd, &rec) == e->out_stamp && S_reads_digest(inc, &rec) == e->reads;
@@ -307,6 +307,51 @@ bool incr_reuse(incr *inc, size_t job, int outfd)
     inc->records[job] = rec;
     inc->from_cache[job] = true;
     return true;
+}
+
+typedef struct {
+    incr *inc;
+    const size_t *jobs;
+    size_t n;
+    int outfd;
+    bool *reused;
+} S_reuse_span;
+
+static void *S_reuse_main(void *arg)
+{
+    S_reuse_span *sp = arg;
+    fs_window win = {BUF_INIT, 0};
+    buf bytes = BUF_INIT;
+    for (size_t k = 0; k < sp->n; k++)
+        sp->reused[k] = S_reuse(sp->inc, sp->jobs[k], sp->outfd, &win, &bytes);
+    fs_window_free(&win);
+    buf_free(&bytes);
+    return NULL;
+}
+
+/* Below this many jobs a second thread costs more than it saves. */
+#define S_REUSE_SPLIT 512
+
+void incr_reuse_jobs(incr *inc, const size_t *jobs, size_t n, int outfd, int threads,
+                     bool *reused)
+{
+    /* the jobs of one phase read only records of earlier phases, so their
+     * checks are independent; each thread has its own window and buffer,
+     * the figure store locks its appends, S_file_stamp its probes */
+    S_reuse_span spans[2] = {{inc, jobs, n, outfd, reused}, {0}};
+    pthread_t second;
+    bool split = threads > 1 && n >= S_REUSE_SPLIT;
+    if (split) {
+        size_t half = n / 2;
+        spans[0].n = half;
+        spans[1] = (S_reuse_span){inc, jobs + half, n - half, outfd, reused + half};
+        split = pthread_create(&second, NULL, S_reuse_main, &spans[1]) == 0;
+        if (!split)
+            spans[0].n = n;
+    }
+    S_reuse_main(&spans[0]);
+    if (split)
+        pthread_join(second, NULL);
 }
 
 /* The jobs' output files (appended to list, NUL-separated) and each job's
@@ -484,13 +529,14 @@ bool incr_old_links_hold(incr *inc)
             return false;
     bool same = true;
     record_links_buf lb = {0}; /* a decoded record's ids are in the store */
+    buf bytes = BUF_INIT;
     for (size_t j = 0; same && j < inc->njobs; j++) {
         if (inc->from_cache[j])
             continue;
         const cache_entry *e = j < inc->prev.njobs ? &inc->prev.jobs[j] : NULL;
         page_record old;
-        if (!e || !e->present || cache_record(&inc->prev, j, &inc->rec_bytes) != 0 ||
-            record_decode(inc->rec_bytes.ptr, inc->rec_bytes.len, NULL, &old) != 0) {
+        if (!e || !e->present || cache_record(&inc->prev, j, &bytes) != 0 ||
+            record_decode(bytes.ptr, bytes.len, NULL, &old) != 0) {
             same = false;
             break;
         }
@@ -504,6 +550,7 @@ bool incr_old_links_hold(incr *inc)
         record_free(&old);
     }
     record_links_buf_free(&lb);
+    buf_free(&bytes);
     return same;
 }
 

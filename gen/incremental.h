@@ -66,7 +66,6 @@ typedef struct {
     strmap fronts;             /* src -> prev.fronts entry, when prev.front_key matches */
     uint64_t *digests;         /* by job: record_digest of its record, once it is known */
     bool *from_cache;          /* by job: its record was taken from prev */
-    buf rec_bytes;             /* a record read from prev (cache_record) */
     size_t rendered, reused;   /* jobs rendered and taken from prev */
 } incr;
 
@@ -99,9 +98,13 @@ void incr_grow(incr *inc, page_record *records, size_t njobs);
  * from the same site, global key and job count alike). Makes the global key
  * when there is a cache to compare it with. */
 bool incr_possible(incr *inc, bool no_cache);
-/* Takes the job's record from the cache when nothing it depends on changed
- * (outfd: the published output folder, or -1). */
-bool incr_reuse(incr *inc, size_t job, int outfd);
+/* Takes each job's record from the cache when nothing it depends on changed
+ * (outfd: the published output folder, or -1): reused[k] says whether
+ * jobs[k]'s was. The jobs must be of one phase (none reads another's
+ * record); with threads > 1 and many jobs, two threads share them, both
+ * joined before it returns. */
+void incr_reuse_jobs(incr *inc, const size_t *jobs, size_t n, int outfd, int threads,
+                     bool *reused);
 /* In an incremental build, whether the links of the pages taken from the
  * cache still hold: then only those of the pages rendered again need
  * checking. */

@@ -326,23 +326,33 @@ static bool S_decode_figs(const char *p, size_t len, size_t n, figure *figs, uin
 }
 
 /* The ids and the links of a record into r (ids, nids, links, nlinks):
- * the one description of their encoding besides record_encode_via's. */
-static void S_get_links(reader *rd, page_record *r)
+ * the one description of their encoding besides record_encode_via's. With
+ * keep false only their counts are set: the bytes are checked, nothing is
+ * allocated (a record whose links stay in the figure store). */
+static void S_get_links(reader *rd, page_record *r, bool keep)
 {
     r->nids = S_get_count(rd, 4);
-    r->ids = xcalloc(r->nids + 1, sizeof *r->ids);
-    for (size_t i = 0; i < r->nids; i++)
-        r->ids[i] = S_get_str(rd);
+    if (keep)
+        r->ids = xcalloc(r->nids + 1, sizeof *r->ids);
+    for (size_t i = 0; i < r->nids; i++) {
+        char *id = S_get_str(rd);
+        if (keep)
+            r->ids[i] = id;
+    }
     r->nlinks = S_get_count(rd, 16);
-    r->links = xcalloc(r->nlinks + 1, sizeof *r->links);
+    if (keep)
+        r->links = xcalloc(r->nlinks + 1, sizeof *r->links);
     char *last_file = NULL;
     for (size_t i = 0; i < r->nlinks; i++) {
-        r->links[i].target = S_get_str(rd);
-        r->links[i].line = (int)S_get_u32(rd);
-        r->links[i].col = (int)S_get_u32(rd);
+        md_link link;
+        link.target = S_get_str(rd);
+        link.line = (int)S_get_u32(rd);
+        link.col = (int)S_get_u32(rd);
         char *file = S_get_str_as(rd, last_file);
-        r->links[i].file = file[0] ? file : NULL;
-        last_file = r->links[i].file;
+        link.file = file[0] ? file : NULL;
+        last_file = link.file;
+        if (keep)
+            r->links[i] = link;
     }
 }
 
@@ -373,7 +383,7 @@ int record_links(const page_record *r, const figstore *st, record_links_buf *lb,
     reader rd = {{lb->raw.ptr, lb->raw.ptr + n, false}, xmalloc(n + 1), 0, n};
     rd.block[n] = '\0';
     page_record got;
-    S_get_links(&rd, &got);
+    S_get_links(&rd, &got, true);
     lb->ids = got.ids;
     lb->links = got.links;
     lb->block = rd.block;
@@ -427,16 +437,12 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r)
     r->summary = S_get_str(&rd);
     const char *links_from = rd.in.p;
     size_t used = rd.used;
-    S_get_links(&rd, r);
+    S_get_links(&rd, r, !st);
     if (st && !rd.in.bad) {
         /* checked; kept in the store, their strings' room in the block
          * given back to what follows */
         r->links_at = figstore_append(st, links_from, (size_t)(rd.in.p - links_from));
         r->links_len = (uint32_t)(rd.in.p - links_from);
-        free(r->ids);
-        free(r->links);
-        r->ids = NULL;
-        r->links = NULL;
         rd.used = used;
     }
     size_t nd = S_get_count(&rd, 20);

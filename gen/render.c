@@ -62,6 +62,8 @@ const page_record *render_record(renderer *r, size_t job)
 
 const size_t *render_groups(renderer *r)
 {
+    if (r->e.report_groups)
+        return r->e.report_groups;
     if (!r->groups)
         r->groups = report_groups(r->e.idx, r->e.report_sections, r->e.nreport_sections);
     return r->groups;

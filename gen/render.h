@@ -32,6 +32,9 @@ typedef struct render_env {
     const size_t *report_sections; /* pages with a report page of their own (see
                                * RENDER_REPORT_SECTION_TEMPLATE); NULL for none */
     size_t nreport_sections;
+    const size_t *report_groups; /* report_groups(), made once for the build by the
+                               * parent (workers share it); NULL: each renderer
+                               * makes its own when it needs one */
     const unsigned char *job_phases; /* render_job_phases(), made once for the build:
                                * every record read asks; NULL: worked out per job */
     figstore *figs;           /* where records keep their figures (record_figures);

@@ -56,7 +56,8 @@ struct renderer {
 const page_record *render_record(renderer *r, size_t job);
 /* base_path + site_path, malloc'ed. */
 char *render_full_url(const renderer *r, const char *site_path);
-/* The report group of every page (report_groups), made once per renderer. */
+/* The report group of every page (report_groups): the parent's, or made once
+ * per renderer when render_env has none. */
 const size_t *render_groups(renderer *r);
 /* Sets field k of the table on top of the stack to v (nothing for NULL). */
 void render_setstr(lua_State *L, const char *k, const char *v);
