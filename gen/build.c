@@ -25,6 +25,7 @@
 #include "feed.h"
 #include "fingerprint.h"
 #include "fsutil.h"
+#include "highlight.h"
 #include "incremental.h"
 #include "links.h"
 #include "output.h"
@@ -36,6 +37,13 @@
 #include "sources.h"
 #include "strmap.h"
 #include "theme.h"
+
+struct build_keep {
+    page_record *records; /* n, as the last build left them */
+    uint64_t *sums;       /* by job: the record's checksum in the saved cache */
+    size_t n;
+    figstore *figs;       /* the store the records point into */
+};
 
 typedef struct {
     const build_opts *o;
@@ -72,6 +80,8 @@ typedef struct {
     int status;
     bool told;         /* build_opts.done was called */
     char *search_prog; /* Pagefind, when search is on and it was found (search.h) */
+    pthread_t hl_thread; /* S_preload_highlighting's */
+    bool hl_started;
 } build_state;
 
 static double S_now(void)
@@ -96,9 +106,13 @@ static long S_rss_mib(void)
 
 static void S_trace(const build_state *s, const char *what)
 {
-    if (s->trace)
-        fprintf(stderr, "kvsite: trace: %s at %.3f s (%ld MiB)\n", what, S_now() - s->t0,
-                S_rss_mib());
+    if (!s->trace)
+        return;
+    /* page faults: each costs 15-20 us on some virtual machines */
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(stderr, "kvsite: trace: %s at %.3f s (%ld MiB, %ld faults)\n", what,
+            S_now() - s->t0, S_rss_mib(), ru.ru_minflt);
 }
 
 /* ---------- assets ---------- */
@@ -328,6 +342,9 @@ static bool S_up_to_date(build_state *s)
     }
     bool same = false;
     if (!o->check_only) {
+        /* the cache is read beside the stamp: if nothing changed it was for
+         * nothing, but a process that exits next does not wait for it */
+        incr_read_cache_start(&s->inc, !o->no_cache);
         incr_input_stamp(&s->inc);
         s->inc.stamp_path = output_side_path(&s->out, "stamp");
         buf warnings = BUF_INIT;
@@ -345,12 +362,47 @@ static bool S_up_to_date(build_state *s)
     return same;
 }
 
+static void *S_preload_main(void *arg)
+{
+    (void)arg;
+    hl_preload();
+    return NULL;
+}
+
+/* A build that will render every page compiles the highlighting queries
+ * once, in a thread beside the content loading, instead of in every worker
+ * of every phase (2-24 ms a language, a worker's first code block in it
+ * pays). An incremental build renders few pages: its workers compile what
+ * they need. */
+static void S_preload_highlighting(build_state *s)
+{
+    const char *cache_file = s->inc.cache_path;
+    if (s->o->no_cache || !cache_file || !fs_exists(cache_file))
+        s->hl_started = pthread_create(&s->hl_thread, NULL, S_preload_main, NULL) == 0;
+}
+
+/* Joined before any fork: a fork copies only the forking thread. */
+static void S_preload_join(build_state *s)
+{
+    if (s->hl_started)
+        pthread_join(s->hl_thread, NULL);
+    s->hl_started = false;
+}
+
 /* The last build's cache, the content and the sources. */
 static void S_load(build_state *s)
 {
     const build_opts *o = s->o;
-    incr_read_cache(&s->inc, !o->no_cache);
+    S_preload_highlighting(s);
+    incr_read_cache_wait(&s->inc); /* started beside the input stamp */
     S_trace(s, "cache read");
+    build_keep *keep = o->keep;
+    if (keep && keep->records && keep->figs && !o->check_only) {
+        s->inc.kept = keep->records;
+        s->inc.kept_sums = keep->sums;
+        s->inc.nkept = keep->n;
+        incr_check_kept_outputs(&s->inc); /* beside the content loading */
+    }
     cmark_gfm_core_extensions_ensure_registered();
     /* parse threads as the build's jobs */
     content_opts copts = {.drafts = o->drafts, .threads = o->jobs, .reuse = incr_reuse_front,
@@ -385,7 +437,13 @@ static void S_plan(build_state *s)
     collide_list_assets(o->root, &s->cfg, &s->template_assets, &s->dl);
     collide_check(&s->env, &s->template_assets, &s->dl);
     S_fingerprint(s);
-    if (!o->check_only) {
+    build_keep *keep = o->keep;
+    if (!o->check_only && keep && keep->figs) {
+        /* the kept records point into it: this build appends after them */
+        s->figs = keep->figs;
+        keep->figs = NULL;
+        s->env.figs = s->figs;
+    } else if (!o->check_only) {
         /* an unnamed file in the state folder, where the cache goes */
         s->figs = xcalloc(1, sizeof *s->figs);
         if (figstore_open(s->figs, s->out.state_dir) != 0) {
@@ -534,6 +592,7 @@ static void S_render(build_state *s)
                     .build_deadline = s->t0 + s->cfg.limits.build_timeout,
                     .build_timeout = s->cfg.limits.build_timeout};
     int outfd = s->out.incremental ? open(s->out.out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    S_preload_join(s);
     for (int phase = 1; phase <= 4; phase++) {
         double tp = S_now();
         if (s->figs && figstore_flush(s->figs) != 0)
@@ -782,10 +841,61 @@ static void S_tell(build_state *s)
     s->told = true;
 }
 
+build_keep *build_keep_new(void) { return xcalloc(1, sizeof(build_keep)); }
+
+/* What a build did not take goes. */
+static void S_keep_clear(build_keep *k)
+{
+    for (size_t j = 0; j < k->n; j++)
+        record_free(&k->records[j]);
+    free(k->records);
+    free(k->sums);
+    if (k->figs)
+        figstore_close(k->figs);
+    free(k->figs);
+    memset(k, 0, sizeof *k);
+}
+
+void build_keep_free(build_keep *k)
+{
+    if (k)
+        S_keep_clear(k);
+    free(k);
+}
+
+/* After a build that saved its cache, its records and their store go to the
+ * keep; unless the store is mostly bytes no record points to any more (each
+ * build appends what it decoded or rendered): then the next starts afresh. */
+static void S_keep(build_state *s)
+{
+    build_keep *k = s->o->keep;
+    if (!k)
+        return;
+    incr_join_threads(&s->inc); /* one may still read the kept records */
+    S_keep_clear(k);
+    if (s->status != 0 || !s->inc.cache_saved || !s->inc.saved_sums || !s->figs)
+        return;
+    uint64_t live = 0;
+    for (size_t j = 0; j < s->njobs; j++)
+        live += (uint64_t)s->records[j].figs_len + s->records[j].links_len;
+    uint64_t size = s->figs->flushed + s->figs->pending.len;
+    if (size > 2 * live + ((uint64_t)1 << 20))
+        return;
+    k->records = s->records;
+    k->n = s->njobs;
+    k->sums = s->inc.saved_sums;
+    k->figs = s->figs;
+    s->inc.saved_sums = NULL;
+    s->records = NULL;
+    s->njobs = 0;
+    s->figs = NULL;
+}
+
 static build_state *volatile S_kept; /* see build_opts.exiting; volatile: a store never read must stay */
 
 static int S_finish(build_state *s)
 {
+    S_preload_join(s);
     output_unlock(&s->out);
     if (s->o->exiting) {
         /* The process ends next: freeing a big site piece by piece would
@@ -796,6 +906,7 @@ static int S_finish(build_state *s)
         *S_kept = *s;
         return s->status;
     }
+    S_keep(s);
     for (size_t j = 0; j < s->njobs; j++)
         record_free(&s->records[j]);
     free(s->records);

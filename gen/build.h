@@ -29,6 +29,15 @@ typedef struct {
     int status;                    /* the check's: 0 or 1 */
 } build_result;
 
+/* What a long-lived caller (kvsite serve) keeps from one build to the next,
+ * so that the next need not decode again the records the last one held: its
+ * records and the figure store they point into. build_run takes what it can
+ * use and, after a build that saved its cache, hands its own back; after a
+ * failed one the keep is left empty. Owned by the caller (build_keep_free). */
+typedef struct build_keep build_keep;
+build_keep *build_keep_new(void);
+void build_keep_free(build_keep *k);
+
 typedef struct {
     const char *root;  /* project folder (-C) */
     const char *out;   /* output folder; NULL for <root>/site */
@@ -37,6 +46,7 @@ typedef struct {
     bool check_only;   /* kvsite check: everything but writing */
     int jobs;          /* -j; 0 for the configured or the number of cores */
     bool no_cache;     /* --no-cache: build even when nothing changed */
+    build_keep *keep;  /* NULL, or see build_keep */
     bool exiting;      /* the process exits after build_run: its memory is
                         * left to the exit instead of freed */
     /* NULL, or called once the build's outcome is known (published or not,

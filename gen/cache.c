@@ -367,7 +367,10 @@ static int S_save(const cache *c, const char *path, const cache_encoders *enc, b
             bytes = buf_cstr(&scratch);
             len = scratch.len;
         }
-        S_put_u64(w, stamp_bytes(SUM_SEED, bytes, len));
+        uint64_t rec_sum = stamp_bytes(SUM_SEED, bytes, len);
+        if (enc && enc->record_sum)
+            enc->record_sum(enc->ctx, i, rec_sum);
+        S_put_u64(w, rec_sum);
         S_put_u32(w, (uint32_t)len);
         S_put_raw(w, bytes, len);
     }

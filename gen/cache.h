@@ -83,6 +83,9 @@ int cache_record_via(const cache *c, size_t job, fs_window *win, buf *out);
 typedef struct {
     void (*record)(void *ctx, size_t job, buf *out);
     void (*front)(void *ctx, const cache_front *f, buf *out);
+    /* NULL, or told each present job's record checksum as it is written
+     * (what cache_entry.rec_sum will be once the file is loaded) */
+    void (*record_sum)(void *ctx, size_t job, uint64_t sum);
     void *ctx;
 } cache_encoders;
 

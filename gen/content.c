@@ -741,6 +741,61 @@ static int S_cmp_date(const void *a, const void *b, void *ctx)
     return c ? c : strcmp(x->url, y->url);
 }
 
+/* A page's place in a listing, made once per page: comparing these costs no
+ * pointer chase and, for most pairs, no strcmp. The date's first eight bytes
+ * big-endian compare as strcmp compares them (a shorter string pads with
+ * NULs); ties go to the full comparison. */
+typedef struct {
+    int64_t weight;
+    uint64_t date;
+    size_t i;
+} S_sort_key;
+
+typedef struct {
+    const content_index *idx;
+    bool by_weight; /* S_cmp_listing's order, else S_cmp_date's */
+} S_sort_ctx;
+
+static uint64_t S_date_prefix(const char *s)
+{
+    uint64_t k = 0;
+    for (int b = 0; b < 8; b++) {
+        k <<= 8;
+        if (s && *s)
+            k |= (unsigned char)*s++;
+    }
+    return k;
+}
+
+static int S_cmp_key(const void *a, const void *b, void *ctx)
+{
+    const S_sort_key *x = a, *y = b;
+    const S_sort_ctx *c = ctx;
+    if (c->by_weight && x->weight != y->weight)
+        return x->weight < y->weight ? -1 : 1;
+    if (x->date != y->date)
+        return x->date < y->date ? 1 : -1; /* newest first */
+    return c->by_weight ? S_cmp_listing(&x->i, &y->i, (void *)c->idx)
+                        : S_cmp_date(&x->i, &y->i, (void *)c->idx);
+}
+
+/* Sorts the n page indexes at v in a listing's order. */
+static void S_sort_pages(const content_index *idx, size_t *v, size_t n, bool by_weight)
+{
+    if (n < 2)
+        return;
+    S_sort_key *keys = xmalloc(n * sizeof *keys);
+    for (size_t k = 0; k < n; k++) {
+        const page *p = idx->pages[v[k]];
+        keys[k] = (S_sort_key){p->weight, S_date_prefix(p->date), v[k]};
+    }
+    S_sort_ctx c = {idx, by_weight};
+    qsort_r(keys, n, sizeof *keys, S_cmp_key, &c);
+    for (size_t k = 0; k < n; k++)
+        v[k] = keys[k].i;
+    free(keys);
+}
+
 void content_listings_free(content_index *idx)
 {
     free(idx->by_date);
@@ -773,7 +828,7 @@ void content_listings(content_index *idx)
         else if (idx->pages[i]->kind == PAGE_SECTION)
             idx->sections[idx->nsections++] = i;
     }
-    qsort_r(idx->by_date, idx->nby_date, sizeof *idx->by_date, S_cmp_date, (void *)idx);
+    S_sort_pages(idx, idx->by_date, idx->nby_date, false);
     /* children grouped by parent: count, place, then sort each group once */
     strmap at; /* a section's or home's folder -> its index + 1 (as by_section) */
     strmap_init(&at);
@@ -808,7 +863,7 @@ void content_listings(content_index *idx)
     for (size_t i = 0; i < n; i++) {
         idx->kid_slot[i] = SIZE_MAX;
         size_t a = idx->kids_at[i], b = idx->kids_at[i + 1];
-        qsort_r(idx->kids + a, b - a, sizeof *idx->kids, S_cmp_listing, (void *)idx);
+        S_sort_pages(idx, idx->kids + a, b - a, true);
     }
     for (size_t k = 0; k < idx->kids_at[n]; k++)
         idx->kid_slot[idx->kids[k]] = k;

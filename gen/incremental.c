@@ -27,6 +27,8 @@ void incr_init(incr *inc)
 
 void incr_free(incr *inc)
 {
+    incr_join_threads(inc);
+    free(inc->kept_out);
     free(inc->stamp_path);
     free(inc->cache_path);
     strmap_free(&inc->stamps);
@@ -36,6 +38,7 @@ void incr_free(incr *inc)
     cache_free(&inc->prev);
     free(inc->digests);
     free(inc->from_cache);
+    free(inc->saved_sums);
 }
 
 /* ---------- the no-change fast path ---------- */
@@ -289,11 +292,19 @@ static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes
     if (!e->present || e->deps == 0)
         return false;
     page_record rec;
-    if (cache_record_via(&inc->prev, job, win, bytes) != 0 ||
-        record_decode(bytes->ptr, bytes->len, inc->figs, &rec) != 0)
+    unsigned char out_known = 0;
+    if (job < inc->nkept && inc->kept[job].done && inc->kept_sums[job] == e->rec_sum) {
+        /* the record this process saved as these very bytes: no decoding */
+        rec = inc->kept[job];
+        record_init(&inc->kept[job]);
+        out_known = inc->kept_out ? inc->kept_out[job] : 0;
+    } else if (cache_record_via(&inc->prev, job, win, bytes) != 0 ||
+               record_decode(bytes->ptr, bytes->len, inc->figs, &rec) != 0) {
         return false;
-    bool ok = rec.job == job && rec.done && S_deps(inc, job, &rec) == e->deps &&
-              S_out_stamp(outfd, &rec) == e->out_stamp && S_reads_digest(inc, &rec) == e->reads;
+    }
+    bool out_same = out_known ? out_known == 1 : S_out_stamp(outfd, &rec) == e->out_stamp;
+    bool ok = rec.job == job && rec.done && S_deps(inc, job, &rec) == e->deps && out_same &&
+              S_reads_digest(inc, &rec) == e->reads;
     if (ok && job >= inc->planned) {
         char *url = inc->job_url ? inc->job_url(inc->job_url_ctx, job) : NULL;
         ok = url && rec.url && !strcmp(url, rec.url);
@@ -307,6 +318,45 @@ static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes
     inc->records[job] = rec;
     inc->from_cache[job] = true;
     return true;
+}
+
+static void *S_check_kept_main(void *arg)
+{
+    incr *inc = arg;
+    int outfd = open(inc->out->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (outfd < 0)
+        return NULL;
+    for (size_t j = 0; j < inc->nkept && j < inc->prev.njobs; j++) {
+        const cache_entry *e = &inc->prev.jobs[j];
+        const page_record *r = &inc->kept[j];
+        if (e->present && r->done && inc->kept_sums[j] == e->rec_sum)
+            inc->kept_out[j] = S_out_stamp(outfd, r) == e->out_stamp ? 1 : 2;
+    }
+    close(outfd);
+    return NULL;
+}
+
+void incr_check_kept_outputs(incr *inc)
+{
+    if (!inc->nkept || !inc->out || !inc->out->out_abs)
+        return;
+    inc->kept_out = xcalloc(inc->nkept + 1, 1);
+    inc->checking = pthread_create(&inc->out_checker, NULL, S_check_kept_main, inc) == 0;
+}
+
+static void S_check_kept_join(incr *inc)
+{
+    if (inc->checking)
+        pthread_join(inc->out_checker, NULL);
+    inc->checking = false;
+}
+
+void incr_join_threads(incr *inc)
+{
+    if (inc->reading)
+        pthread_join(inc->reader, NULL);
+    inc->reading = false;
+    S_check_kept_join(inc);
 }
 
 typedef struct {
@@ -338,6 +388,7 @@ void incr_reuse_jobs(incr *inc, const size_t *jobs, size_t n, int outfd, int thr
     /* the jobs of one phase read only records of earlier phases, so their
      * checks are independent; each thread has its own window and buffer,
      * the figure store locks its appends, S_file_stamp its probes */
+    S_check_kept_join(inc);
     S_reuse_span spans[2] = {{inc, jobs, n, outfd, reused}, {0}};
     pthread_t second;
     bool split = threads > 1 && n >= S_REUSE_SPLIT;
@@ -453,11 +504,19 @@ static void S_save_fronts(incr *inc, cache *c, const strmap *noisy)
     }
 }
 
-/* What a cache save encodes with: its own window on the figure store. */
+/* What a cache save encodes with: its own window on the figure store, and
+ * where the records' checksums go. */
 typedef struct {
     incr *inc;
     fs_window win;
+    uint64_t *sums;
 } save_ctx;
+
+static void S_record_sum(void *ctx, size_t job, uint64_t sum)
+{
+    save_ctx *sc = ctx;
+    sc->sums[job] = sum;
+}
 
 static void S_encode_record(void *ctx, size_t job, buf *out)
 {
@@ -504,10 +563,14 @@ static int S_save_cache(incr *inc, const char *path, uint64_t global, const buf 
     c.outputs = buf_cstr(list);
     c.outputs_len = list->len;
     S_save_fronts(inc, &c, noisy);
-    save_ctx sc = {.inc = inc, .win = {BUF_INIT, 0}};
-    cache_encoders enc = {.record = S_encode_record, .front = S_encode_front, .ctx = &sc};
+    save_ctx sc = {.inc = inc, .win = {BUF_INIT, 0},
+                   .sums = xcalloc(inc->njobs + 1, sizeof *sc.sums)};
+    cache_encoders enc = {.record = S_encode_record, .front = S_encode_front,
+                          .record_sum = S_record_sum, .ctx = &sc};
     int rc = finish ? cache_save(&c, path, &enc) : cache_save_unfinished(&c, path, &enc);
     fs_window_free(&sc.win);
+    free(inc->saved_sums);
+    inc->saved_sums = sc.sums;
     if (rc != 0)
         fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n", path,
                 strerror(errno));
@@ -594,6 +657,8 @@ void incr_writer_end(incr_writer *w, bool succeeded)
         if (succeeded && w->rc == 0 && cache_finish(w->inc->cache_path) != 0)
             fprintf(stderr, "kvsite: warning: cannot save the build cache %s: %s\n",
                     w->inc->cache_path, strerror(errno));
+        else if (succeeded && w->rc == 0)
+            w->inc->cache_saved = true;
     }
     strmap_free(&w->noisy);
     buf_free(&w->list);
@@ -606,7 +671,8 @@ void incr_save_cache(incr *inc, const buf *list, const uint64_t *job_stamps)
         inc->global = S_global_key(inc);
     strmap noisy;
     S_noisy_files(inc, &noisy);
-    S_save_cache(inc, inc->cache_path, inc->global, list, job_stamps, &noisy, true);
+    inc->cache_saved =
+        S_save_cache(inc, inc->cache_path, inc->global, list, job_stamps, &noisy, true) == 0;
     strmap_free(&noisy);
 }
 
@@ -624,6 +690,31 @@ void incr_read_cache(incr *inc, bool load)
     } else {
         inc->front_key = S_front_key(inc);
     }
+}
+
+static void *S_reader_main(void *arg)
+{
+    incr *inc = arg;
+    incr_read_cache(inc, inc->read_load);
+    return NULL;
+}
+
+void incr_read_cache_start(incr *inc, bool load)
+{
+    inc->read_load = load;
+    inc->reading = pthread_create(&inc->reader, NULL, S_reader_main, inc) == 0;
+}
+
+void incr_read_cache_wait(incr *inc)
+{
+    if (inc->read_done)
+        return;
+    if (inc->reading)
+        pthread_join(inc->reader, NULL);
+    else
+        incr_read_cache(inc, inc->read_load);
+    inc->reading = false;
+    inc->read_done = true;
 }
 
 void incr_bind(incr *inc, const content_index *idx, page_record *records, size_t njobs,

@@ -67,6 +67,24 @@ typedef struct {
     uint64_t *digests;         /* by job: record_digest of its record, once it is known */
     bool *from_cache;          /* by job: its record was taken from prev */
     size_t rendered, reused;   /* jobs rendered and taken from prev */
+    /* Borrowed (build_keep): the last build's records, as this process held
+     * them when it saved them, and their checksums in that cache. A job
+     * whose entry in prev has the same checksum takes its record from here
+     * instead of decoding it (the record is moved out). */
+    page_record *kept;
+    const uint64_t *kept_sums;
+    size_t nkept;
+    /* By kept job, once incr_check_kept_outputs' thread is joined: 1 when
+     * its output file is as the cache says, 2 when not, 0 not known. */
+    unsigned char *kept_out;
+    pthread_t out_checker;
+    bool checking;
+    /* Owned: the checksum of each record this build's cache save wrote
+     * (NULL before), and whether that cache is saved and finished. */
+    uint64_t *saved_sums;
+    bool cache_saved;
+    pthread_t reader;          /* incr_read_cache_start's */
+    bool reading, read_load, read_done;
 } incr;
 
 void incr_init(incr *inc);
@@ -84,9 +102,21 @@ bool incr_up_to_date(incr *inc, char *counts, buf *warnings);
 /* Reads the last build's cache (when load) and keeps the front matter it
  * holds if it was parsed the same way. */
 void incr_read_cache(incr *inc, bool load);
+/* The same in a thread of its own, beside the input stamp (which it does
+ * not touch); incr_read_cache_wait() joins it. Neither may run across a
+ * fork. Without a thread, the wait reads it then. */
+void incr_read_cache_start(incr *inc, bool load);
+void incr_read_cache_wait(incr *inc);
 /* content_opts.reuse (ctx: the incr): a page's front matter as the last
  * build parsed it, when its file did not change. */
 bool incr_reuse_front(void *ctx, page *p);
+
+/* With kept records (set above) and the cache read: stats the output files
+ * of the kept records in a thread of its own (beside the content loading,
+ * which does not need them), for incr_reuse_jobs, which joins it. */
+void incr_check_kept_outputs(incr *inc);
+/* Joins the threads above if they still run (before the kept records go). */
+void incr_join_threads(incr *inc);
 
 /* The jobs, once they are known: the per-job arrays are made. */
 void incr_bind(incr *inc, const content_index *idx, page_record *records, size_t njobs,

@@ -2,6 +2,7 @@
 #include "paths.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,18 +76,23 @@ void paths_share_free(paths_share *p)
     memset(p, 0, sizeof *p);
 }
 
+static paths_share S_share;
+
+static void S_find_share(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        paths_resolve(exe, &S_share);
+    }
+}
+
 const paths_share *paths_get(void)
 {
-    static paths_share share;
-    static bool done;
-    if (!done) {
-        done = true;
-        char exe[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n > 0) {
-            exe[n] = '\0';
-            paths_resolve(exe, &share);
-        }
-    }
-    return &share;
+    /* once, whichever thread asks first (a build reads its cache in a
+     * thread beside the input stamp, both asking) */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, S_find_share);
+    return &S_share;
 }

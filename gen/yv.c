@@ -76,8 +76,30 @@ bool yv_number(const yv *v, double *out)
     return false;
 }
 
+/* yv_decode's blocks: a tree from the cache is made in a few, not in a
+ * malloc per node, string and array (a page's front matter is dozens of
+ * them, and a rebuild decodes every unchanged page's). */
+typedef struct S_block {
+    struct S_block *next;
+    size_t cap, used;
+    max_align_t data[];
+} S_block;
+
+static void S_blocks_free(S_block *b)
+{
+    while (b) {
+        S_block *next = b->next;
+        free(b);
+        b = next;
+    }
+}
+
 void yv_free(yv *v)
 {
+    if (v && v->pool) {
+        S_blocks_free(v->pool); /* v is in the first of them */
+        return;
+    }
     /* children wait on an explicit stack: the input chose the depth */
     yv **stack = NULL;
     size_t n = 0, cap = 0;
@@ -583,11 +605,41 @@ void yv_encode(const yv *v, buf *out)
     free(stack);
 }
 
-/* A string of n bytes, NUL-terminated; NULL when bad. */
-static char *S_rd_str(buf_reader *r, uint32_t n)
+/* n zeroed bytes from the blocks after *last (the first, *first, made on
+ * the first call, about size_hint bytes). */
+static void *S_take(S_block **first, S_block **last, size_t n, size_t size_hint)
+{
+    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    S_block *b = *last;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = b ? 2 * b->cap : size_hint;
+        if (cap < n)
+            cap = n;
+        S_block *nb = xmalloc(sizeof *nb + cap);
+        nb->next = NULL;
+        nb->cap = cap;
+        nb->used = 0;
+        if (b)
+            b->next = nb;
+        else
+            *first = nb;
+        *last = b = nb;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+/* A string of n bytes, NUL-terminated, in the blocks; NULL when bad. */
+static char *S_rd_str(buf_reader *r, uint32_t n, S_block **first, S_block **last, size_t hint)
 {
     const char *s = buf_rd_span(r, n);
-    return s ? xstrndup(s, n) : NULL;
+    if (!s)
+        return NULL;
+    char *t = S_take(first, last, (size_t)n + 1, hint);
+    memcpy(t, s, n);
+    return t;
 }
 
 size_t yv_decode(const char *data, size_t len, yv **out)
@@ -598,6 +650,9 @@ size_t yv_decode(const char *data, size_t len, yv **out)
     yv ***stack = xmalloc(cap * sizeof *stack);
     yv *root = NULL;
     stack[n++] = &root;
+    /* decoded, a tree takes a few times its bytes: one block for most */
+    S_block *first = NULL, *last = NULL;
+    size_t hint = len < 16384 ? 4 * len + 256 : 65536;
     while (n > 0 && !r.bad) {
         yv **slot = stack[--n];
         unsigned char head[2];
@@ -612,8 +667,10 @@ size_t yv_decode(const char *data, size_t len, yv **out)
             r.bad = true;
             break;
         }
-        yv *x = xcalloc(1, sizeof *x);
+        yv *x = S_take(&first, &last, sizeof *x, hint);
         *slot = x;
+        if (!root->pool)
+            root->pool = first; /* the root is the first node taken */
         x->type = (yv_type)type;
         x->line = pos[0];
         x->col = pos[1];
@@ -629,7 +686,7 @@ size_t yv_decode(const char *data, size_t len, yv **out)
         if (head[1] & S_F_STR) {
             uint32_t sl = 0;
             buf_rd_get(&r, &sl, sizeof sl);
-            x->str = S_rd_str(&r, sl);
+            x->str = S_rd_str(&r, sl, &first, &last, hint);
             x->len = sl;
         }
         if (!container)
@@ -642,15 +699,15 @@ size_t yv_decode(const char *data, size_t len, yv **out)
             break;
         }
         x->n = count;
-        x->items = xcalloc((size_t)count + 1, sizeof *x->items);
+        x->items = S_take(&first, &last, ((size_t)count + 1) * sizeof *x->items, hint);
         if (x->type == YV_MAP) {
-            x->keys = xcalloc((size_t)count + 1, sizeof *x->keys);
-            x->key_lines = xcalloc((size_t)count + 1, sizeof *x->key_lines);
-            x->key_cols = xcalloc((size_t)count + 1, sizeof *x->key_cols);
+            x->keys = S_take(&first, &last, ((size_t)count + 1) * sizeof *x->keys, hint);
+            x->key_lines = S_take(&first, &last, ((size_t)count + 1) * sizeof *x->key_lines, hint);
+            x->key_cols = S_take(&first, &last, ((size_t)count + 1) * sizeof *x->key_cols, hint);
             for (size_t k = 0; k < count && !r.bad; k++) {
                 uint32_t kn = 0;
                 buf_rd_get(&r, &kn, sizeof kn);
-                x->keys[k] = S_rd_str(&r, kn);
+                x->keys[k] = S_rd_str(&r, kn, &first, &last, hint);
                 int32_t kl = 0, kc = 0;
                 buf_rd_get(&r, &kl, sizeof kl);
                 buf_rd_get(&r, &kc, sizeof kc);
@@ -668,8 +725,7 @@ size_t yv_decode(const char *data, size_t len, yv **out)
     }
     free(stack);
     if (r.bad || n > 0) {
-        /* a partial tree: the unfilled slots are NULL, which yv_free skips */
-        yv_free(root);
+        S_blocks_free(first); /* a partial tree: all of it is in them */
         *out = NULL;
         return 0;
     }

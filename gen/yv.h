@@ -65,6 +65,8 @@ struct yv {
     yv **items;      /* YV_SEQ items; YV_MAP values, in document order */
     char **keys;     /* YV_MAP keys, parallel to items */
     int *key_lines, *key_cols; /* YV_MAP key positions */
+    void *pool;      /* the root of a tree yv_decode made: the blocks all of it is
+                      * in (yv_free frees them at once); NULL otherwise */
 };
 
 typedef struct {

@@ -1387,6 +1387,32 @@ t_cache_incremental_equals_full() {
     show_diff "incremental output against a full build" "$W.full" "$W.inc"
 }
 
+# Past 512 jobs, an incremental build checks the cached records in two
+# threads (incr_reuse_jobs), decoding their figures and links into the figure
+# store from both: 700 pages with a figure and a link each, two edited (one
+# figure changed), and the output equals a full build's.
+t_incremental_many_pages_equals_full() {
+    fresh good
+    local i
+    mkdir -p "$W/content/many"
+    for ((i = 1; i <= 700; i++)); do
+        printf -- '---\ntitle: Many %s\n---\n\nPage %s has `%s {= %s}` and [a neighbour](/many/p%s/).\n' \
+            "$i" "$i" "$i" "$i" "$((i % 700 + 1))" >"$W/content/many/p$i.md"
+    done
+    kv build
+    expect_rc 0
+    sed -i 's/`7 {= 7}`/`14 {= 2 * 7}`/' "$W/content/many/p7.md"
+    printf '\nEdited.\n' >>"$W/content/many/p300.md"
+    kv build
+    expect_rc 0
+    grep -q "unchanged since the last build" "$W.err" || fail "not incremental: $(tail -n 1 "$W.err")"
+    hashes "$W/site" >"$W.inc"
+    kv build --no-cache -o full
+    expect_rc 0
+    hashes "$W/full" >"$W.full"
+    show_diff "incremental output against a full build" "$W.full" "$W.inc"
+}
+
 # A full build reuses the staging folder (the output before last): files and
 # empty folders that the build does not produce are removed from it, so
 # nothing stale reaches the output.

@@ -322,4 +322,31 @@ t_theme_taken_up_while_serving() {
     stop_serve
 }
 
+# Serve keeps each build's records for the next (build_keep): after edits
+# of one page, then another's figure (the report reads every page's figures,
+# the kept ones from the kept figure store), then the first again, the
+# output serve left is the one a build of the same sources writes.
+t_rebuilds_match_a_fresh_build() {
+    project
+    start_serve "$W/p" || return
+    local notes=content/notes/week-1.md
+    sed -i 's/^# Sizing the cache/# Sizing the cache, one/' "$W/p/$SRC"
+    wait_for "$PAGE" "Sizing the cache, one" || { stop_serve; return; }
+    sed -i 's/`50% {= 4\/8}`/`25% {= 2\/8}`/' "$W/p/$notes"
+    wait_for /notes/week-1/ "25%" || { stop_serve; return; }
+    wait_for /checks/ "25%" || { stop_serve; return; }
+    sed -i 's/Sizing the cache, one/Sizing the cache, two/' "$W/p/$SRC"
+    wait_for "$PAGE" "Sizing the cache, two" || { stop_serve; return; }
+    printf '\nA line written while serving.\n' >>"$W/p/$notes"
+    wait_for /notes/week-1/ "A line written while serving." || { stop_serve; return; }
+    stop_serve
+    mkdir -p "$W/plain"
+    cp -r "$W/p/content" "$W/p/templates" "$W/p/checks" "$W/p/site.yaml" "$W/plain/"
+    "$KVSITE" build -C "$W/plain" --no-cache >/dev/null 2>"$W.b.err" || fail "plain build failed"
+    if ! diff -r "$W/p/site" "$W/plain/site" >"$W.diff"; then
+        fail "what serve left differs from a fresh build"
+        DIFFS+="$(head -n 20 "$W.diff" | sed 's/^/    | /')"$'\n'
+    fi
+}
+
 run_cases "${BASH_SOURCE[0]}" "$@"

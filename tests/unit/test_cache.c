@@ -251,7 +251,7 @@ static void test_round_trip(void **state)
     S_slurp(f->path, &a);
     char *again = malloc(strlen(f->path) + 3);
     sprintf(again, "%s.2", f->path);
-    cache_encoders enc = {S_record_from_cache, NULL, &c};
+    cache_encoders enc = {.record = S_record_from_cache, .ctx = &c};
     assert_int_equal(cache_save(&c, again, &enc), 0);
     S_slurp(again, &b);
     assert_int_equal(a.len, b.len);

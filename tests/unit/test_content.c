@@ -653,10 +653,15 @@ static void test_listing_order(void **state)
     S_page(f, "list/a.md", "title: A\n");
     S_page(f, "list/same2.md", "title: Same\ndate: 2020-01-01\n");
     S_page(f, "list/same1.md", "title: Same\ndate: 2020-01-01\n");
+    /* the sort compares the dates' first eight bytes first (S_sort_pages):
+     * these differ after them, or in them */
+    S_page(f, "list/next-day.md", "title: Next day\ndate: 2024-06-02\n");
+    S_page(f, "list/month.md", "title: Month before\ndate: 2024-05-31\n");
     S_load_ok(f);
-    static const char *want[] = {"/list/light/", "/list/newer/", "/list/new/",
-                                 "/list/old/",   "/list/same1/", "/list/same2/",
-                                 "/list/a/",     "/list/b/",     "/list/heavy/"};
+    static const char *want[] = {"/list/light/", "/list/next-day/", "/list/newer/",
+                                 "/list/new/",   "/list/month/",    "/list/old/",
+                                 "/list/same1/", "/list/same2/",    "/list/a/",
+                                 "/list/b/",     "/list/heavy/"};
     size_t n = 0;
     size_t *v = content_children(&f->idx, S_url(f, "/list/"), &n);
     assert_int_equal(n, N(want));
@@ -666,9 +671,10 @@ static void test_listing_order(void **state)
     free(v);
 
     /* by date: regular pages only, newest first, undated last (by URL) */
-    static const char *by_date[] = {"/list/newer/", "/list/new/",  "/list/old/",
-                                    "/list/same1/", "/list/same2/", "/list/a/",
-                                    "/list/b/",     "/list/heavy/", "/list/light/"};
+    static const char *by_date[] = {"/list/next-day/", "/list/newer/", "/list/new/",
+                                    "/list/month/",    "/list/old/",   "/list/same1/",
+                                    "/list/same2/",    "/list/a/",     "/list/b/",
+                                    "/list/heavy/",    "/list/light/"};
     v = content_by_date(&f->idx, &n);
     assert_int_equal(n, N(by_date));
     for (size_t i = 0; i < n; i++)

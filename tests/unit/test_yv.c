@@ -943,6 +943,46 @@ static void test_hash_sees_values(void **state)
 
 /* yv_encode / yv_decode: the same tree back, positions and all; every cut
  * of the bytes and trailing garbage in a tree of its own are refused. */
+/* A decoded tree lives in blocks (yv.h, pool): one that outgrows its first
+ * block, a string larger than any block before it, a partial decode of it,
+ * all freed by yv_free (AddressSanitizer checks the frees). */
+static void test_decode_many_blocks(void **state)
+{
+    (void)state;
+    buf text = BUF_INIT;
+    for (int i = 0; i < 2000; i++)
+        buf_printf(&text, "k%d: [%d, \"%0100d\", {x: y}]\n", i, i, i);
+    buf_puts(&text, "long: \"");
+    for (int i = 0; i < 40000; i++)
+        buf_putc(&text, 'a' + i % 26);
+    buf_puts(&text, "\"\n");
+    diag_list dl;
+    diag_list_init(&dl);
+    yv_limits lim = {1 << 22, 32, 100000};
+    yv *v = yv_parse_yaml(text.ptr, text.len, &lim, "big.yaml", 1, &dl);
+    assert_non_null(v);
+    buf b = BUF_INIT;
+    yv_encode(v, &b);
+    yv *back = NULL;
+    assert_int_equal(yv_decode(b.ptr, b.len, &back), b.len);
+    assert_non_null(back);
+    assert_non_null(back->pool);
+    assert_true(yv_hash(v, 1) == yv_hash(back, 1));
+    assert_int_equal(yv_get(back, "long")->len, 40000);
+    char want[128];
+    snprintf(want, sizeof want, "%0100d", 1999);
+    assert_string_equal(yv_get(back, "k1999")->items[1]->str, want);
+    yv_free(back);
+    yv *part = (yv *)1;
+    assert_int_equal(yv_decode(b.ptr, b.len / 2, &part), 0);
+    assert_null(part);
+    assert_null(v->pool); /* a parsed tree is not in blocks */
+    yv_free(v);
+    buf_free(&b);
+    buf_free(&text);
+    diag_list_free(&dl);
+}
+
 static void test_encode_round_trip(void **state)
 {
     (void)state;
@@ -1067,6 +1107,7 @@ int main(void)
         cmocka_unit_test(test_hash_sees_values),
         cmocka_unit_test(test_hash_deep_and_null),
         cmocka_unit_test(test_encode_round_trip),
+        cmocka_unit_test(test_decode_many_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
