@@ -43,6 +43,7 @@ struct build_keep {
     uint64_t *sums;       /* by job: the record's checksum in the saved cache */
     size_t n;
     figstore *figs;       /* the store the records point into */
+    cache *loaded;        /* the cache it saved, loaded once it was done */
 };
 
 typedef struct {
@@ -344,11 +345,15 @@ static bool S_up_to_date(build_state *s)
     if (!o->check_only) {
         /* the cache is read beside the stamp: if nothing changed it was for
          * nothing, but a process that exits next does not wait for it */
+        s->inc.preloaded = o->keep ? o->keep->loaded : NULL;
         incr_read_cache_start(&s->inc, !o->no_cache);
         incr_input_stamp(&s->inc);
         s->inc.stamp_path = output_side_path(&s->out, "stamp");
         buf warnings = BUF_INIT;
-        same = !o->no_cache && incr_up_to_date(&s->inc, s->counts, &warnings);
+        /* a keeper with nothing kept (serve's first build) wants the records
+         * loaded: the next build takes them instead of decoding them */
+        bool want_records = o->keep && !o->keep->records;
+        same = !o->no_cache && !want_records && incr_up_to_date(&s->inc, s->counts, &warnings);
         if (same) {
             fputs(buf_cstr(&warnings), stderr);
             fprintf(stderr, "kvsite: up to date: %s, 0 errors in %.2f s (nothing changed; "
@@ -401,12 +406,12 @@ static void S_load(build_state *s)
         s->inc.kept = keep->records;
         s->inc.kept_sums = keep->sums;
         s->inc.nkept = keep->n;
-        incr_check_kept_outputs(&s->inc); /* beside the content loading */
     }
     cmark_gfm_core_extensions_ensure_registered();
     /* parse threads as the build's jobs */
     content_opts copts = {.drafts = o->drafts, .threads = o->jobs, .reuse = incr_reuse_front,
-                          .reuse_ctx = &s->inc};
+                          .reuse_ctx = &s->inc,
+                          .parsed = incr_check_kept_outputs}; /* beside the indexing */
     content_load(&s->idx, o->root, &s->cfg, &copts, &s->dl);
     S_trace(s, "content loaded");
     sources_load(&s->src, o->root, s->cfg.limits.data_bytes, &s->dl);
@@ -853,6 +858,9 @@ static void S_keep_clear(build_keep *k)
     if (k->figs)
         figstore_close(k->figs);
     free(k->figs);
+    if (k->loaded)
+        cache_free(k->loaded);
+    free(k->loaded);
     memset(k, 0, sizeof *k);
 }
 
@@ -889,6 +897,12 @@ static void S_keep(build_state *s)
     s->records = NULL;
     s->njobs = 0;
     s->figs = NULL;
+    /* read now, after the reload, instead of at the start of the next build */
+    k->loaded = xmalloc(sizeof *k->loaded);
+    if (cache_load(k->loaded, s->inc.cache_path, s->cfg.limits.output_bytes) != 0) {
+        free(k->loaded);
+        k->loaded = NULL;
+    }
 }
 
 static build_state *volatile S_kept; /* see build_opts.exiting; volatile: a store never read must stay */

@@ -38,6 +38,15 @@ void cache_free(cache *c)
     cache_init(c);
 }
 
+bool cache_loaded_from(const cache *c, const char *path)
+{
+    struct stat a, b;
+    return c->fd >= 0 && fstat(c->fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino && a.st_size == b.st_size &&
+           a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
+           a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+}
+
 /* What cache_record reads at a time. */
 #define READ_AHEAD ((size_t)256 << 10)
 

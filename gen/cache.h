@@ -69,6 +69,9 @@ void cache_init(cache *c);
  * checksum): c is then empty. */
 int cache_load(cache *c, const char *path, size_t max_bytes);
 void cache_free(cache *c);
+/* True when c was loaded from the file that is at path now, unchanged since
+ * (the same inode, size, modification and change times). */
+bool cache_loaded_from(const cache *c, const char *path);
 /* Sets out to the encoded record of a present job of a loaded cache. 0, or
  * -1 (an I/O error, or EILSEQ: the record's bytes fail their checksum; errno
  * set): the caller renders the page instead. Reads ahead: asking for records in job

@@ -620,6 +620,8 @@ int content_load(content_index *idx, const char *root, const config *cfg,
     double t_walk = trace ? S_now() : 0;
     size_t nthreads = S_parse_all(&w);
     double t_parse = trace ? S_now() : 0;
+    if (opts && opts->parsed)
+        opts->parsed(opts->reuse_ctx);
     /* in walk order, as if each file had been parsed when the walk met it */
     for (size_t i = 0; i < w.nmd; i++) {
         md_file *f = &w.md[i];

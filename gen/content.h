@@ -103,6 +103,10 @@ typedef struct {
      * is called from several threads at once. */
     bool (*reuse)(void *ctx, page *p);
     void *reuse_ctx;
+    /* NULL, or called (with reuse_ctx) once the parse threads are done and
+     * before the index is made, which takes one core: a caller's thread can
+     * have the other. */
+    void (*parsed)(void *ctx);
 } content_opts;
 
 /* Loads <root>/content. Errors (with file:line:col) go to dl; the index is still

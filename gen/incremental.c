@@ -336,8 +336,9 @@ static void *S_check_kept_main(void *arg)
     return NULL;
 }
 
-void incr_check_kept_outputs(incr *inc)
+void incr_check_kept_outputs(void *ctx)
 {
+    incr *inc = ctx;
     if (!inc->nkept || !inc->out || !inc->out->out_abs)
         return;
     inc->kept_out = xcalloc(inc->nkept + 1, 1);
@@ -682,7 +683,13 @@ void incr_read_cache(incr *inc, bool load)
 {
     if (!inc->cache_path)
         return;
-    if (load && cache_load(&inc->prev, inc->cache_path, inc->cfg->limits.output_bytes) == 0) {
+    bool taken = load && inc->preloaded && cache_loaded_from(inc->preloaded, inc->cache_path);
+    if (taken) {
+        inc->prev = *inc->preloaded;
+        cache_init(inc->preloaded);
+    }
+    if (taken || (load && cache_load(&inc->prev, inc->cache_path,
+                                     inc->cfg->limits.output_bytes) == 0)) {
         inc->front_key = S_front_key(inc);
         if (inc->prev.front_key == inc->front_key)
             for (size_t i = 0; i < inc->prev.nfronts; i++)

@@ -74,6 +74,9 @@ typedef struct {
     page_record *kept;
     const uint64_t *kept_sums;
     size_t nkept;
+    /* Borrowed (build_keep): NULL, or the cache the last build saved, loaded
+     * after it: taken as prev (moved out) when the file is still that one. */
+    cache *preloaded;
     /* By kept job, once incr_check_kept_outputs' thread is joined: 1 when
      * its output file is as the cache says, 2 when not, 0 not known. */
     unsigned char *kept_out;
@@ -112,9 +115,10 @@ void incr_read_cache_wait(incr *inc);
 bool incr_reuse_front(void *ctx, page *p);
 
 /* With kept records (set above) and the cache read: stats the output files
- * of the kept records in a thread of its own (beside the content loading,
- * which does not need them), for incr_reuse_jobs, which joins it. */
-void incr_check_kept_outputs(incr *inc);
+ * of the kept records in a thread of its own, for incr_reuse_jobs, which
+ * joins it. Started once the content is parsed (content_opts.parsed, ctx:
+ * the incr), while one core makes the index. */
+void incr_check_kept_outputs(void *ctx);
 /* Joins the threads above if they still run (before the kept records go). */
 void incr_join_threads(incr *inc);
 

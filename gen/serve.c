@@ -3,8 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
-#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,7 +26,8 @@
 #include "theme.h"
 #include "watch.h"
 
-#define S_QUIET_MS 30  /* no change for this long: the save is complete */
+#define S_QUIET_MS 20  /* no change for this long: the save is complete (an editor's
+                        * write, rename and chmod come within a few ms) */
 #define S_MAX_MS 300   /* a stream of changes still rebuilds this often */
 
 typedef struct {
@@ -281,12 +280,6 @@ static void S_loop(S_server *s, int sigfd, watch *w)
 
 int serve_main(int argc, char **argv)
 {
-    /* Memory a build frees stays mapped for the next: given back to the
-     * system and taken again, every page of it would fault anew (15-20 us
-     * each on this project's virtual machine: a tenth of a second of a
-     * rebuild at 10,000 pages). Large blocks come from the heap too. */
-    mallopt(M_TRIM_THRESHOLD, INT_MAX);
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
     S_server s = {.lock_fd = -1, .keep = build_keep_new()};
     int rc = S_parse(argc, argv, &s.o);
     char *out_abs = NULL;

@@ -159,7 +159,7 @@ static void S_site(const char *dir, content_index *idx, config *cfg)
     diag_list_init(&dl);
     config_defaults(cfg);
     assert_int_equal(config_load(cfg, dir, &dl), 0);
-    content_opts opts = {false, 1, NULL, NULL};
+    content_opts opts = {.drafts = false, .threads = 1};
     assert_int_equal(content_load(idx, dir, cfg, &opts, &dl), 0);
     assert_int_equal(dl.n, 0);
     diag_list_free(&dl);

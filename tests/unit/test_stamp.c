@@ -115,7 +115,7 @@ static void test_files_and_strings(void **state)
 
 /* ---- stamp_tree_each ------------------------------------------------------ */
 
-enum { MAX_SEEN = 16 };
+enum { MAX_SEEN = 8192 };
 
 typedef struct {
     size_t n;
@@ -296,6 +296,45 @@ static void test_key(void **state)
     assert_true(__builtin_popcount(slots) >= 5);
 }
 
+/* A folder of 5,000 names is stat'ed in chunks of 2,048 by two threads
+ * (stamp.c): every file's stamp is still stamp_file's, a folder among them
+ * is still walked, and an edit in any part changes the tree's stamp. */
+static void test_many_names(void **state)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/content", (char *)*state);
+    assert_int_equal(mkdir(path, 0777), 0);
+    for (int i = 0; i < 5000; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "content/p%04d.md", i);
+        S_put(state, rel, rel);
+    }
+    snprintf(path, sizeof path, "%s/content/p2500", (char *)*state);
+    assert_int_equal(mkdir(path, 0777), 0);
+    S_put(state, "content/p2500/inner.md", "inner");
+    seen s = {0};
+    size_t files = 0;
+    uint64_t h = stamp_tree_each(STAMP_SEED, *state, "content", 100000, &files, S_note, &s);
+    assert_int_equal(files, 5001);
+    assert_int_equal(s.n, 5001);
+    int here = open(".", O_RDONLY | O_DIRECTORY);
+    assert_true(here >= 0);
+    assert_int_equal(chdir(*state), 0);
+    static const char *const probe[] = {"content/p0000.md", "content/p1500.md",
+                                        "content/p2047.md", "content/p2048.md",
+                                        "content/p4095.md", "content/p4999.md",
+                                        "content/p2500/inner.md"};
+    for (size_t i = 0; i < sizeof probe / sizeof *probe; i++)
+        if (S_stamp_of(&s, probe[i]) != stamp_file(STAMP_SEED, probe[i]))
+            fail_msg("the stamp of %s is not stamp_file's", probe[i]);
+    assert_int_equal(fchdir(here), 0);
+    close(here);
+    S_seen_free(&s);
+    assert_true(h == stamp_tree(STAMP_SEED, *state, "content", 100000, NULL));
+    S_put(state, "content/p3900.md", "edited, longer than before");
+    assert_true(h != stamp_tree(STAMP_SEED, *state, "content", 100000, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +347,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_each_stamp_is_stamp_file, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_each_stamp_changes_with_the_file, S_setup,
                                         S_teardown),
+        cmocka_unit_test_setup_teardown(test_many_names, S_setup, S_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
