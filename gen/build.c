@@ -25,7 +25,6 @@
 #include "feed.h"
 #include "fingerprint.h"
 #include "fsutil.h"
-#include "highlight.h"
 #include "incremental.h"
 #include "links.h"
 #include "output.h"
@@ -34,6 +33,7 @@
 #include "render.h"
 #include "report.h"
 #include "search.h"
+#include "stamp.h"
 #include "sources.h"
 #include "strmap.h"
 #include "theme.h"
@@ -64,6 +64,7 @@ typedef struct {
     size_t *report_sections; /* the report's section pages; NULL: one report page */
     size_t nreport_sections;
     size_t *groups;    /* report_groups(): each page's report group, by page */
+    uint32_t site_totals[RENDER_TOTALS]; /* S_site_totals */
     paginate_plan_t pages_plan; /* listings' pages and report pages (paginate.h) */
     figstore *figs;    /* where decoded records keep their figures; NULL: in memory */
     unsigned char *job_phases; /* render_job_phases */
@@ -81,8 +82,6 @@ typedef struct {
     int status;
     bool told;         /* build_opts.done was called */
     char *search_prog; /* Pagefind, when search is on and it was found (search.h) */
-    pthread_t hl_thread; /* S_preload_highlighting's */
-    bool hl_started;
 } build_state;
 
 static double S_now(void)
@@ -367,38 +366,10 @@ static bool S_up_to_date(build_state *s)
     return same;
 }
 
-static void *S_preload_main(void *arg)
-{
-    (void)arg;
-    hl_preload();
-    return NULL;
-}
-
-/* A build that will render every page compiles the highlighting queries
- * once, in a thread beside the content loading, instead of in every worker
- * of every phase (2-24 ms a language, a worker's first code block in it
- * pays). An incremental build renders few pages: its workers compile what
- * they need. */
-static void S_preload_highlighting(build_state *s)
-{
-    const char *cache_file = s->inc.cache_path;
-    if (s->o->no_cache || !cache_file || !fs_exists(cache_file))
-        s->hl_started = pthread_create(&s->hl_thread, NULL, S_preload_main, NULL) == 0;
-}
-
-/* Joined before any fork: a fork copies only the forking thread. */
-static void S_preload_join(build_state *s)
-{
-    if (s->hl_started)
-        pthread_join(s->hl_thread, NULL);
-    s->hl_started = false;
-}
-
 /* The last build's cache, the content and the sources. */
 static void S_load(build_state *s)
 {
     const build_opts *o = s->o;
-    S_preload_highlighting(s);
     incr_read_cache_wait(&s->inc); /* started beside the input stamp */
     S_trace(s, "cache read");
     build_keep *keep = o->keep;
@@ -589,6 +560,26 @@ static void S_report_parts(build_state *s)
 
 /* Phases 1 to 4 over the worker pool (see render.h), each after the one
  * before is complete. */
+/* The figures of every page by tier, once, before the last phase: a report
+ * page that shows them takes them from here (render_env.site_totals), and
+ * an incremental build checks it against their digest. */
+static void S_site_totals(build_state *s)
+{
+    memset(s->site_totals, 0, sizeof s->site_totals);
+    for (size_t j = 0; j < s->njobs; j++) {
+        const page_record *rec = &s->records[j];
+        if (!rec->nfigs)
+            continue;
+        uint32_t c[FIG_TIERS + 1];
+        record_fig_counts(rec, c);
+        s->site_totals[0] += (uint32_t)rec->nfigs;
+        for (int k = 0; k <= FIG_TIERS; k++)
+            s->site_totals[1 + k] += c[k];
+    }
+    s->env.site_totals = s->site_totals;
+    s->inc.totals_digest = stamp_bytes(STAMP_SEED, s->site_totals, sizeof s->site_totals);
+}
+
 static void S_render(build_state *s)
 {
     int jobs = s->o->jobs > 0 ? s->o->jobs : s->cfg.jobs > 0 ? s->cfg.jobs : S_cores();
@@ -597,13 +588,14 @@ static void S_render(build_state *s)
                     .build_deadline = s->t0 + s->cfg.limits.build_timeout,
                     .build_timeout = s->cfg.limits.build_timeout};
     int outfd = s->out.incremental ? open(s->out.out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    S_preload_join(s);
     for (int phase = 1; phase <= 4; phase++) {
         double tp = S_now();
         if (s->figs && figstore_flush(s->figs) != 0)
             diag_error(&s->dl, NULL, 0, 0, "cannot write the figure store: %s", strerror(errno));
-        if (phase == 4)
+        if (phase == 4) {
             S_report_parts(s);
+            S_site_totals(s);
+        }
         S_phase(s, &po, phase, outfd);
         if (s->trace)
             fprintf(stderr, "kvsite: trace: phase %d: %.3f s (%ld MiB)\n", phase, S_now() - tp,
@@ -909,7 +901,6 @@ static build_state *volatile S_kept; /* see build_opts.exiting; volatile: a stor
 
 static int S_finish(build_state *s)
 {
-    S_preload_join(s);
     output_unlock(&s->out);
     if (s->o->exiting) {
         /* The process ends next: freeing a big site piece by piece would

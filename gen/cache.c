@@ -10,7 +10,7 @@
 
 #include "stamp.h"
 
-static const char S_MAGIC[16] = "kvsite-cache 5\n";
+static const char S_MAGIC[16] = "kvsite-cache 6\n";
 
 /* Integrity: every record carries a checksum of its bytes, checked when it is
  * read; everything else the loader reads (fingerprints, outputs, front
@@ -40,11 +40,9 @@ void cache_free(cache *c)
 
 bool cache_loaded_from(const cache *c, const char *path)
 {
-    struct stat a, b;
-    return c->fd >= 0 && fstat(c->fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-           a.st_ino == b.st_ino && a.st_size == b.st_size &&
-           a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
-           a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+    struct stat st;
+    return c->fd >= 0 && stat(path, &st) == 0 &&
+           stamp_of_stat(STAMP_SEED, "", &st) == c->file_stamp;
 }
 
 /* What cache_record reads at a time. */
@@ -210,6 +208,7 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
         (uint64_t)st.st_size > max_bytes || (size_t)st.st_size < sizeof S_MAGIC)
         goto bad;
     rd->size = (uint64_t)st.st_size;
+    c->file_stamp = stamp_of_stat(STAMP_SEED, "", &st);
     if (!S_need(rd, sizeof magic))
         goto bad;
     memcpy(magic, rd->win, sizeof magic);

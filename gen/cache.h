@@ -61,6 +61,7 @@ typedef struct {
     uint64_t front_key;  /* what parsing depends on (binary, site.yaml) */
     size_t nfronts;
     cache_front *fronts;
+    uint64_t file_stamp; /* loaded: the file's stamp (stamp.h) as it was read */
 } cache;
 
 void cache_init(cache *c);
@@ -70,7 +71,8 @@ void cache_init(cache *c);
 int cache_load(cache *c, const char *path, size_t max_bytes);
 void cache_free(cache *c);
 /* True when c was loaded from the file that is at path now, unchanged since
- * (the same inode, size, modification and change times). */
+ * (the same inode, size, modification and change times as when it was
+ * read: a file written over in place is not the same). */
 bool cache_loaded_from(const cache *c, const char *path);
 /* Sets out to the encoded record of a present job of a loaded cache. 0, or
  * -1 (an I/O error, or EILSEQ: the record's bytes fail their checksum; errno

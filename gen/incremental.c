@@ -273,6 +273,8 @@ static uint64_t S_out_stamp(int outfd, const page_record *r)
 static uint64_t S_reads_digest(incr *inc, const page_record *r)
 {
     uint64_t h = STAMP_SEED;
+    if (r->reads_totals)
+        h = S_mix(h, inc->totals_digest);
     record_read_pos at = {0, 0};
     for (uint32_t k; record_read_next(r, &at, &k);) {
         if (k >= inc->njobs)

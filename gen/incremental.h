@@ -86,6 +86,8 @@ typedef struct {
      * (NULL before), and whether that cache is saved and finished. */
     uint64_t *saved_sums;
     bool cache_saved;
+    uint64_t totals_digest;    /* the site's figure totals' (render_env.site_totals),
+                                * once made: what a record with reads_totals read */
     pthread_t reader;          /* incr_read_cache_start's */
     bool reading, read_load, read_done;
 } incr;

@@ -357,6 +357,45 @@ static int S_site_page_with_template(lua_State *L)
     return 1;
 }
 
+/* __index of site.figures made from the totals: "list" is every figure,
+ * read from the records then (sources.html lists them all). */
+static int S_site_figures_index(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *k = lua_tostring(L, 2);
+    if (!k || strcmp(k, "list") != 0)
+        return 0;
+    lv_push_figures(r, REPORT_GROUP_ALL, 0, SIZE_MAX);
+    lua_getfield(L, -1, "list");
+    lua_pushvalue(L, -1);
+    lua_setfield(L, 1, "list");
+    return 1;
+}
+
+/* site.figures in the last phase: the counts the parent made once for the
+ * build (render_env.site_totals), so a report page that shows them does not
+ * read every record; it depends on the totals instead (page_record's
+ * reads_totals). */
+static void S_push_site_figures(renderer *r)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    static const char *const keys[RENDER_TOTALS] = {"total", "computed", "measured", "cited",
+                                                    "refuted", "failed"};
+    lua_createtable(L, 0, RENDER_TOTALS + 1);
+    for (size_t k = 0; k < RENDER_TOTALS; k++) {
+        lua_pushinteger(L, (lua_Integer)r->e.site_totals[k]);
+        lua_setfield(L, -2, keys[k]);
+    }
+    lua_createtable(L, 0, 2);
+    lua_pushlightuserdata(L, r);
+    lua_pushcclosure(L, S_site_figures_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    r->reads_totals = true;
+}
+
 /* __index of `site`: the big lists are views made on first use. */
 static int S_site_index(lua_State *L)
 {
@@ -371,7 +410,10 @@ static int S_site_index(lua_State *L)
     } else if (strcmp(k, "tags") == 0) {
         S_push_site_view(r, &S_TAGS_VIEW);
     } else if (strcmp(k, "figures") == 0) {
-        lv_push_figures(r, REPORT_GROUP_ALL, 0, SIZE_MAX);
+        if (r->e.site_totals)
+            S_push_site_figures(r);
+        else
+            lv_push_figures(r, REPORT_GROUP_ALL, 0, SIZE_MAX);
     } else if (strcmp(k, "sources") == 0) {
         S_push_sources(r);
     } else {

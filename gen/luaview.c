@@ -834,6 +834,37 @@ bool lv_report_lists(renderer *r, size_t group, size_t number, size_t j)
     return j < r->e.idx->npages && r->e.pages_plan->report_number[j] == number;
 }
 
+void lv_report_iter_init(lv_report_iter *it, renderer *r, size_t group, size_t number,
+                         size_t njobs)
+{
+    *it = (lv_report_iter){r, group, number, njobs, NULL, 0, 0};
+    const paginate_plan_t *pl = r->e.pages_plan;
+    if (number && pl && pl->report_list_at) {
+        it->list = paginate_report_list(pl, paginate_slot(pl, group), number, &it->n);
+        if (!it->list)
+            it->n = 0;
+        it->njobs = 0; /* the list is all there is */
+    }
+}
+
+bool lv_report_next(lv_report_iter *it, size_t *job)
+{
+    if (it->list || !it->njobs) {
+        if (it->i >= it->n)
+            return false;
+        *job = it->list[it->i++];
+        return true;
+    }
+    while (it->i < it->njobs) {
+        size_t j = it->i++;
+        if (lv_report_lists(it->r, it->group, it->number, j)) {
+            *job = j;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Figures [*lo, *hi) of record rec that part (SIZE_MAX: all) lists, rows
  * of each page on a part. */
 static void S_part_span(const page_record *rec, size_t rows, size_t part, size_t *lo, size_t *hi)
@@ -929,9 +960,9 @@ void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
     size_t rows = part == SIZE_MAX ? 0 : paginate_rows_of(pl, paginate_slot(pl, group), number);
     /* generated pages have no figures */
     size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
-    for (size_t j = 0; j < njobs; j++) {
-        if (!lv_report_lists(r, group, number, j))
-            continue;
+    lv_report_iter it;
+    lv_report_iter_init(&it, r, group, number, njobs);
+    for (size_t j; lv_report_next(&it, &j);) {
         const page_record *rec = render_record(r, j);
         if (!rec || !rec->nfigs)
             continue;
@@ -945,9 +976,8 @@ void lv_push_figures(renderer *r, size_t group, size_t number, size_t part)
     fv->last = 0;
     nspans = 0;
     bool some = false; /* a span with some of a page's figures */
-    for (size_t j = 0; j < njobs; j++) {
-        if (!lv_report_lists(r, group, number, j))
-            continue;
+    lv_report_iter_init(&it, r, group, number, njobs);
+    for (size_t j; lv_report_next(&it, &j);) {
         const page_record *rec = render_record(r, j);
         if (!rec || !rec->nfigs)
             continue;

@@ -91,6 +91,18 @@ void lv_push_page_figures(renderer *r, const fig_ctx *figs, const char *src);
 void lv_push_figures(renderer *r, size_t group, size_t number, size_t part);
 /* Whether job j's figures are on report page number (0: any page) of group. */
 bool lv_report_lists(renderer *r, size_t group, size_t number, size_t j);
+/* The jobs report page number (0: any) of group lists, in order: with a
+ * plan, the page's own list (paginate_report_list), else every job of njobs
+ * that lv_report_lists keeps. */
+typedef struct {
+    renderer *r;
+    size_t group, number, njobs;
+    const size_t *list; /* NULL: every job, filtered */
+    size_t n, i;
+} lv_report_iter;
+void lv_report_iter_init(lv_report_iter *it, renderer *r, size_t group, size_t number,
+                         size_t njobs);
+bool lv_report_next(lv_report_iter *it, size_t *job);
 /* The fast paths templates take for figures (template.h). */
 bool lv_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v);
 extern const tpl_list_reader lv_list_reader;

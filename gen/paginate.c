@@ -128,6 +128,39 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
     }
     pl->report_parts = xcalloc(pl->report_base[pl->nslots] + 1, sizeof *pl->report_parts);
     pl->nstatic = pl->nitems;
+    /* each report page's pages, by counting then placing */
+    size_t nreport = pl->report_base[pl->nslots];
+    pl->report_list_at = xcalloc(nreport + 2, sizeof *pl->report_list_at);
+    pl->report_list = xmalloc((idx->npages + 1) * sizeof *pl->report_list);
+    size_t *at_of = xmalloc((idx->npages + 1) * sizeof *at_of);
+    for (size_t i = 0; i < idx->npages; i++) {
+        size_t s = paginate_slot(pl, groups ? groups[i] : REPORT_GROUP_ALL);
+        size_t number = pl->report_number[i];
+        at_of[i] = number >= 1 && number <= pl->report_pages[s] ? pl->report_base[s] + number - 1
+                                                                 : SIZE_MAX;
+        if (at_of[i] != SIZE_MAX)
+            pl->report_list_at[at_of[i] + 1]++;
+    }
+    for (size_t k = 0; k < nreport; k++)
+        pl->report_list_at[k + 1] += pl->report_list_at[k];
+    size_t *fill = xmalloc((nreport + 1) * sizeof *fill);
+    memcpy(fill, pl->report_list_at, (nreport + 1) * sizeof *fill);
+    for (size_t i = 0; i < idx->npages; i++)
+        if (at_of[i] != SIZE_MAX)
+            pl->report_list[fill[at_of[i]]++] = i;
+    free(fill);
+    free(at_of);
+}
+
+const size_t *paginate_report_list(const paginate_plan_t *pl, size_t slot, size_t number,
+                                   size_t *n)
+{
+    *n = 0;
+    if (!pl->report_list_at || slot >= pl->nslots || number < 1 || number > pl->report_pages[slot])
+        return NULL;
+    size_t k = pl->report_base[slot] + number - 1;
+    *n = pl->report_list_at[k + 1] - pl->report_list_at[k];
+    return *n ? pl->report_list + pl->report_list_at[k] : NULL;
 }
 
 size_t paginate_rows_of(const paginate_plan_t *pl, size_t slot, size_t number)
@@ -186,5 +219,7 @@ void paginate_plan_free(paginate_plan_t *pl)
     free(pl->report_base);
     free(pl->report_parts);
     free(pl->report_counted);
+    free(pl->report_list_at);
+    free(pl->report_list);
     memset(pl, 0, sizeof *pl);
 }

@@ -69,6 +69,9 @@ typedef struct {
     size_t *report_parts;  /* by report page: its parts, once paginate_plan_parts ran
                             * (0 before: unknown) */
     size_t nstatic;        /* items before the parts' (paginate_plan_parts) */
+    size_t *report_list_at; /* by report page (report_base's index), and one more:
+                            * where its pages start in report_list */
+    size_t *report_list;   /* the pages each report page lists, in page order */
 } paginate_plan_t;
 
 /* groups: report_groups() by page; nsections: the report's section count
@@ -76,6 +79,11 @@ typedef struct {
 void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *cfg,
                    const size_t *groups, size_t nsections);
 void paginate_plan_free(paginate_plan_t *pl);
+/* The pages report page number (1..) of slot lists (those whose
+ * report_number is number, in page order): *n of them; NULL for none. A
+ * report page visits these, not every page of the site. */
+const size_t *paginate_report_list(const paginate_plan_t *pl, size_t slot, size_t number,
+                                   size_t *n);
 /* The report slot of a report group (REPORT_GROUP_ROOT, _ALL or a section's). */
 size_t paginate_slot(const paginate_plan_t *pl, size_t group);
 /* ---------- a report page's parts ----------

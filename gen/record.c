@@ -1,5 +1,6 @@
 #include "record.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,7 @@ void record_encode_via(const page_record *r, const figstore *st, fs_window *win,
     S_u64(out, r->out_bytes);
     S_u64(out, r->out_stamp);
     S_u32(out, r->out_changed);
+    S_u32(out, r->reads_totals);
     S_bytes(out, r->inputs ? r->inputs : "", r->inputs ? r->inputs_len : 0);
     S_u32(out, (uint32_t)r->nreads);
     if (!r->read_runs) {
@@ -208,6 +210,90 @@ static char *S_get_bytes(reader *rd, size_t *len)
 }
 
 static char *S_get_str(reader *rd) { return S_get_bytes(rd, NULL); }
+
+/* Decoded records' lists of inputs, one copy of each: every page of a
+ * section reads the same dozen templates, and the parent holds every record
+ * (4 MB of copies at 10,000 pages). Kept for the life of the process, up to
+ * S_INTERN_MAX lists (a site whose pages read files of their own makes many:
+ * past the cap they are copied into the record as before). */
+#define S_INTERN_MAX 65536
+
+typedef struct {
+    uint64_t hash;
+    size_t len;
+    char *bytes; /* len bytes and a NUL */
+} S_interned;
+
+static struct {
+    pthread_mutex_t lock;
+    S_interned *slots; /* open addressing, cap a power of two */
+    size_t n, cap;
+} S_intern = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
+/* The one copy of these n bytes, or NULL past the cap. */
+static char *S_intern_bytes(const char *p, size_t n)
+{
+    uint64_t h = stamp_bytes(STAMP_SEED, p, n);
+    char *found = NULL;
+    pthread_mutex_lock(&S_intern.lock);
+    if (S_intern.n + 1 > S_intern.cap / 2 && S_intern.n < S_INTERN_MAX) {
+        size_t cap = S_intern.cap ? 2 * S_intern.cap : 64;
+        S_interned *slots = xcalloc(cap, sizeof *slots);
+        for (size_t i = 0; i < S_intern.cap; i++) {
+            const S_interned *e = &S_intern.slots[i];
+            if (!e->bytes)
+                continue;
+            size_t k = e->hash & (cap - 1);
+            while (slots[k].bytes)
+                k = (k + 1) & (cap - 1);
+            slots[k] = *e;
+        }
+        free(S_intern.slots);
+        S_intern.slots = slots;
+        S_intern.cap = cap;
+    }
+    for (size_t k = S_intern.cap ? h & (S_intern.cap - 1) : 0; S_intern.cap;
+         k = (k + 1) & (S_intern.cap - 1)) {
+        S_interned *e = &S_intern.slots[k];
+        if (!e->bytes) {
+            if (S_intern.n < S_INTERN_MAX && S_intern.n + 1 <= S_intern.cap / 2) {
+                e->hash = h;
+                e->len = n;
+                e->bytes = xmalloc(n + 1);
+                memcpy(e->bytes, p, n);
+                e->bytes[n] = '\0';
+                S_intern.n++;
+                found = e->bytes;
+            }
+            break;
+        }
+        if (e->hash == h && e->len == n && memcmp(e->bytes, p, n) == 0) {
+            found = e->bytes;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&S_intern.lock);
+    return found;
+}
+
+/* The next bytes as S_get_bytes, from the intern table when they fit. */
+static char *S_get_interned(reader *rd, size_t *len)
+{
+    uint32_t n;
+    size_t left = rd->in.bad ? 0 : (size_t)(rd->in.end - rd->in.p);
+    if (left < sizeof n)
+        return S_get_bytes(rd, len);
+    memcpy(&n, rd->in.p, sizeof n);
+    if (left - sizeof n < (size_t)n)
+        return S_get_bytes(rd, len);
+    char *one = S_intern_bytes(rd->in.p + sizeof n, n);
+    if (!one)
+        return S_get_bytes(rd, len);
+    S_get_u32(rd);
+    buf_rd_span(&rd->in, n);
+    *len = n;
+    return one;
+}
 
 /* The next string, or same (a string of the block) without a copy when it
  * is the same: a page's links mostly name one template, a report page's
@@ -460,7 +546,8 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r)
     r->out_bytes = S_get_u64(&rd);
     r->out_stamp = S_get_u64(&rd);
     r->out_changed = S_get_u32(&rd);
-    r->inputs = S_get_bytes(&rd, &r->inputs_len);
+    r->reads_totals = S_get_u32(&rd) != 0;
+    r->inputs = st ? S_get_interned(&rd, &r->inputs_len) : S_get_bytes(&rd, &r->inputs_len);
     r->nreads = S_get_count(&rd, sizeof *r->reads);
     size_t cap = 0;
     for (size_t i = 0; i < r->nreads; i++) {

@@ -37,6 +37,9 @@ typedef struct {
     diag_list diags;
     uint64_t out_bytes;   /* bytes written */
     uint64_t out_stamp;   /* the written file's stamp (stamp_of_stat), 0: unknown */
+    uint32_t reads_totals; /* 1: the page showed the site's figure totals
+                           * (render_env.site_totals): it depends on every
+                           * page's counts, without a read of each record */
     uint32_t out_changed; /* 1: the file's bytes differ from the published output's
                            * (full builds, output_differs), or may */
     char *inputs;         /* NUL-separated files read (templates, checks/) */

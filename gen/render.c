@@ -610,9 +610,9 @@ static void S_check_report_rows(renderer *r, size_t group, size_t number, size_t
                                             number)
                          : 0;
     size_t njobs = group == REPORT_GROUP_ALL && !number ? r->e.nrecords : r->e.idx->npages;
-    for (size_t j = 0; j < njobs; j++) {
-        if (!lv_report_lists(r, group, number, j))
-            continue;
+    lv_report_iter it;
+    lv_report_iter_init(&it, r, group, number, njobs);
+    for (size_t j; lv_report_next(&it, &j);) {
         const page_record *pr = render_record(r, j);
         if (!pr || !pr->nfigs)
             continue;
@@ -786,6 +786,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
     for (size_t i = 0; i < r->nreads; i++)
         r->read_mark[r->reads[i]] = 0;
     r->nreads = 0;
+    r->reads_totals = false;
     if (kind == JOB_PAGE) {
         S_render_page(r, job, r->e.idx->pages[index], 1, rec);
     } else if (kind == JOB_CHECKS_JSON) {
@@ -806,6 +807,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
         memcpy(rec->reads, r->reads, r->nreads * sizeof *rec->reads);
         rec->nreads = r->nreads;
     }
+    rec->reads_totals = r->reads_totals;
     rec->done = 1;
     r->job_gen++; /* the Lua views made for this job expire (luaview.h) */
 }

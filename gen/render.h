@@ -41,6 +41,10 @@ typedef struct render_env {
                                * the parent appends, workers only read */
     const paginate_plan_t *pages_plan; /* the build's pagination (paginate.h), made
                                * by the parent; NULL: no listing has a second page */
+    const uint32_t *site_totals; /* RENDER_TOTALS counts of every page's figures
+                               * (total, each tier, failed), made by the parent
+                               * before the last phase (the report's); NULL
+                               * before: site.figures counts the records then */
     const fingerprints *fingerprints; /* the assets asset_url names (fingerprint.h),
                                * made by the parent; NULL: none */
 } render_env;
@@ -49,6 +53,9 @@ typedef struct render_env {
  * section: when it exists, checks/ lists home's and the root pages' figures
  * and each section's are on checks/<section>/. */
 #define RENDER_REPORT_SECTION_TEMPLATE "checks-section.html"
+
+/* The entries of render_env.site_totals: total, each tier, failed. */
+#define RENDER_TOTALS (FIG_TIERS + 2)
 
 typedef struct renderer renderer;
 

@@ -34,6 +34,7 @@ struct renderer {
     unsigned char *own_phase;   /* phase when the env has none */
     uint32_t *reads;
     size_t nreads, capreads;
+    bool reads_totals;  /* this job showed render_env.site_totals (record.h) */
     buf scratch;        /* lv_push_page_brief's */
     strmap tag_urls;    /* tag name -> its URL (owned) */
     strmap by_template; /* template name -> first page index + 2 (site.page_with_template) */

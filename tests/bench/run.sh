@@ -97,9 +97,12 @@ fi
 gen() { # gen DIR PAGES [--figures]
     rm -rf "$1" && "$GEN" "$@" | sed 's/^/  /'
     local rc=${PIPESTATUS[0]}
-    # limits.files is 100,000 by default: a larger site says so in site.yaml
+    # limits.files (100,000) and limits.output_bytes (1 GiB) are the
+    # defaults: a larger site says so in site.yaml (the default theme writes
+    # about 11.5 KB a page: 1.15 GB at 100,000 pages)
     if [ "$rc" = 0 ] && [ "$2" -ge 100000 ]; then
-        printf 'limits:\n  files: %s\n' $(($2 * 2)) >>"$1/kvsite/site.yaml"
+        printf 'limits:\n  files: %s\n  output_bytes: %s\n' $(($2 * 2)) $(($2 * 40000)) \
+            >>"$1/kvsite/site.yaml"
     fi
     return "$rc"
 }

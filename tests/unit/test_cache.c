@@ -307,6 +307,55 @@ static void test_round_trip_empty(void **state)
     free(e.jobs);
 }
 
+/* The record checksums a save reports are those the loaded file carries,
+ * and cache_loaded_from tells a loaded cache from one whose file changed
+ * since (serve keeps the loaded cache for its next build). */
+typedef struct {
+    uint64_t sums[NJOBS];
+    bool told[NJOBS];
+} told_sums;
+
+static void S_tell_sum(void *ctx, size_t job, uint64_t sum)
+{
+    told_sums *t = ctx;
+    assert_true(job < NJOBS);
+    t->sums[job] = sum;
+    t->told[job] = true;
+}
+
+static void test_sums_and_loaded_from(void **state)
+{
+    fixture *f = *state;
+    saved s;
+    S_make(&s);
+    told_sums t = {{0}, {false}};
+    cache_encoders enc = {.record_sum = S_tell_sum, .ctx = &t};
+    assert_int_equal(cache_save(&s.c, f->path, &enc), 0);
+    cache c;
+    assert_int_equal(cache_load(&c, f->path, 1 << 24), 0);
+    for (size_t j = 0; j < NJOBS; j++) {
+        assert_int_equal(t.told[j], c.jobs[j].present);
+        if (c.jobs[j].present)
+            assert_true(t.sums[j] == c.jobs[j].rec_sum);
+    }
+    assert_true(cache_loaded_from(&c, f->path));
+    /* written over in place (as the next build saves it): not the same */
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    assert_int_equal(cache_save(&s.c, f->path, NULL), 0);
+    assert_false(cache_loaded_from(&c, f->path));
+    cache_free(&c);
+    assert_int_equal(cache_load(&c, f->path, 1 << 24), 0);
+    assert_true(cache_loaded_from(&c, f->path));
+    unlink(f->path);
+    assert_false(cache_loaded_from(&c, f->path));
+    cache_free(&c);
+    cache empty;
+    cache_init(&empty);
+    assert_false(cache_loaded_from(&empty, f->path));
+    S_unmake(&s);
+}
+
 static void test_save_errors(void **state)
 {
     fixture *f = *state;
@@ -389,7 +438,7 @@ static void test_small_layout(void **state)
     buf good = BUF_INIT;
     S_small_bytes(f, &good);
     /* the offsets above describe these bytes */
-    assert_memory_equal(good.ptr, "kvsite-cache 5\n", 16);
+    assert_memory_equal(good.ptr, "kvsite-cache 6\n", 16);
     assert_int_equal(S_get_u32(&good, OFF_NJOBS), 2);
     assert_int_equal(S_get_u32(&good, OFF_PRESENT0), 1);
     uint32_t rec_len = S_get_u32(&good, OFF_REC_LEN0);
@@ -620,6 +669,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_round_trip),
         T(test_round_trip_empty),
+        T(test_sums_and_loaded_from),
         T(test_save_errors),
         T(test_small_layout),
         T(test_missing_and_not_a_file),
