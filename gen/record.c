@@ -213,10 +213,12 @@ static char *S_get_str(reader *rd) { return S_get_bytes(rd, NULL); }
 
 /* Decoded records' lists of inputs, one copy of each: every page of a
  * section reads the same dozen templates, and the parent holds every record
- * (4 MB of copies at 10,000 pages). Kept for the life of the process, up to
- * S_INTERN_MAX lists (a site whose pages read files of their own makes many:
- * past the cap they are copied into the record as before). */
+ * (9 MB of copies at 10,000 pages of the figures corpus). Kept for the life
+ * of the process (kvsite serve: across rebuilds), up to S_INTERN_MAX lists
+ * and S_INTERN_BYTES bytes (a site whose pages read files of their own makes
+ * many: past either cap they are copied into the record as before). */
 #define S_INTERN_MAX 65536
+#define S_INTERN_BYTES ((size_t)64 << 20)
 
 typedef struct {
     uint64_t hash;
@@ -227,8 +229,8 @@ typedef struct {
 static struct {
     pthread_mutex_t lock;
     S_interned *slots; /* open addressing, cap a power of two */
-    size_t n, cap;
-} S_intern = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+    size_t n, cap, bytes;
+} S_intern = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
 
 /* The one copy of these n bytes, or NULL past the cap. */
 static char *S_intern_bytes(const char *p, size_t n)
@@ -256,7 +258,9 @@ static char *S_intern_bytes(const char *p, size_t n)
          k = (k + 1) & (S_intern.cap - 1)) {
         S_interned *e = &S_intern.slots[k];
         if (!e->bytes) {
-            if (S_intern.n < S_INTERN_MAX && S_intern.n + 1 <= S_intern.cap / 2) {
+            if (S_intern.n < S_INTERN_MAX && S_intern.n + 1 <= S_intern.cap / 2 &&
+                S_intern.bytes + n <= S_INTERN_BYTES) {
+                S_intern.bytes += n + 1;
                 e->hash = h;
                 e->len = n;
                 e->bytes = xmalloc(n + 1);

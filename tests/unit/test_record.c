@@ -81,6 +81,7 @@ static void S_full(page_record *r)
     diag_add(&r->diags, DIAG_NOTE, "content/articles/kv.md", 1, 0, "print: x\ty");
     r->out_bytes = ((uint64_t)1 << 40) + 5;
     r->out_changed = 1;
+    r->reads_totals = 1;
     r->inputs = xmalloc(sizeof S_inputs);
     memcpy(r->inputs, S_inputs, sizeof S_inputs);
     r->inputs_len = sizeof S_inputs;
@@ -153,6 +154,7 @@ static void test_round_trip_every_field(void **state)
     }
     assert_true(d.out_bytes == ((uint64_t)1 << 40) + 5);
     assert_int_equal(d.out_changed, 1);
+    assert_int_equal(d.reads_totals, 1);
     assert_int_equal(d.inputs_len, sizeof S_inputs);
     assert_memory_equal(d.inputs, S_inputs, sizeof S_inputs);
     assert_int_equal(d.nreads, 3);
@@ -760,6 +762,35 @@ static void test_links_in_a_store(void **state)
     figstore_close(&st);
 }
 
+/* Records decoded for a store share one copy of a list of inputs: the
+ * parent holds every record, and pages read the same templates. The copy
+ * outlives the records. */
+static void test_inputs_shared(void **state)
+{
+    (void)state;
+    figstore st;
+    assert_int_equal(figstore_open(&st, "/tmp"), 0);
+    page_record r, a, b, c;
+    S_full(&r);
+    buf enc = BUF_INIT;
+    record_encode(&r, NULL, &enc);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &st, &a), 0);
+    assert_int_equal(record_decode(enc.ptr, enc.len, &st, &b), 0);
+    assert_ptr_equal(a.inputs, b.inputs);
+    assert_int_equal(a.inputs_len, sizeof S_inputs);
+    record_free(&a);
+    assert_memory_equal(b.inputs, S_inputs, sizeof S_inputs);
+    /* without a store (a record read and dropped at once): its own copy */
+    assert_int_equal(record_decode(enc.ptr, enc.len, NULL, &c), 0);
+    assert_true(c.inputs != b.inputs);
+    assert_memory_equal(c.inputs, S_inputs, sizeof S_inputs);
+    record_free(&b);
+    record_free(&c);
+    record_free(&r);
+    buf_free(&enc);
+    figstore_close(&st);
+}
+
 /* A page's links that name one template share its name (one copy). */
 static void test_link_files_shared(void **state)
 {
@@ -864,6 +895,7 @@ int main(void)
         cmocka_unit_test(test_digest_ignores_what_pages_cannot_read),
         cmocka_unit_test(test_figures_in_a_store),
         cmocka_unit_test(test_links_in_a_store),
+        cmocka_unit_test(test_inputs_shared),
         cmocka_unit_test(test_link_files_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
