@@ -558,8 +558,6 @@ static void S_report_parts(build_state *s)
     incr_grow(&s->inc, s->records, njobs);
 }
 
-/* Phases 1 to 4 over the worker pool (see render.h), each after the one
- * before is complete. */
 /* The figures of every page by tier, once, before the last phase: a report
  * page that shows them takes them from here (render_env.site_totals), and
  * an incremental build checks it against their digest. */
@@ -580,6 +578,8 @@ static void S_site_totals(build_state *s)
     s->inc.totals_digest = stamp_bytes(STAMP_SEED, s->site_totals, sizeof s->site_totals);
 }
 
+/* Phases 1 to 4 over the worker pool (see render.h), each after the one
+ * before is complete. */
 static void S_render(build_state *s)
 {
     int jobs = s->o->jobs > 0 ? s->o->jobs : s->cfg.jobs > 0 ? s->cfg.jobs : S_cores();
