@@ -280,13 +280,14 @@ static void S_loop(S_server *s, int sigfd, watch *w)
 
 int serve_main(int argc, char **argv)
 {
-    S_server s = {.lock_fd = -1, .keep = build_keep_new()};
+    S_server s = {.lock_fd = -1};
     int rc = S_parse(argc, argv, &s.o);
     char *out_abs = NULL;
     if (rc != 0 || (rc = S_lock(&s, &out_abs)) != 0) {
         free(s.lock_path);
         return rc;
     }
+    s.keep = build_keep_new(); /* once this serve is the project's */
     /* Signals come through a descriptor the loop polls: blocked here, before
      * any thread starts, so that none of them takes one. The pool's workers
      * inherit the mask; the terminal's Ctrl-C reaches the whole group, and
