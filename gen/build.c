@@ -342,10 +342,7 @@ static bool S_up_to_date(build_state *s)
     }
     bool same = false;
     if (!o->check_only) {
-        /* the cache is read beside the stamp: if nothing changed it was for
-         * nothing, but a process that exits next does not wait for it */
         s->inc.preloaded = o->keep ? o->keep->loaded : NULL;
-        incr_read_cache_start(&s->inc, !o->no_cache);
         incr_input_stamp(&s->inc);
         s->inc.stamp_path = output_side_path(&s->out, "stamp");
         buf warnings = BUF_INIT;
@@ -370,7 +367,7 @@ static bool S_up_to_date(build_state *s)
 static void S_load(build_state *s)
 {
     const build_opts *o = s->o;
-    incr_read_cache_wait(&s->inc); /* started beside the input stamp */
+    incr_read_cache(&s->inc, !o->no_cache);
     S_trace(s, "cache read");
     build_keep *keep = o->keep;
     if (keep && keep->records && keep->figs && !o->check_only) {
@@ -588,6 +585,10 @@ static void S_render(build_state *s)
                     .build_deadline = s->t0 + s->cfg.limits.build_timeout,
                     .build_timeout = s->cfg.limits.build_timeout};
     int outfd = s->out.incremental ? open(s->out.out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    /* no thread of the build runs while the workers fork (a fork copies
+     * only the forking thread: a lock another one held stays held); a full
+     * build never joins the kept records' checker otherwise */
+    incr_join_threads(&s->inc);
     for (int phase = 1; phase <= 4; phase++) {
         double tp = S_now();
         if (s->figs && figstore_flush(s->figs) != 0)
@@ -901,6 +902,8 @@ static build_state *volatile S_kept; /* see build_opts.exiting; volatile: a stor
 
 static int S_finish(build_state *s)
 {
+    /* the kept records' checker reads the keep: done before it is cleared */
+    incr_join_threads(&s->inc);
     output_unlock(&s->out);
     if (s->o->exiting) {
         /* The process ends next: freeing a big site piece by piece would

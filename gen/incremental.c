@@ -354,13 +354,7 @@ static void S_check_kept_join(incr *inc)
     inc->checking = false;
 }
 
-void incr_join_threads(incr *inc)
-{
-    if (inc->reading)
-        pthread_join(inc->reader, NULL);
-    inc->reading = false;
-    S_check_kept_join(inc);
-}
+void incr_join_threads(incr *inc) { S_check_kept_join(inc); }
 
 typedef struct {
     incr *inc;
@@ -699,31 +693,6 @@ void incr_read_cache(incr *inc, bool load)
     } else {
         inc->front_key = S_front_key(inc);
     }
-}
-
-static void *S_reader_main(void *arg)
-{
-    incr *inc = arg;
-    incr_read_cache(inc, inc->read_load);
-    return NULL;
-}
-
-void incr_read_cache_start(incr *inc, bool load)
-{
-    inc->read_load = load;
-    inc->reading = pthread_create(&inc->reader, NULL, S_reader_main, inc) == 0;
-}
-
-void incr_read_cache_wait(incr *inc)
-{
-    if (inc->read_done)
-        return;
-    if (inc->reading)
-        pthread_join(inc->reader, NULL);
-    else
-        incr_read_cache(inc, inc->read_load);
-    inc->reading = false;
-    inc->read_done = true;
 }
 
 void incr_bind(incr *inc, const content_index *idx, page_record *records, size_t njobs,

@@ -88,8 +88,6 @@ typedef struct {
     bool cache_saved;
     uint64_t totals_digest;    /* the site's figure totals' (render_env.site_totals),
                                 * once made: what a record with reads_totals read */
-    pthread_t reader;          /* incr_read_cache_start's */
-    bool reading, read_load, read_done;
 } incr;
 
 void incr_init(incr *inc);
@@ -107,11 +105,7 @@ bool incr_up_to_date(incr *inc, char *counts, buf *warnings);
 /* Reads the last build's cache (when load) and keeps the front matter it
  * holds if it was parsed the same way. */
 void incr_read_cache(incr *inc, bool load);
-/* The same in a thread of its own, beside the input stamp (which it does
- * not touch); incr_read_cache_wait() joins it. Neither may run across a
- * fork. Without a thread, the wait reads it then. */
-void incr_read_cache_start(incr *inc, bool load);
-void incr_read_cache_wait(incr *inc);
+
 /* content_opts.reuse (ctx: the incr): a page's front matter as the last
  * build parsed it, when its file did not change. */
 bool incr_reuse_front(void *ctx, page *p);
@@ -121,7 +115,7 @@ bool incr_reuse_front(void *ctx, page *p);
  * joins it. Started once the content is parsed (content_opts.parsed, ctx:
  * the incr), while one core makes the index. */
 void incr_check_kept_outputs(void *ctx);
-/* Joins the threads above if they still run (before the kept records go). */
+/* Joins that thread if it still runs (before the kept records go). */
 void incr_join_threads(incr *inc);
 
 /* The jobs, once they are known: the per-job arrays are made. */
