@@ -44,6 +44,12 @@ struct build_keep {
     size_t n;
     figstore *figs;       /* the store the records point into */
     cache *loaded;        /* the cache it saved, loaded once it was done */
+    /* Its page index, whose pages' front matter the next build moves out
+     * (incr.kept_fronts: by_src, of fronts), and the front key it had. */
+    content_index *idx;
+    incr_kept_front *fronts;
+    strmap by_src;
+    uint64_t front_key;
 };
 
 typedef struct {
@@ -374,6 +380,10 @@ static void S_load(build_state *s)
         s->inc.kept = keep->records;
         s->inc.kept_sums = keep->sums;
         s->inc.nkept = keep->n;
+    }
+    if (keep && keep->idx && !o->check_only) {
+        s->inc.kept_fronts = &keep->by_src;
+        s->inc.kept_front_key = keep->front_key;
     }
     cmark_gfm_core_extensions_ensure_registered();
     /* parse threads as the build's jobs */
@@ -839,7 +849,12 @@ static void S_tell(build_state *s)
     s->told = true;
 }
 
-build_keep *build_keep_new(void) { return xcalloc(1, sizeof(build_keep)); }
+build_keep *build_keep_new(void)
+{
+    build_keep *k = xcalloc(1, sizeof *k);
+    strmap_init(&k->by_src);
+    return k;
+}
 
 /* What a build did not take goes. */
 static void S_keep_clear(build_keep *k)
@@ -854,7 +869,13 @@ static void S_keep_clear(build_keep *k)
     if (k->loaded)
         cache_free(k->loaded);
     free(k->loaded);
+    if (k->idx)
+        content_index_free(k->idx);
+    free(k->idx);
+    free(k->fronts);
+    strmap_free(&k->by_src);
     memset(k, 0, sizeof *k);
+    strmap_init(&k->by_src);
 }
 
 void build_keep_free(build_keep *k)
@@ -895,6 +916,21 @@ static void S_keep(build_state *s)
     if (cache_load(k->loaded, s->inc.cache_path, s->cfg.limits.output_bytes) != 0) {
         free(k->loaded);
         k->loaded = NULL;
+    }
+    /* the pages, with the stamp of the file each was parsed from */
+    k->idx = xmalloc(sizeof *k->idx);
+    *k->idx = s->idx;
+    memset(&s->idx, 0, sizeof s->idx);
+    k->front_key = s->inc.front_key;
+    k->fronts = xcalloc(k->idx->npages + 1, sizeof *k->fronts);
+    size_t n = 0;
+    for (size_t i = 0; i < k->idx->npages; i++) {
+        page *p = k->idx->pages[i];
+        void *stamp = p->src ? strmap_get(&s->inc.stamps, p->src) : NULL;
+        if (!stamp)
+            continue;
+        k->fronts[n] = (incr_kept_front){p, (uint64_t)(uintptr_t)stamp};
+        strmap_put(&k->by_src, p->src, &k->fronts[n++]);
     }
 }
 

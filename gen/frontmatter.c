@@ -358,3 +358,26 @@ void fm_page_clear(page *p)
     p->ntags = 0;
     p->front = NULL;
 }
+
+void fm_page_move(page *to, page *from)
+{
+    to->title = from->title;
+    to->date = from->date;
+    to->updated = from->updated;
+    to->summary = from->summary;
+    to->slug = from->slug;
+    to->template_name = from->template_name;
+    to->tags = from->tags;
+    to->ntags = from->ntags;
+    to->draft = from->draft;
+    to->weight = from->weight;
+    to->body_line = from->body_line;
+    to->body_off = from->body_off;
+    to->fig_marks = from->fig_marks;
+    to->front = from->front;
+    from->title = from->date = from->updated = from->summary = from->slug = NULL;
+    from->template_name = NULL;
+    from->tags = NULL;
+    from->ntags = 0;
+    from->front = NULL;
+}

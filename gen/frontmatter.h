@@ -26,6 +26,9 @@ int fm_parse_page(page *p, const char *text, size_t len, const config *cfg, diag
 bool fm_key_known(const page *p, const char *key);
 /* Frees what fm_parse_page set in p (not p, nor its path fields) and clears it. */
 void fm_page_clear(page *p);
+/* Moves what fm_parse_page set in from (the same fields) to to, whose own
+ * are empty; from is left as fm_page_clear leaves it. */
+void fm_page_move(page *to, page *from);
 const char *fm_key_hint(const page *p, const char *key);
 
 #endif

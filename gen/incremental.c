@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "frontmatter.h"
 #include "fsutil.h"
 #include "paths.h"
 #include "sources.h"
@@ -464,8 +465,19 @@ bool incr_reuse_front(void *ctx, page *p)
     incr *inc = ctx;
     const cache_front *f = strmap_get(&inc->fronts, p->src);
     void *now = f ? strmap_get(&inc->stamps, p->src) : NULL;
-    return now && (uint64_t)(uintptr_t)now == f->stamp &&
-           content_page_decode(p, f->page, f->page_len) == 0;
+    if (!now || (uint64_t)(uintptr_t)now != f->stamp)
+        return false;
+    /* the cache's entry says the file parsed without a diagnostic under
+     * this front key; the kept page is that parse when it is of the same
+     * file under the same key */
+    incr_kept_front *k = inc->kept_fronts && inc->kept_front_key == inc->front_key
+                             ? strmap_get(inc->kept_fronts, p->src)
+                             : NULL;
+    if (k && k->stamp == f->stamp && k->page->title) {
+        fm_page_move(p, k->page);
+        return true;
+    }
+    return content_page_decode(p, f->page, f->page_len) == 0;
 }
 
 /* The files with a diagnostic so far (their front matter is not cached). */

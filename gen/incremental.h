@@ -32,6 +32,13 @@
 #include "record.h"
 #include "strmap.h"
 
+/* A page of the last build, kept by a long-lived caller (build_keep): its
+ * parsed front matter and the stamp of the file it was parsed from. */
+typedef struct {
+    page *page;
+    uint64_t stamp;
+} incr_kept_front;
+
 typedef struct {
     /* The build's, borrowed: set by the build before the calls that read them
      * (incr_bind sets the jobs'). */
@@ -77,6 +84,12 @@ typedef struct {
     /* Borrowed (build_keep): NULL, or the cache the last build saved, loaded
      * after it: taken as prev (moved out) when the file is still that one. */
     cache *preloaded;
+    /* Borrowed (build_keep): NULL, or src -> incr_kept_front, the pages the
+     * last build of this process parsed, with the front key it parsed them
+     * under. incr_reuse_front moves a page's front matter out of it instead
+     * of decoding the cache's copy when both are of the file as it is now. */
+    const strmap *kept_fronts;
+    uint64_t kept_front_key;
     /* By kept job, once incr_check_kept_outputs' thread is joined: 1 when
      * its output file is as the cache says, 2 when not, 0 not known. */
     unsigned char *kept_out;
@@ -107,7 +120,8 @@ bool incr_up_to_date(incr *inc, char *counts, buf *warnings);
 void incr_read_cache(incr *inc, bool load);
 
 /* content_opts.reuse (ctx: the incr): a page's front matter as the last
- * build parsed it, when its file did not change. */
+ * build parsed it, when its file did not change (moved out of the kept
+ * page, if any: each is asked for by one file, on one thread). */
 bool incr_reuse_front(void *ctx, page *p);
 
 /* With kept records (set above) and the cache read: stats the output files

@@ -349,4 +349,34 @@ t_rebuilds_match_a_fresh_build() {
     fi
 }
 
+# serve moves the front matter of unchanged pages out of the last build's
+# index instead of decoding it: edits of front matter, of bodies only and of
+# site.yaml (which changes how every page is parsed) in turn, then the output
+# equals a fresh build's
+t_front_matter_edits_match_a_fresh_build() {
+    project
+    start_serve "$W/p" || return
+    local notes=content/notes/week-1.md
+    sed -i 's/^title: Week 1$/title: Week one/' "$W/p/$notes"
+    wait_for /notes/ "Week one" || { stop_serve; return; }
+    printf '\nA body line, the front matter as it was.\n' >>"$W/p/$SRC"
+    wait_for "$PAGE" "A body line, the front matter as it was." || { stop_serve; return; }
+    sed -i 's/^tags: \[kv-cache\]$/tags: [kv-cache, meeting]/' "$W/p/$notes"
+    wait_for /tags/meeting/ "Week one" || { stop_serve; return; }
+    sed -i 's/^title: Fixture site$/title: The fixture, named again/' "$W/p/site.yaml"
+    wait_for /notes/ "The fixture, named again" || { stop_serve; return; }
+    sed -i 's/^title: Week one$/title: Week one, again/' "$W/p/$notes"
+    wait_for /notes/ "Week one, again" || { stop_serve; return; }
+    printf '\nA second body line.\n' >>"$W/p/$SRC"
+    wait_for "$PAGE" "A second body line." || { stop_serve; return; }
+    stop_serve
+    mkdir -p "$W/plain"
+    cp -r "$W/p/content" "$W/p/templates" "$W/p/checks" "$W/p/site.yaml" "$W/plain/"
+    "$KVSITE" build -C "$W/plain" --no-cache >/dev/null 2>"$W.b.err" || fail "plain build failed"
+    if ! diff -r "$W/p/site" "$W/plain/site" >"$W.diff"; then
+        fail "what serve left differs from a fresh build"
+        DIFFS+="$(head -n 20 "$W.diff" | sed 's/^/    | /')"$'\n'
+    fi
+}
+
 run_cases "${BASH_SOURCE[0]}" "$@"

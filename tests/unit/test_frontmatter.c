@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "buf.h"
 #include "config.h"
 #include "content.h"
 #include "diag.h"
@@ -47,6 +48,42 @@ static void test_fields_and_params(void **state)
     assert_int_equal(dl.v[0].line, 4);
     diag_list_free(&dl);
     fm_page_clear(&p);
+}
+
+/* fm_page_move carries every field the build cache keeps of a parse (what
+ * content_page_encode writes is what fm_parse_page sets), and leaves none
+ * behind */
+static void test_move_carries_every_field(void **state)
+{
+    (void)state;
+    page p, q;
+    diag_list dl;
+    assert_int_equal(S_parse("---\ntitle: A\ndate: 2026-01-02\nupdated: 2026-02-03\n"
+                             "summary: S\nslug: s-a\ntemplate: t.html\ntags: [x, y]\n"
+                             "weight: 3\ndraft: true\nparams: {mood: calm}\n---\n\nBody {= 1}\n",
+                             &p, &dl), 0);
+    p.fig_marks = true;
+    buf before = BUF_INIT, after = BUF_INIT;
+    content_page_encode(&p, &before);
+    memset(&q, 0, sizeof q);
+    fm_page_move(&q, &p);
+    content_page_encode(&q, &after);
+    assert_int_equal(before.len, after.len);
+    assert_memory_equal(before.ptr, after.ptr, before.len);
+    assert_null(p.title);
+    assert_null(p.date);
+    assert_null(p.updated);
+    assert_null(p.summary);
+    assert_null(p.slug);
+    assert_null(p.template_name);
+    assert_null(p.tags);
+    assert_int_equal(p.ntags, 0);
+    assert_null(p.front);
+    fm_page_clear(&p); /* frees nothing now: q owns it all */
+    fm_page_clear(&q);
+    buf_free(&before);
+    buf_free(&after);
+    diag_list_free(&dl);
 }
 
 static void test_title_slip(void **state)
@@ -87,6 +124,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fields_and_params),
+        cmocka_unit_test(test_move_carries_every_field),
         cmocka_unit_test(test_title_slip),
         cmocka_unit_test(test_front_key_hints),
     };
