@@ -50,6 +50,7 @@ struct build_keep {
     incr_kept_front *fronts;
     strmap by_src;
     uint64_t front_key;
+    size_t nstamps;       /* its input files: the next build's table is made that big */
 };
 
 typedef struct {
@@ -349,6 +350,8 @@ static bool S_up_to_date(build_state *s)
     bool same = false;
     if (!o->check_only) {
         s->inc.preloaded = o->keep ? o->keep->loaded : NULL;
+        if (o->keep)
+            strmap_reserve(&s->inc.stamps, o->keep->nstamps);
         incr_input_stamp(&s->inc);
         s->inc.stamp_path = output_side_path(&s->out, "stamp");
         buf warnings = BUF_INIT;
@@ -922,6 +925,7 @@ static void S_keep(build_state *s)
     *k->idx = s->idx;
     memset(&s->idx, 0, sizeof s->idx);
     k->front_key = s->inc.front_key;
+    k->nstamps = s->inc.stamps.len;
     k->fronts = xcalloc(k->idx->npages + 1, sizeof *k->fronts);
     size_t n = 0;
     for (size_t i = 0; i < k->idx->npages; i++) {

@@ -643,6 +643,9 @@ int content_load(content_index *idx, const char *root, const config *cfg,
      * normalisation is ignored (collide.h) */
     strmap folded;
     strmap_init(&folded);
+    strmap_reserve(&folded, idx->npages);
+    strmap_reserve(&idx->by_url, idx->npages);
+    strmap_reserve(&idx->by_rel, idx->npages);
     for (size_t i = 0; i < idx->npages; i++) {
         page *p = idx->pages[i];
         page *prev = strmap_get(&idx->by_url, p->url);
@@ -817,6 +820,7 @@ void content_listings(content_index *idx)
 {
     size_t n = idx->npages;
     content_listings_free(idx);
+    strmap_reserve(&idx->index_by_url, n);
     for (size_t i = 0; i < n; i++)
         if (idx->pages[i]->url && !strmap_get(&idx->index_by_url, idx->pages[i]->url))
             strmap_put(&idx->index_by_url, idx->pages[i]->url, (void *)(uintptr_t)(i + 1));

@@ -28,6 +28,7 @@
 
 #define S_QUIET_MS 20  /* no change for this long: the save is complete (an editor's
                         * write, rename and chmod come within a few ms) */
+#define S_SETTLE_MS 5  /* the same after a file was closed or moved into place */
 #define S_MAX_MS 300   /* a stream of changes still rebuilds this often */
 
 typedef struct {
@@ -258,7 +259,7 @@ static void S_watch_all(watch *w, const char *root)
 static void S_loop(S_server *s, int sigfd, watch *w)
 {
     watch_debounce db;
-    watch_debounce_init(&db, S_QUIET_MS, S_MAX_MS);
+    watch_debounce_init(&db, S_QUIET_MS, S_SETTLE_MS, S_MAX_MS);
     for (;;) {
         long wait = watch_debounce_wait(&db, S_ms());
         if (wait == 0) {
@@ -274,7 +275,7 @@ static void S_loop(S_server *s, int sigfd, watch *w)
         if (p[0].revents & POLLIN)
             break;
         if ((p[1].revents & POLLIN) && watch_read(w))
-            watch_debounce_change(&db, S_ms());
+            watch_debounce_change(&db, S_ms(), w->saved);
     }
 }
 

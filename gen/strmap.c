@@ -70,6 +70,15 @@ static void S_rehash(strmap *m, size_t cap)
     free(old.hashes);
 }
 
+void strmap_reserve(strmap *m, size_t n)
+{
+    size_t cap = m->cap ? m->cap : 64;
+    while ((n + 1) * 2 > cap)
+        cap *= 2;
+    if (cap > m->cap)
+        S_rehash(m, cap);
+}
+
 void *strmap_put(strmap *m, const char *key, void *val)
 {
     if ((m->len + 1) * 2 > m->cap)

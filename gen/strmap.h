@@ -21,5 +21,8 @@ void strmap_free_with(strmap *m, void (*free_val)(void *));
 void *strmap_get(const strmap *m, const char *key);
 /* Inserts or replaces; returns the previous value or NULL. */
 void *strmap_put(strmap *m, const char *key, void *val);
+/* Makes room for n keys in all, so that putting that many does not grow
+ * the table again (a map filled with a known number of keys). */
+void strmap_reserve(strmap *m, size_t n);
 
 #endif

@@ -113,7 +113,7 @@ static bool S_named(const watch *w, const char *name)
 }
 
 /* One event: whether it is a change that counts. */
-static bool S_event(watch *w, const struct inotify_event *ev)
+static bool S_counts(watch *w, const struct inotify_event *ev)
 {
     if (ev->mask & IN_Q_OVERFLOW)
         return true; /* events were lost: rebuild, the build finds what changed */
@@ -165,7 +165,10 @@ bool watch_read(watch *w)
             break;
         for (char *p = chunk; p < chunk + got;) {
             const struct inotify_event *ev = (const struct inotify_event *)p;
-            changed |= S_event(w, ev);
+            if (S_counts(w, ev)) {
+                changed = true;
+                w->saved = !(ev->mask & IN_ISDIR) && (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO));
+            }
             p += sizeof *ev + ev->len;
         }
     }
@@ -194,26 +197,28 @@ void watch_close(watch *w)
 
 /* ---------- the debounce ---------- */
 
-void watch_debounce_init(watch_debounce *d, long quiet_ms, long max_ms)
+void watch_debounce_init(watch_debounce *d, long quiet_ms, long settle_ms, long max_ms)
 {
     memset(d, 0, sizeof *d);
     d->quiet_ms = quiet_ms;
+    d->settle_ms = settle_ms;
     d->max_ms = max_ms;
 }
 
-void watch_debounce_change(watch_debounce *d, double now)
+void watch_debounce_change(watch_debounce *d, double now, bool saved)
 {
     if (!d->pending)
         d->first = now;
     d->pending = true;
     d->last = now;
+    d->wait_ms = saved ? d->settle_ms : d->quiet_ms;
 }
 
 long watch_debounce_wait(const watch_debounce *d, double now)
 {
     if (!d->pending)
         return -1;
-    double quiet = d->last + (double)d->quiet_ms, cap = d->first + (double)d->max_ms;
+    double quiet = d->last + (double)d->wait_ms, cap = d->first + (double)d->max_ms;
     double due = quiet < cap ? quiet : cap;
     if (now >= due)
         return 0;

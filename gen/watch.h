@@ -27,6 +27,8 @@ typedef struct {
     char **files;    /* "site.yaml": names that count in the folders not whole */
     size_t nfiles;
     bool full;       /* WATCH_MAX_DIRS reached: some folders are not watched */
+    bool saved;      /* after watch_read: its last change that counts finished a
+                      * file (closed after writing, or moved into place) */
 } watch;
 
 /* Opens the watch. 0, or -1 with errno (no inotify). */
@@ -38,7 +40,8 @@ void watch_add_tree(watch *w, const char *path);
  * of that name made later is watched whole from then on. */
 void watch_add_file(watch *w, const char *dir, const char *name);
 /* Reads the pending events: true when one of them is a change that counts
- * (new folders are watched as it goes). Never blocks. */
+ * (new folders are watched as it goes; w->saved says how the last one
+ * ended). Never blocks. */
 bool watch_read(watch *w);
 void watch_close(watch *w);
 
@@ -47,20 +50,24 @@ void watch_close(watch *w);
  * x.tmp / .x.kate-swp, hidden files in general. */
 bool watch_ignored(const char *name);
 
-/* The debounce: a rebuild starts once no change came for quiet_ms, or
- * max_ms after the first change it waits for, whichever is first, so that a
- * save that touches several files (or an editor that writes, renames and
- * chmods) rebuilds once, and a stream of changes still rebuilds now and then.
- * Times are in milliseconds on one monotonic clock. */
+/* The debounce: a rebuild starts once no change came for quiet_ms (settle_ms
+ * when the last change finished a file: an editor's save is whole then, and
+ * only a second file of the same save would come after), or max_ms after the
+ * first change it waits for, whichever is first, so that a save that touches
+ * several files (or an editor that writes, renames and chmods) rebuilds
+ * once, and a stream of changes still rebuilds now and then. A change after
+ * the rebuild started brings another. Times are in milliseconds on one
+ * monotonic clock. */
 typedef struct {
-    long quiet_ms, max_ms;
+    long quiet_ms, settle_ms, max_ms;
     bool pending;
     double first, last; /* the first and the last change since the last rebuild */
+    long wait_ms;       /* the quiet time after last: quiet_ms or settle_ms */
 } watch_debounce;
 
-void watch_debounce_init(watch_debounce *d, long quiet_ms, long max_ms);
-/* A change came at now. */
-void watch_debounce_change(watch_debounce *d, double now);
+void watch_debounce_init(watch_debounce *d, long quiet_ms, long settle_ms, long max_ms);
+/* A change came at now; saved: it finished a file (watch.saved). */
+void watch_debounce_change(watch_debounce *d, double now, bool saved);
 /* How long to wait from now before watch_debounce_due: -1 when nothing is
  * pending (wait for a change), 0 when a rebuild is due. */
 long watch_debounce_wait(const watch_debounce *d, double now);

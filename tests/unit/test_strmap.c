@@ -117,6 +117,37 @@ static void test_many_keys_rehash(void **state)
     strmap_free(&m);
 }
 
+/* A reserved map takes that many keys without growing, and keeps what it
+ * held before the reserve */
+static void test_reserve(void **state)
+{
+    (void)state;
+    strmap m;
+    strmap_init(&m);
+    int v[3] = {1, 2, 3};
+    strmap_put(&m, "before", &v[0]);
+    strmap_reserve(&m, 5000);
+    size_t cap = m.cap;
+    assert_true(cap >= 2 * 5000);
+    assert_ptr_equal(strmap_get(&m, "before"), &v[0]);
+    char key[32];
+    for (int i = 0; i < 4999; i++) {
+        snprintf(key, sizeof key, "r%d", i);
+        strmap_put(&m, key, &v[1]);
+    }
+    assert_int_equal(m.cap, cap);
+    assert_int_equal(m.len, 5000);
+    assert_ptr_equal(strmap_get(&m, "r4998"), &v[1]);
+    assert_ptr_equal(strmap_get(&m, "before"), &v[0]);
+    strmap_reserve(&m, 10); /* never shrinks */
+    assert_int_equal(m.cap, cap);
+    strmap_free(&m);
+    strmap_reserve(&m, 0); /* an empty map gets a table */
+    assert_ptr_equal(strmap_put(&m, "x", &v[2]), NULL);
+    assert_ptr_equal(strmap_get(&m, "x"), &v[2]);
+    strmap_free(&m);
+}
+
 static void test_similar_keys(void **state)
 {
     (void)state;
@@ -182,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_put_get_replace),
         cmocka_unit_test(test_keys_are_copied),
         cmocka_unit_test(test_many_keys_rehash),
+        cmocka_unit_test(test_reserve),
         cmocka_unit_test(test_similar_keys),
         cmocka_unit_test(test_free_with),
     };

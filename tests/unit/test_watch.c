@@ -41,22 +41,33 @@ static void test_debounce(void **state)
 {
     (void)state;
     watch_debounce d;
-    watch_debounce_init(&d, 30, 300);
+    watch_debounce_init(&d, 30, 5, 300);
     assert_int_equal(watch_debounce_wait(&d, 1000), -1); /* nothing pending: wait for a change */
-    watch_debounce_change(&d, 1000);
+    watch_debounce_change(&d, 1000, false);
     assert_int_equal(watch_debounce_wait(&d, 1000), 30);
     assert_int_equal(watch_debounce_wait(&d, 1010.5), 20); /* rounded up, never early */
-    watch_debounce_change(&d, 1020); /* a second write of the same save: quiet again */
+    watch_debounce_change(&d, 1020, false); /* a second write of the same save: quiet again */
     assert_int_equal(watch_debounce_wait(&d, 1030), 20);
     assert_int_equal(watch_debounce_wait(&d, 1050), 0);
     watch_debounce_fired(&d);
     assert_int_equal(watch_debounce_wait(&d, 1060), -1);
     /* a stream of changes never quiet: the cap rebuilds all the same */
     for (double t = 2000; t < 2290; t += 10)
-        watch_debounce_change(&d, t);
+        watch_debounce_change(&d, t, false);
     assert_int_equal(watch_debounce_wait(&d, 2290), 10);
-    watch_debounce_change(&d, 2295);
+    watch_debounce_change(&d, 2295, false);
     assert_int_equal(watch_debounce_wait(&d, 2300), 0);
+    watch_debounce_fired(&d);
+    /* a file finished (closed, or renamed into place): the shorter settle
+     * time, until a change that did not finish one comes after it */
+    watch_debounce_change(&d, 3000, false);
+    watch_debounce_change(&d, 3002, true);
+    assert_int_equal(watch_debounce_wait(&d, 3002), 5);
+    assert_int_equal(watch_debounce_wait(&d, 3007), 0);
+    watch_debounce_change(&d, 3006, false);
+    assert_int_equal(watch_debounce_wait(&d, 3007), 29);
+    watch_debounce_change(&d, 3010, true);
+    assert_int_equal(watch_debounce_wait(&d, 3011), 4);
 }
 
 /* Polls the watch for up to a second: whether a change counted. */
@@ -93,12 +104,18 @@ static void test_inotify(void **state)
     char *from = fs_join(dir, "content/a.md.new~"), *to = fs_join(dir, "content/a.md");
     assert_int_equal(rename(from, to), 0);
     assert_true(S_changed(&w));
+    assert_true(w.saved); /* moved into place: the file is whole */
+    /* a change of mode only finishes no write */
+    assert_int_equal(chmod(to, 0600), 0);
+    assert_true(S_changed(&w));
+    assert_false(w.saved);
     /* a new folder is watched, and so is what is written in it */
     tmpdir_put(dir, "content/new/b.md", "b");
     assert_true(S_changed(&w));
     assert_false(watch_read(&w));
     tmpdir_put(dir, "content/new/b.md", "c");
     assert_true(S_changed(&w));
+    assert_true(w.saved); /* written and closed */
     /* site.yaml replaced by rename (the inode changes) is still seen */
     tmpdir_put(dir, "site.yaml.tmp", "title: y\n");
     char *yf = fs_join(dir, "site.yaml.tmp"), *yt = fs_join(dir, "site.yaml");
