@@ -40,7 +40,8 @@ static int S_read_open(int fd, const struct stat *st, size_t max, buf *out)
     size_t total = 0;
     for (;;) {
         buf_grow(out, 65536);
-        ssize_t r = read(fd, out->ptr + out->len, out->cap - out->len - 1);
+        size_t asked = out->cap - out->len - 1;
+        ssize_t r = read(fd, out->ptr + out->len, asked);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -53,6 +54,9 @@ static int S_read_open(int fd, const struct stat *st, size_t max, buf *out)
         total += (size_t)r;
         if (total > max)
             return FS_ETOOBIG;
+        /* a regular file reads short only at its end: no read to see 0 */
+        if (S_ISREG(st->st_mode) && (size_t)r < asked)
+            break;
     }
     buf_grow(out, 0);
     out->ptr[out->len] = '\0'; /* also for an empty file */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "figmark.h"
 #include "frontmatter.h"
@@ -115,6 +116,7 @@ renderer *render_new(const render_env *e)
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING, true,
                   S_anchor_label(c->language)};
     r->md = md_new(&mo);
+    r->root_fd = fs_root_open(e->root);
     r->read_mark = xcalloc(e->nrecords + 1, 1);
     r->phase = e->job_phases;
     if (!r->phase)
@@ -131,6 +133,8 @@ void render_free(renderer *r)
     if (!r)
         return;
     md_free(r->md);
+    if (r->root_fd >= 0)
+        close(r->root_fd);
     tpl_free(r->tpl);
     sandbox_free(r->sb);
     free(r->read_mark);
@@ -477,7 +481,9 @@ static void S_render_page(renderer *r, size_t job, const page *p, size_t number,
     r->cur_figs = &res.figs;
     if (p->src) {
         buf text = BUF_INIT;
-        int rc = fs_read_in(r->e.root, p->src, r->e.cfg->limits.page_bytes, &text);
+        size_t max = r->e.cfg->limits.page_bytes;
+        int rc = r->root_fd >= 0 ? fs_read_beneath(r->root_fd, p->src, max, &text)
+                                 : fs_read_in(r->e.root, p->src, max, &text);
         if (rc != FS_OK) {
             diag_error(&rec->diags, file, 0, 0, "cannot read: %s",
                        fs_strerror(rc, r->e.cfg->limits.page_bytes));

@@ -18,6 +18,8 @@ struct renderer {
     sandbox *sb;
     templates *tpl;
     md_ctx *md;
+    int root_fd;        /* the project folder, opened once: the pages are read
+                         * beneath it (-1: opened for each page instead) */
     /* bumped when a job ends: the Lua views made for it expire (luaview.h) */
     uint64_t job_gen;
     /* the page being rendered, for markdown_inline */

@@ -174,6 +174,35 @@ static void test_read_large_binary(void **state)
     free(data);
 }
 
+/* A regular file is read whole when its size falls on either side of the
+ * read buffer's edges (a short read is its end: no read to see 0 after it) */
+static void test_read_sizes_at_buffer_edges(void **state)
+{
+    static const size_t sizes[] = {1, 65534, 65535, 65536, 65537, 131070, 131071,
+                                   131072, 131073, 262145};
+    char *data = malloc(262145);
+    for (size_t i = 0; i < 262145; i++)
+        data[i] = (char)('a' + i % 23);
+    char *p = S_path(state, "edge.txt");
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        for (int prefix = 0; prefix < 2; prefix++) {
+            S_put(p, data, sizes[k]);
+            buf b = BUF_INIT;
+            if (prefix)
+                buf_puts(&b, "pre:");
+            assert_int_equal(fs_read_file(p, sizes[k], &b), FS_OK);
+            size_t at = prefix ? 4 : 0;
+            if (b.len != at + sizes[k])
+                fail_msg("size %zu (prefix %d): read %zu bytes", sizes[k], prefix, b.len - at);
+            assert_memory_equal(b.ptr + at, data, sizes[k]);
+            assert_int_equal(b.ptr[b.len], '\0');
+            buf_free(&b);
+        }
+    }
+    free(p);
+    free(data);
+}
+
 static void test_read_errors(void **state)
 {
     buf b = BUF_INIT;
@@ -1211,6 +1240,7 @@ int main(void)
         T(test_read_appends_and_caps),
         T(test_read_empty_file),
         T(test_read_large_binary),
+        T(test_read_sizes_at_buffer_edges),
         T(test_read_errors),
         cmocka_unit_test(test_read_device_is_bounded),
         T(test_mkdir_p),
