@@ -51,6 +51,12 @@ struct build_keep {
     strmap by_src;
     uint64_t front_key;
     size_t nstamps;       /* its input files: the next build's table is made that big */
+    /* Its input stamps (incr.stamps, content_sum, content_entries), for a
+     * build that knows what changed since (build_opts.changed) */
+    strmap stamps;
+    uint64_t content_sum;
+    size_t content_entries;
+    bool has_stamps;
 };
 
 typedef struct {
@@ -350,9 +356,19 @@ static bool S_up_to_date(build_state *s)
     bool same = false;
     if (!o->check_only) {
         s->inc.preloaded = o->keep ? o->keep->loaded : NULL;
-        if (o->keep)
-            strmap_reserve(&s->inc.stamps, o->keep->nstamps);
-        incr_input_stamp(&s->inc);
+        build_keep *k = o->keep;
+        bool known = false;
+        if (k && k->has_stamps && o->changed_known) {
+            known = incr_input_stamp_known(&s->inc, &k->stamps, k->content_sum,
+                                           k->content_entries, o->changed, o->changed_len);
+            s->inc.stamps_known = known;
+            k->has_stamps = false; /* moved in */
+        }
+        if (!known) {
+            if (k)
+                strmap_reserve(&s->inc.stamps, k->nstamps);
+            incr_input_stamp(&s->inc);
+        }
         s->inc.stamp_path = output_side_path(&s->out, "stamp");
         buf warnings = BUF_INIT;
         /* a keeper with nothing kept (serve's first build) wants the records
@@ -368,7 +384,8 @@ static bool S_up_to_date(build_state *s)
         buf_free(&warnings);
     }
     if (!same)
-        S_trace(s, "input stamp");
+        S_trace(s, o->changed_known && s->inc.stamps_known ? "input stamp (what changed)"
+                                                            : "input stamp");
     return same;
 }
 
@@ -856,6 +873,7 @@ build_keep *build_keep_new(void)
 {
     build_keep *k = xcalloc(1, sizeof *k);
     strmap_init(&k->by_src);
+    strmap_init(&k->stamps);
     return k;
 }
 
@@ -877,8 +895,10 @@ static void S_keep_clear(build_keep *k)
     free(k->idx);
     free(k->fronts);
     strmap_free(&k->by_src);
+    strmap_free(&k->stamps);
     memset(k, 0, sizeof *k);
     strmap_init(&k->by_src);
+    strmap_init(&k->stamps);
 }
 
 void build_keep_free(build_keep *k)
@@ -936,6 +956,11 @@ static void S_keep(build_state *s)
         k->fronts[n] = (incr_kept_front){p, (uint64_t)(uintptr_t)stamp};
         strmap_put(&k->by_src, p->src, &k->fronts[n++]);
     }
+    k->stamps = s->inc.stamps;
+    strmap_init(&s->inc.stamps);
+    k->content_sum = s->inc.content_sum;
+    k->content_entries = s->inc.content_entries;
+    k->has_stamps = true;
 }
 
 static build_state *volatile S_kept; /* see build_opts.exiting; volatile: a store never read must stay */

@@ -47,6 +47,13 @@ typedef struct {
     int jobs;          /* -j; 0 for the configured or the number of cores */
     bool no_cache;     /* --no-cache: build even when nothing changed */
     build_keep *keep;  /* NULL, or see build_keep */
+    /* With a keep: changed_known says that changed (changed_len bytes,
+     * NUL-separated paths beneath root: "content/a.md") names everything in
+     * content/ that changed since the last build started (kvsite serve's
+     * inotify list), so that its input stamp need not stat every file */
+    const char *changed;
+    size_t changed_len;
+    bool changed_known;
     bool exiting;      /* the process exits after build_run: its memory is
                         * left to the exit instead of freed */
     /* NULL, or called once the build's outcome is known (published or not,

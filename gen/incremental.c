@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "frontmatter.h"
@@ -83,22 +84,117 @@ static void S_note_theme_stamp(void *ctx, const char *path, uint64_t stamp)
     free(key);
 }
 
-/* Everything a build reads: the binary, the flags, site.yaml, content/,
- * templates/, checks/ and the theme's assets. Each file's own stamp goes to
- * inc->stamps. */
-uint64_t incr_input_stamp(incr *inc)
+static uint64_t S_mix(uint64_t h, uint64_t v) { return stamp_bytes(h, &v, sizeof v); }
+
+/* What the stamps of templates/, checks/ and the theme's assets add after
+ * the setup's and content/'s. */
+static uint64_t S_stamp_rest(incr *inc, uint64_t h)
 {
-    uint64_t h = S_setup_stamp(inc);
-    static const char *const dirs[] = {"content", "templates", "checks"};
-    for (size_t i = 0; i < 3; i++)
+    static const char *const dirs[] = {"templates", "checks"};
+    for (size_t i = 0; i < 2; i++)
         h = stamp_tree_each(h, inc->root, dirs[i], inc->cfg->limits.files * 2, NULL,
                             S_note_stamp, &inc->stamps);
     const char *theme = theme_dir(inc->cfg, inc->root);
     if (theme)
         h = stamp_tree_each(h, theme, "assets", inc->cfg->limits.files * 2, NULL,
                             S_note_theme_stamp, &inc->stamps);
+    return h;
+}
+
+/* Everything a build reads: the binary, the flags, site.yaml, content/ (as a
+ * sum of its entries' stamps, so that serve can update it: below),
+ * templates/, checks/ and the theme's assets. Each file's own stamp goes to
+ * inc->stamps, and content/'s folders and other entries by their keys
+ * (stamp.h). */
+uint64_t incr_input_stamp(incr *inc)
+{
+    uint64_t h = S_setup_stamp(inc);
+    inc->content_sum = stamp_tree_sum(inc->root, "content", inc->cfg->limits.files * 2,
+                                      &inc->content_entries, S_note_stamp, &inc->stamps);
+    h = S_stamp_rest(inc, S_mix(h, inc->content_sum));
     inc->in_stamp = h;
     return h;
+}
+
+/* The entry of content/ at rel ("content/a/b.md") as the kept stamps have
+ * it (0: none) and as it is now (0: gone); a folder, new or gone, is known
+ * only by a walk (*walk). Updates the table and returns now - before. */
+static uint64_t S_restamp(incr *inc, const char *rel, bool *walk)
+{
+    char *dir_key = xasprintf("%s/", rel), *other_key = xasprintf("?%s", rel);
+    const char *keys[] = {rel, dir_key, other_key};
+    uint64_t before = 0;
+    bool was_dir = false;
+    for (size_t k = 0; k < 3; k++) {
+        void *v = strmap_get(&inc->stamps, keys[k]);
+        if (v) {
+            before = (uint64_t)(uintptr_t)v;
+            was_dir = k == 1;
+            strmap_put(&inc->stamps, keys[k], NULL);
+        }
+    }
+    uint64_t now = 0;
+    struct stat st;
+    char *full = fs_join(inc->root, rel);
+    if (lstat(full, &st) == 0) {
+        const char *key = S_ISDIR(st.st_mode) ? dir_key : S_ISREG(st.st_mode) ? rel : other_key;
+        if (S_ISDIR(st.st_mode) != was_dir)
+            *walk = true; /* a folder came or went: what is in it is not known */
+        now = stamp_entry(key, &st);
+        strmap_put(&inc->stamps, key, (void *)(uintptr_t)now);
+        inc->content_entries += before == 0;
+    } else if (was_dir) {
+        *walk = true;
+    } else {
+        inc->content_entries -= before != 0;
+    }
+    free(full);
+    free(dir_key);
+    free(other_key);
+    return now - before;
+}
+
+bool incr_input_stamp_known(incr *inc, strmap *kept, uint64_t content_sum, size_t entries,
+                            const char *changed, size_t len)
+{
+    /* the kept table's content/ entries stand; the rest is stamped again */
+    strmap_free(&inc->stamps);
+    inc->stamps = *kept;
+    strmap_init(kept);
+    for (size_t i = 0; i < inc->stamps.cap; i++) {
+        const char *key = inc->stamps.keys[i];
+        if (key && strncmp(key, "content/", 8) != 0 && strncmp(key, "?content/", 9) != 0)
+            inc->stamps.vals[i] = NULL;
+    }
+    inc->content_sum = content_sum;
+    inc->content_entries = entries;
+    bool walk = false;
+    strmap done;
+    strmap_init(&done);
+    for (const char *p = changed; !walk && p < changed + len; p += strlen(p) + 1) {
+        if (strncmp(p, "content/", 8) != 0 || !p[8])
+            continue; /* stamped again below, or content/ itself: its entries tell */
+        /* the entry, and the folder it is in (a rename or a new name
+         * changes the folder's times) */
+        const char *slash = strrchr(p, '/');
+        char *parent = xstrndup(p, (size_t)(slash - p));
+        const char *both[] = {p, parent};
+        for (size_t k = 0; k < 2 && !walk; k++) {
+            if (!strcmp(both[k], "content") || strmap_get(&done, both[k]))
+                continue;
+            strmap_put(&done, both[k], (void *)1);
+            inc->content_sum += S_restamp(inc, both[k], &walk);
+        }
+        free(parent);
+    }
+    strmap_free(&done);
+    if (walk || inc->content_entries > inc->cfg->limits.files * 2) {
+        /* the caller walks it all: a fresh table */
+        strmap_free(&inc->stamps);
+        return false;
+    }
+    inc->in_stamp = S_stamp_rest(inc, S_mix(S_setup_stamp(inc), inc->content_sum));
+    return true;
 }
 
 /* A set of files' stamps, order aside: the sum of each file's stamp (which
@@ -115,7 +211,7 @@ static uint64_t S_list_stamp(incr *inc, const char *list, size_t len)
     return sum;
 }
 
-/* The stamp file: "kvsite-stamp 4", the input and output stamps, the length
+/* The stamp file: "kvsite-stamp 5", the input and output stamps, the length
  * of the output list and the list (NUL-separated), the counts line, then the
  * diagnostics of that build (warnings), to be printed again. */
 bool incr_up_to_date(incr *inc, char *counts, buf *warnings)
@@ -131,7 +227,7 @@ bool incr_up_to_date(incr *inc, char *counts, buf *warnings)
     int used = 0;
     counts[0] = '\0';
     uint64_t now = 0;
-    bool ok = sscanf(buf_cstr(&text), "kvsite-stamp 4\n%llx\n%llx\n%llu\n%n", &in, &out,
+    bool ok = sscanf(buf_cstr(&text), "kvsite-stamp 5\n%llx\n%llx\n%llu\n%n", &in, &out,
                      &listlen, &used) == 3 &&
               in == in_stamp && listlen <= text.len - (size_t)used;
     if (ok) {
@@ -159,7 +255,7 @@ void incr_save_stamp(incr *inc, const char *counts, const buf *list, uint64_t ou
     const char *path = inc->stamp_path;
     uint64_t in_stamp = inc->in_stamp;
     buf b = BUF_INIT;
-    buf_printf(&b, "kvsite-stamp 4\n%016llx\n%016llx\n%zu\n", (unsigned long long)in_stamp,
+    buf_printf(&b, "kvsite-stamp 5\n%016llx\n%016llx\n%zu\n", (unsigned long long)in_stamp,
                (unsigned long long)out_stamp, list->len);
     buf_put(&b, buf_cstr(list), list->len);
     buf_printf(&b, "%s\n", counts);
@@ -178,8 +274,6 @@ void incr_save_stamp(incr *inc, const char *counts, const buf *list, uint64_t ou
 
 
 /* ---------- incremental builds ---------- */
-
-static uint64_t S_mix(uint64_t h, uint64_t v) { return stamp_bytes(h, &v, sizeof v); }
 
 /* A file's stamp as the build saw it at the start. A file the input stamp did
  * not see as a regular file is either missing (a state like any other) or

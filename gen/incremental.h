@@ -63,9 +63,15 @@ typedef struct {
     char *stamp_path;          /* NULL in check mode */
     char *cache_path;          /* NULL in check mode */
     uint64_t in_stamp;         /* incr_input_stamp */
+    uint64_t content_sum;      /* content/'s part of it: the sum of its entries' stamps */
+    size_t content_entries;    /* how many entries that is */
+    bool stamps_known;         /* made by incr_input_stamp_known */
     uint64_t global;           /* the global key, once global_known */
     bool global_known;
-    strmap stamps;             /* "content/a.md" -> (void *)(stamp | 1), every input file */
+    strmap stamps;             /* "content/a.md" -> (void *)(stamp | 1), every input file;
+                                * content/'s folders and other entries too, by their
+                                * keys in a sum (stamp.h: "content/a/", "?content/x");
+                                * NULL: an entry gone */
     strmap unstamped;          /* paths not in stamps, probed once: (void *)1 missing, 2 not */
     pthread_mutex_t unstamped_lock; /* the cache writer's thread probes too */
     cache prev;                /* the last successful build's cache */
@@ -110,6 +116,15 @@ void incr_free(incr *inc);
  * content/, templates/, checks/); each file's own goes to inc->stamps. Sets
  * and returns inc->in_stamp. */
 uint64_t incr_input_stamp(incr *inc);
+/* serve: the same stamp from the last build's table (kept, moved in: its
+ * stamps, its content_sum and content_entries) and the paths beneath the
+ * project (NUL-separated, "content/a.md") of everything that changed since
+ * it was made, inotify's list: only those and the folders they are in are
+ * stat'ed again. False when that cannot be known (a folder came or went,
+ * past the file limit): then inc->stamps is empty and the caller calls
+ * incr_input_stamp. */
+bool incr_input_stamp_known(incr *inc, strmap *kept, uint64_t content_sum, size_t entries,
+                            const char *changed, size_t len);
 /* True when the stamp file says the last build read the same inputs and the
  * output is as it left it: then counts gets that build's counts
  * line (INCR_COUNTS bytes) and warnings the diagnostics it printed. */

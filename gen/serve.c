@@ -140,11 +140,31 @@ static void S_built(void *ctx, int status, const diag_list *dl)
         httpd_publish(s->http, s->base, s->diags);
 }
 
-static void S_build(S_server *s)
+/* A build; w (NULL for the first) has the changes that made it: the paths
+ * beneath the project go with it (build_opts.changed) unless the watch does
+ * not know them all. */
+static void S_build(S_server *s, watch *w)
 {
     build_opts bo = {.root = s->o.root, .drafts = s->o.drafts, .done = S_built, .done_ctx = s,
                      .keep = s->keep};
+    buf changed = BUF_INIT;
+    if (w && !w->wide && !w->full) {
+        /* the watch's paths begin as fs_join(root, "content") does */
+        char *probe = fs_join(s->o.root, "content");
+        size_t skip = strlen(probe) - strlen("content");
+        const char *p = buf_cstr(&w->changed), *end = p + w->changed.len;
+        for (; p < end; p += strlen(p) + 1)
+            if (!strncmp(p, probe, skip) && !strncmp(p + skip, "content/", 8))
+                buf_put(&changed, p + skip, strlen(p + skip) + 1);
+        free(probe);
+        bo.changed = buf_cstr(&changed);
+        bo.changed_len = changed.len;
+        bo.changed_known = true;
+    }
+    if (w)
+        watch_forget(w);
     build_run(&bo);
+    buf_free(&changed);
 }
 
 /* The output folder and the state folder beside it, and serve's lock there:
@@ -264,7 +284,7 @@ static void S_loop(S_server *s, int sigfd, watch *w)
         long wait = watch_debounce_wait(&db, S_ms());
         if (wait == 0) {
             watch_debounce_fired(&db);
-            S_build(s);
+            S_build(s, w);
             S_watch_theme(w, s->o.root);
             continue;
         }
@@ -307,7 +327,7 @@ int serve_main(int argc, char **argv)
     } else {
         S_watch_all(&w, s.o.root); /* before the build: a save during it counts */
         hl_preload(); /* once here, not in the workers of every rebuild */
-        S_build(&s);
+        S_build(&s, NULL);
         char err[256];
         s.http = httpd_start(out_abs, s.base ? s.base : "", s.o.bind, s.o.port, err, sizeof err);
         if (!s.http) {

@@ -121,9 +121,28 @@ static void S_stat_names(int dirfd, char **names, size_t n, struct stat *st, boo
         pthread_join(t, NULL);
 }
 
-uint64_t stamp_tree_each(uint64_t h, const char *root, const char *rel, size_t max_files,
-                         size_t *files, void (*each)(void *ctx, const char *path, uint64_t stamp),
-                         void *ctx)
+uint64_t stamp_entry(const char *key, const struct stat *st)
+{
+    return S_stat(stamp_str(STAMP_SEED, key), st) | 1;
+}
+
+/* An entry's key in a sum (stamp.h): the path, "path/" for a folder, "?path"
+ * for what is neither a folder nor a regular file. Malloc'ed. */
+static char *S_entry_key(const char *dir, const char *name, const struct stat *st)
+{
+    if (S_ISDIR(st->st_mode))
+        return xasprintf("%s/%s/", dir, name);
+    if (!S_ISREG(st->st_mode))
+        return xasprintf("?%s/%s", dir, name);
+    return fs_join(dir, name);
+}
+
+/* The walk of stamp_tree_each and stamp_tree_sum: with sum, the result is the
+ * sum of the entries' stamps and each() sees every entry by its key; without,
+ * every name and stat goes into the chain h and each() sees regular files. */
+static uint64_t S_walk(uint64_t h, const char *root, const char *rel, size_t max_files,
+                       size_t *files, void (*each)(void *ctx, const char *path, uint64_t stamp),
+                       void *ctx, bool sum)
 {
     size_t cap = 16, n = 0, seen = 0;
     char **stack = xmalloc(cap * sizeof *stack);
@@ -133,10 +152,17 @@ uint64_t stamp_tree_each(uint64_t h, const char *root, const char *rel, size_t m
     while (n > 0) {
         char *dir = stack[--n];
         char *path = fs_join(root, dir);
-        h = stamp_str(h, dir);
+        if (!sum)
+            h = stamp_str(h, dir);
         DIR *d = opendir(path);
         if (!d) {
-            h = stamp_str(h, "(no folder)");
+            /* in a sum, only the top folder can be missing: a folder
+             * beneath it that went between the readdir and here is as if
+             * it were empty */
+            if (!sum)
+                h = stamp_str(h, "(no folder)");
+            else if (!strcmp(dir, rel))
+                h += stamp_str(stamp_str(STAMP_SEED, rel), "(no folder)");
         } else {
             char **names = NULL;
             size_t nn = 0, nc = 0;
@@ -160,16 +186,26 @@ uint64_t stamp_tree_each(uint64_t h, const char *root, const char *rel, size_t m
                     S_stat_names(dirfd(d), names + i, left, sts, oks);
                 }
                 const struct stat st = sts[i % S_CHUNK];
-                h = stamp_str(h, names[i]);
+                if (sum && oks[i % S_CHUNK]) {
+                    char *key = S_entry_key(dir, names[i], &st);
+                    uint64_t one = stamp_entry(key, &st);
+                    h += one;
+                    if (each)
+                        each(ctx, key, one);
+                    free(key);
+                } else if (!sum) {
+                    h = stamp_str(h, names[i]);
+                }
                 if (oks[i % S_CHUNK]) {
-                    h = S_stat(h, &st);
+                    if (!sum)
+                        h = S_stat(h, &st);
                     if (S_ISDIR(st.st_mode) && seen < max_files) {
                         if (n == cap)
                             stack = xrealloc(stack, (cap *= 2) * sizeof *stack);
                         stack[n++] = fs_join(dir, names[i]);
                     } else {
                         seen++;
-                        if (each && S_ISREG(st.st_mode)) {
+                        if (!sum && each && S_ISREG(st.st_mode)) {
                             char *file = fs_join(dir, names[i]);
                             each(ctx, file, S_stat(stamp_str(STAMP_SEED, file), &st));
                             free(file);
@@ -194,4 +230,17 @@ uint64_t stamp_tree_each(uint64_t h, const char *root, const char *rel, size_t m
     if (files)
         *files = seen;
     return h;
+}
+
+uint64_t stamp_tree_each(uint64_t h, const char *root, const char *rel, size_t max_files,
+                         size_t *files, void (*each)(void *ctx, const char *path, uint64_t stamp),
+                         void *ctx)
+{
+    return S_walk(h, root, rel, max_files, files, each, ctx, false);
+}
+
+uint64_t stamp_tree_sum(const char *root, const char *rel, size_t max_files, size_t *files,
+                        void (*each)(void *ctx, const char *key, uint64_t stamp), void *ctx)
+{
+    return S_walk(0, root, rel, max_files, files, each, ctx, true);
 }

@@ -152,6 +152,48 @@ static bool S_counts(watch *w, const struct inotify_event *ev)
     return name[0] && !watch_ignored(name);
 }
 
+/* One event into w->changed or w->wide (before S_counts, which frees the
+ * slot of a folder that went). */
+static void S_note(watch *w, const struct inotify_event *ev)
+{
+    if (w->wide)
+        return;
+    if (ev->mask & IN_Q_OVERFLOW) {
+        w->wide = true;
+        return;
+    }
+    size_t i = S_slot(w, ev->wd);
+    if (i == w->n)
+        return;
+    const char *name = ev->len ? ev->name : "";
+    /* a folder watched whole went, or one came, went or moved in it (or,
+     * in a folder watched for some names, one of those names) */
+    bool folder = (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) ||
+                  ((ev->mask & IN_ISDIR) &&
+                   (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)));
+    if (folder && (w->whole[i] || (name[0] && S_named(w, name)))) {
+        w->wide = true;
+        return;
+    }
+    /* what else has a name in a folder watched whole is noted by it: a
+     * file, or a folder whose own times changed */
+    if (folder || !w->whole[i] || !name[0])
+        return;
+    if (w->changed.len > WATCH_MAX_CHANGED) {
+        w->wide = true;
+        return;
+    }
+    buf_puts(&w->changed, w->paths[i]);
+    buf_putc(&w->changed, '/');
+    buf_put(&w->changed, name, strlen(name) + 1);
+}
+
+void watch_forget(watch *w)
+{
+    buf_clear(&w->changed);
+    w->wide = false;
+}
+
 bool watch_read(watch *w)
 {
     /* aligned as struct inotify_event wants */
@@ -165,6 +207,7 @@ bool watch_read(watch *w)
             break;
         for (char *p = chunk; p < chunk + got;) {
             const struct inotify_event *ev = (const struct inotify_event *)p;
+            S_note(w, ev);
             if (S_counts(w, ev)) {
                 changed = true;
                 w->saved = !(ev->mask & IN_ISDIR) && (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO));
@@ -188,6 +231,7 @@ void watch_close(watch *w)
     free(w->paths);
     free(w->whole);
     free(w->files);
+    buf_free(&w->changed);
     w->wds = NULL;
     w->paths = NULL;
     w->whole = NULL;

@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
+
 #define WATCH_MAX_DIRS 16384 /* folders watched at most: the rest are not */
 
 typedef struct {
@@ -29,7 +31,17 @@ typedef struct {
     bool full;       /* WATCH_MAX_DIRS reached: some folders are not watched */
     bool saved;      /* after watch_read: its last change that counts finished a
                       * file (closed after writing, or moved into place) */
+    /* Since the caller last emptied them (watch_forget): the paths of the
+     * files that had an event in the folders watched whole (folder path as
+     * added, '/', name; NUL-separated; editors' scratch files too, which
+     * count for no rebuild but are files all the same), or wide: what
+     * changed is not known by path (a folder came, went or moved, events
+     * were lost, the list grew past WATCH_MAX_CHANGED bytes). */
+    buf changed;
+    bool wide;
 } watch;
+
+#define WATCH_MAX_CHANGED (1u << 20)
 
 /* Opens the watch. 0, or -1 with errno (no inotify). */
 int watch_open(watch *w);
@@ -44,6 +56,8 @@ void watch_add_file(watch *w, const char *dir, const char *name);
  * ended). Never blocks. */
 bool watch_read(watch *w);
 void watch_close(watch *w);
+/* Empties changed and wide: a rebuild took them. */
+void watch_forget(watch *w);
 
 /* Whether a file of this name is an editor's scratch file, not a change:
  * vim's .x.swp/.x.swx/4913 and x~, emacs' .#x and #x#, kate's and others'

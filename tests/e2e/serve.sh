@@ -379,4 +379,39 @@ t_front_matter_edits_match_a_fresh_build() {
     fi
 }
 
+# serve stamps only the files inotify named (and the folders they are in):
+# after saves that write in place, rename over (leaving a backup), add a page
+# and remove one, a build from the command line finds the site up to date,
+# which it does only when serve's stamp is the one a walk of every file
+# gives; then a fresh build equals what serve left
+t_stamp_of_what_changed_is_a_full_stamp() {
+    project
+    KVSITE_TRACE=1 start_serve "$W/p" || return
+    local notes=content/notes/week-1.md
+    printf '\nWritten in place.\n' >>"$W/p/$notes"
+    wait_for /notes/week-1/ "Written in place." || { stop_serve; return; }
+    cp "$W/p/$SRC" "$W/p/$SRC~"
+    sed 's/^# Sizing the cache/# Sizing the cache, renamed over/' "$W/p/$SRC" >"$W/p/$SRC.new"
+    mv "$W/p/$SRC.new" "$W/p/$SRC"
+    wait_for "$PAGE" "Sizing the cache, renamed over" || { stop_serve; return; }
+    printf -- '---\ntitle: Week 2\ndate: 2026-01-15\n---\nA page added while serving.\n' \
+        >"$W/p/content/notes/week-2.md"
+    wait_for /notes/week-2/ "A page added while serving." || { stop_serve; return; }
+    rm "$W/p/content/notes/week-2.md"
+    wait_for /notes/ "Week 2" absent || { stop_serve; return; }
+    stop_serve
+    grep -q "input stamp (what changed)" "$W.serve.err" ||
+        fail "no rebuild stamped only what changed"
+    "$KVSITE" build -C "$W/p" >"$W.cli.out" 2>"$W.cli.err" || fail "the build after serve failed"
+    grep -q "kvsite: up to date" "$W.cli.err" ||
+        fail "the build after serve was not up to date: $(tail -n 1 "$W.cli.err")"
+    mkdir -p "$W/plain"
+    cp -r "$W/p/content" "$W/p/templates" "$W/p/checks" "$W/p/site.yaml" "$W/plain/"
+    "$KVSITE" build -C "$W/plain" --no-cache >/dev/null 2>"$W.b.err" || fail "plain build failed"
+    if ! diff -r "$W/p/site" "$W/plain/site" >"$W.diff"; then
+        fail "what serve left differs from a fresh build"
+        DIFFS+="$(head -n 20 "$W.diff" | sed 's/^/    | /')"$'\n'
+    fi
+}
+
 run_cases "${BASH_SOURCE[0]}" "$@"

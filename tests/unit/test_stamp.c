@@ -335,6 +335,61 @@ static void test_many_names(void **state)
     assert_true(h != stamp_tree(STAMP_SEED, *state, "content", 100000, NULL));
 }
 
+/* ---- stamp_tree_sum ------------------------------------------------------- */
+
+static uint64_t S_sum_of(const seen *s)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < s->n; i++)
+        sum += s->stamp[i];
+    return sum;
+}
+
+/* The sum is its entries' stamps added up, keyed by kind; a regular file's
+ * stamp is stamp_tree_each's with the low bit set; an entry's change is
+ * an update of the sum by its old and new stamps (what serve does with the
+ * files inotify names) */
+static void test_sum_of_entries(void **state)
+{
+    S_tree_fixture(state);
+    seen s = {0}, e = {0};
+    size_t files = 0;
+    uint64_t sum = stamp_tree_sum(*state, "content", 1000, &files, S_note, &s);
+    assert_true(sum == S_sum_of(&s));
+    assert_int_equal(s.n, 9); /* 4 files, 3 folders, 2 links */
+    stamp_tree_each(STAMP_SEED, *state, "content", 1000, NULL, S_note, &e);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(S_stamp_of(&s, S_regular[i]) == (S_stamp_of(&e, S_regular[i]) | 1));
+    S_stamp_of(&s, "content/sub/");
+    S_stamp_of(&s, "content/sub/deeper/");
+    S_stamp_of(&s, "content/empty/");
+    S_stamp_of(&s, "?content/link.md");
+    S_stamp_of(&s, "?content/dirlink");
+    for (size_t i = 0; i < s.n; i++)
+        assert_true(s.stamp[i] & 1); /* never 0: 0 is no entry */
+    assert_true(sum == stamp_tree_sum(*state, "content", 1000, NULL, NULL, NULL));
+
+    /* a file rewritten: the sum moves by its own stamps */
+    uint64_t before = S_stamp_of(&s, "content/sub/b.md");
+    S_put(state, "content/sub/b.md", "beta, longer\n");
+    char path[512];
+    snprintf(path, sizeof path, "%s/content/sub/b.md", (char *)*state);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    uint64_t after = stamp_entry("content/sub/b.md", &st);
+    assert_true(after != before);
+    uint64_t fresh = stamp_tree_sum(*state, "content", 1000, NULL, NULL, NULL);
+    assert_true(fresh == sum - before + after);
+    assert_true(fresh != sum);
+
+    /* a missing folder and an empty one are told apart */
+    uint64_t missing = stamp_tree_sum(*state, "missing", 1000, NULL, NULL, NULL);
+    assert_true(missing != 0);
+    assert_true(stamp_tree_sum(*state, "content/empty", 1000, NULL, NULL, NULL) == 0);
+    S_seen_free(&s);
+    S_seen_free(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +403,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_each_stamp_changes_with_the_file, S_setup,
                                         S_teardown),
         cmocka_unit_test_setup_teardown(test_many_names, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_sum_of_entries, S_setup, S_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,9 +96,23 @@ static void test_inotify(void **state)
     /* a file beside site.yaml is not watched */
     tmpdir_put(dir, "other.txt", "y");
     assert_false(S_changed(&w));
+    /* what changed is noted by path, for the stamp: every file of a folder
+     * watched whole, editors' scratch files too; a new folder makes it wide */
+    watch_forget(&w);
+    tmpdir_put(dir, "content/a.md", "a2");
+    assert_true(S_changed(&w));
+    char *a_path = fs_join(dir, "content/a.md");
+    assert_false(w.wide);
+    assert_true(w.changed.len >= strlen(a_path) + 1);
+    assert_string_equal(w.changed.ptr, a_path);
+    watch_forget(&w);
+    assert_int_equal(w.changed.len, 0);
+    free(a_path);
     /* an editor's swap file is not a change; its save by rename is */
     tmpdir_put(dir, "content/.a.md.swp", "swap");
     assert_false(S_changed(&w));
+    assert_true(w.changed.len > 0); /* noted all the same */
+    assert_false(w.wide);
     tmpdir_put(dir, "content/a.md.new~", "b");
     assert_false(S_changed(&w));
     char *from = fs_join(dir, "content/a.md.new~"), *to = fs_join(dir, "content/a.md");
@@ -110,8 +124,12 @@ static void test_inotify(void **state)
     assert_true(S_changed(&w));
     assert_false(w.saved);
     /* a new folder is watched, and so is what is written in it */
+    watch_forget(&w);
     tmpdir_put(dir, "content/new/b.md", "b");
     assert_true(S_changed(&w));
+    assert_true(w.wide);
+    watch_forget(&w);
+    assert_false(w.wide);
     assert_false(watch_read(&w));
     tmpdir_put(dir, "content/new/b.md", "c");
     assert_true(S_changed(&w));
