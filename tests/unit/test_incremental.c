@@ -111,6 +111,91 @@ static void test_input_stamp(void **state)
     strmap_free(&i2.stamps);
 }
 
+/* A fresh walk's stamp of f's inputs, into a table of its own. */
+static uint64_t S_walked(fixture *f)
+{
+    incr i2 = f->inc;
+    strmap_init(&i2.stamps);
+    uint64_t h = incr_input_stamp(&i2);
+    strmap_free(&i2.stamps);
+    return h;
+}
+
+/* serve's stamp from a kept table and inotify's list of what changed is the
+ * stamp a walk of every file gives, through edits in place, a new page, a
+ * removed one, a rename over a page and a template; a folder that came means
+ * a walk; entries gone read as no stamp */
+static void test_input_stamp_known(void **state)
+{
+    fixture *f = *state;
+    char *sub = xasprintf("%s/content/s", f->dir);
+    assert_int_equal(mkdir(sub, 0777), 0);
+    S_put(f->dir, "content/s/b.md", "b");
+    S_put(f->dir, "content/s/c.md", "c");
+    incr_input_stamp(&f->inc);
+    assert_non_null(strmap_get(&f->inc.stamps, "content/s/")); /* a folder, by its key */
+    static const struct {
+        const char *what;
+        const char *changed; /* NUL-separated; the last NUL is the literal's own */
+        size_t len;
+    } steps[] = {
+        {"edit in place", "content/s/b.md", 15},
+        {"new page", "content/s/d.md", 15},
+        {"removed page", "content/s/c.md", 15},
+        {"renamed over, with a backup left", "content/a.md\0content/a.md~", 27},
+        {"a template and a page", "content/s/b.md\0templates/page.html", 35},
+    };
+    for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+        switch (k) {
+        case 0: S_put(f->dir, "content/s/b.md", "b, longer"); break;
+        case 1: S_put(f->dir, "content/s/d.md", "d"); break;
+        case 2: {
+            char *c = xasprintf("%s/content/s/c.md", f->dir);
+            assert_int_equal(unlink(c), 0);
+            free(c);
+            break;
+        }
+        case 3: {
+            S_put(f->dir, "content/a.md~", "a");
+            S_put(f->dir, "content/a.md.new", "a, renamed over");
+            char *from = xasprintf("%s/content/a.md.new", f->dir);
+            char *to = xasprintf("%s/content/a.md", f->dir);
+            assert_int_equal(rename(from, to), 0);
+            free(from);
+            free(to);
+            break;
+        }
+        case 4:
+            S_put(f->dir, "content/s/b.md", "b, again");
+            S_put(f->dir, "templates/page.html", "p, again");
+            break;
+        }
+        strmap kept = f->inc.stamps;
+        strmap_init(&f->inc.stamps);
+        if (!incr_input_stamp_known(&f->inc, &kept, f->inc.content_sum, f->inc.content_entries,
+                                    steps[k].changed, steps[k].len))
+            fail_msg("%s: not known", steps[k].what);
+        strmap_free(&kept);
+        if (f->inc.in_stamp != S_walked(f))
+            fail_msg("%s: the stamp is not a walk's", steps[k].what);
+    }
+    assert_null(strmap_get(&f->inc.stamps, "content/s/c.md")); /* removed: no stamp */
+    assert_non_null(strmap_get(&f->inc.stamps, "content/s/d.md"));
+    assert_non_null(strmap_get(&f->inc.stamps, "templates/page.html"));
+    /* a new folder: what is in it is not known, the caller walks */
+    char *t = xasprintf("%s/content/t", f->dir);
+    assert_int_equal(mkdir(t, 0777), 0);
+    S_put(f->dir, "content/t/e.md", "e");
+    strmap kept = f->inc.stamps;
+    strmap_init(&f->inc.stamps);
+    assert_false(incr_input_stamp_known(&f->inc, &kept, f->inc.content_sum,
+                                        f->inc.content_entries, "content/t/e.md", 15));
+    assert_int_equal(f->inc.stamps.len, 0);
+    strmap_free(&kept);
+    free(t);
+    free(sub);
+}
+
 static void test_stamp_round_trip(void **state)
 {
     fixture *f = *state;
@@ -160,6 +245,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_input_stamp, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_input_stamp_known, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_stamp_round_trip, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_no_cache_no_incremental, S_setup, S_teardown),
     };
