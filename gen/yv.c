@@ -605,11 +605,17 @@ void yv_encode(const yv *v, buf *out)
     free(stack);
 }
 
+/* What S_take takes for n bytes: rounded up to max_align_t. */
+static size_t S_taken(size_t n)
+{
+    return (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+}
+
 /* n zeroed bytes from the blocks after *last (the first, *first, made on
  * the first call, about size_hint bytes). */
 static void *S_take(S_block **first, S_block **last, size_t n, size_t size_hint)
 {
-    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    n = S_taken(n);
     S_block *b = *last;
     if (!b || b->cap - b->used < n) {
         size_t cap = b ? 2 * b->cap : size_hint;
@@ -642,6 +648,51 @@ static char *S_rd_str(buf_reader *r, uint32_t n, S_block **first, S_block **last
     return t;
 }
 
+/* The bytes yv_decode will take from its blocks for the tree at data, read
+ * ahead (the nodes come in document order, each container's count saying
+ * how many follow), so that the tree is made in one block of its size. A
+ * hint only: should it fall short, S_take makes another block. */
+static size_t S_decoded_size(const char *data, size_t len)
+{
+    buf_reader r = {data, data + len, false};
+    size_t size = 0, left = 1;
+    while (left > 0 && !r.bad) {
+        left--;
+        unsigned char head[2];
+        int32_t pos[2];
+        uint32_t n = 0;
+        buf_rd_get(&r, head, sizeof head);
+        buf_rd_get(&r, pos, sizeof pos);
+        size += S_taken(sizeof(yv));
+        if (head[0] == YV_INT || head[0] == YV_FLOAT)
+            buf_rd_span(&r, 8);
+        if (head[1] & S_F_STR) {
+            buf_rd_get(&r, &n, sizeof n);
+            buf_rd_span(&r, n);
+            size += S_taken((size_t)n + 1);
+        }
+        if (head[0] != YV_SEQ && head[0] != YV_MAP)
+            continue;
+        buf_rd_get(&r, &n, sizeof n);
+        if (r.bad || n > (size_t)(r.end - r.p))
+            break;
+        size += S_taken(((size_t)n + 1) * sizeof(yv *));
+        if (head[0] == YV_MAP) {
+            size += S_taken(((size_t)n + 1) * sizeof(char *)) +
+                    2 * S_taken(((size_t)n + 1) * sizeof(int));
+            for (uint32_t k = 0; k < n && !r.bad; k++) {
+                uint32_t kn = 0;
+                buf_rd_get(&r, &kn, sizeof kn);
+                buf_rd_span(&r, kn);
+                buf_rd_span(&r, 2 * sizeof(int32_t));
+                size += S_taken((size_t)kn + 1);
+            }
+        }
+        left += n;
+    }
+    return size;
+}
+
 size_t yv_decode(const char *data, size_t len, yv **out)
 {
     buf_reader r = {data, data + len, false};
@@ -650,9 +701,10 @@ size_t yv_decode(const char *data, size_t len, yv **out)
     yv ***stack = xmalloc(cap * sizeof *stack);
     yv *root = NULL;
     stack[n++] = &root;
-    /* decoded, a tree takes a few times its bytes: one block for most */
+    /* one block of the tree's size (a tree takes 1 to 8 times its bytes:
+     * a guess either wastes most of a block or makes a second one) */
     S_block *first = NULL, *last = NULL;
-    size_t hint = len < 16384 ? 4 * len + 256 : 65536;
+    size_t hint = S_decoded_size(data, len);
     while (n > 0 && !r.bad) {
         yv **slot = stack[--n];
         unsigned char head[2];
