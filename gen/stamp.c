@@ -130,11 +130,12 @@ uint64_t stamp_entry(const char *key, const struct stat *st)
  * for what is neither a folder nor a regular file. Malloc'ed. */
 static char *S_entry_key(const char *dir, const char *name, const struct stat *st)
 {
-    if (S_ISDIR(st->st_mode))
-        return xasprintf("%s/%s/", dir, name);
-    if (!S_ISREG(st->st_mode))
-        return xasprintf("?%s/%s", dir, name);
-    return fs_join(dir, name);
+    char *path = fs_join(dir, name); /* as stamp_tree_each names files: no "./" */
+    if (S_ISREG(st->st_mode))
+        return path;
+    char *key = S_ISDIR(st->st_mode) ? xasprintf("%s/", path) : xasprintf("?%s", path);
+    free(path);
+    return key;
 }
 
 /* The walk of stamp_tree_each and stamp_tree_sum: with sum, the result is the

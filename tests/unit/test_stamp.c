@@ -382,6 +382,13 @@ static void test_sum_of_entries(void **state)
     assert_true(fresh == sum - before + after);
     assert_true(fresh != sum);
 
+    /* rel ".": keys without "./", as stamp_tree_each's paths */
+    seen d = {0};
+    stamp_tree_sum(*state, ".", 1000, NULL, S_note, &d);
+    S_stamp_of(&d, "content/");
+    S_stamp_of(&d, "content/a.md");
+    S_stamp_of(&d, "?content/link.md");
+    S_seen_free(&d);
     /* a missing folder and an empty one are told apart */
     uint64_t missing = stamp_tree_sum(*state, "missing", 1000, NULL, NULL, NULL);
     assert_true(missing != 0);
