@@ -110,6 +110,18 @@ wait_for() {
     SECONDS_TAKEN=$(echo "$EPOCHREALTIME - $start" | bc)
 }
 
+# equals_fresh_build: the output serve left in $W/p equals a --no-cache build
+# of a copy of its inputs
+equals_fresh_build() {
+    mkdir -p "$W/plain"
+    cp -r "$W/p/content" "$W/p/templates" "$W/p/checks" "$W/p/site.yaml" "$W/plain/"
+    "$KVSITE" build -C "$W/plain" --no-cache >/dev/null 2>"$W.b.err" || fail "plain build failed"
+    if ! diff -r "$W/p/site" "$W/plain/site" >"$W.diff"; then
+        fail "what serve left differs from a fresh build"
+        DIFFS+="$(head -n 20 "$W.diff" | sed 's/^/    | /')"$'\n'
+    fi
+}
+
 PAGE=/articles/kv-cache/
 SRC=content/articles/kv-cache.md
 
@@ -340,13 +352,7 @@ t_rebuilds_match_a_fresh_build() {
     printf '\nA line written while serving.\n' >>"$W/p/$notes"
     wait_for /notes/week-1/ "A line written while serving." || { stop_serve; return; }
     stop_serve
-    mkdir -p "$W/plain"
-    cp -r "$W/p/content" "$W/p/templates" "$W/p/checks" "$W/p/site.yaml" "$W/plain/"
-    "$KVSITE" build -C "$W/plain" --no-cache >/dev/null 2>"$W.b.err" || fail "plain build failed"
-    if ! diff -r "$W/p/site" "$W/plain/site" >"$W.diff"; then
-        fail "what serve left differs from a fresh build"
-        DIFFS+="$(head -n 20 "$W.diff" | sed 's/^/    | /')"$'\n'
-    fi
+    equals_fresh_build
 }
 
 # serve moves the front matter of unchanged pages out of the last build's
@@ -370,13 +376,7 @@ t_front_matter_edits_match_a_fresh_build() {
     printf '\nA second body line.\n' >>"$W/p/$SRC"
     wait_for "$PAGE" "A second body line." || { stop_serve; return; }
     stop_serve
-    mkdir -p "$W/plain"
-    cp -r "$W/p/content" "$W/p/templates" "$W/p/checks" "$W/p/site.yaml" "$W/plain/"
-    "$KVSITE" build -C "$W/plain" --no-cache >/dev/null 2>"$W.b.err" || fail "plain build failed"
-    if ! diff -r "$W/p/site" "$W/plain/site" >"$W.diff"; then
-        fail "what serve left differs from a fresh build"
-        DIFFS+="$(head -n 20 "$W.diff" | sed 's/^/    | /')"$'\n'
-    fi
+    equals_fresh_build
 }
 
 # serve stamps only the files inotify named (and the folders they are in):
@@ -405,13 +405,7 @@ t_stamp_of_what_changed_is_a_full_stamp() {
     "$KVSITE" build -C "$W/p" >"$W.cli.out" 2>"$W.cli.err" || fail "the build after serve failed"
     grep -q "kvsite: up to date" "$W.cli.err" ||
         fail "the build after serve was not up to date: $(tail -n 1 "$W.cli.err")"
-    mkdir -p "$W/plain"
-    cp -r "$W/p/content" "$W/p/templates" "$W/p/checks" "$W/p/site.yaml" "$W/plain/"
-    "$KVSITE" build -C "$W/plain" --no-cache >/dev/null 2>"$W.b.err" || fail "plain build failed"
-    if ! diff -r "$W/p/site" "$W/plain/site" >"$W.diff"; then
-        fail "what serve left differs from a fresh build"
-        DIFFS+="$(head -n 20 "$W.diff" | sed 's/^/    | /')"$'\n'
-    fi
+    equals_fresh_build
 }
 
 run_cases "${BASH_SOURCE[0]}" "$@"
