@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "figure.h"
 #include "fingerprint.h"
 #include "quote.h"
 #include "render_state.h"
@@ -147,6 +148,21 @@ static int S_format_number(lua_State *L)
     return 1;
 }
 
+/* plain_text(s): s as listings and descriptions show it, by the feed's rule
+ * (fig_plain_text: a figure span reads as its quote, code spans and links as
+ * their text); nil for nil. */
+static int S_plain_text(lua_State *L)
+{
+    if (lua_isnoneornil(L, 1)) {
+        lua_pushnil(L);
+        return 1;
+    }
+    char *t = fig_plain_text(luaL_checkstring(L, 1));
+    lua_pushstring(L, t);
+    free(t);
+    return 1;
+}
+
 /* date(d, fmt): fmt with %Y %m %d %H %M %S (and %%), from "YYYY-MM-DD[ HH:MM[:SS]]".
  * %-m, %-d, ... drop leading zeros, as GNU strftime does: Chinese dates are
  * written 2024年3月5日, not 2024年03月05日. */
@@ -231,6 +247,8 @@ void helpers_open(lua_State *L, renderer *r)
     lua_setfield(L, -2, "format_number");
     lua_pushcfunction(L, S_date);
     lua_setfield(L, -2, "date");
+    lua_pushcfunction(L, S_plain_text);
+    lua_setfield(L, -2, "plain_text");
     lua_pushcfunction(L, S_escape);
     lua_setfield(L, -2, "escape");
     lua_pushcfunction(L, url_lua_safe_url);
