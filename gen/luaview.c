@@ -342,6 +342,29 @@ static void S_pushstr_or_nil(lua_State *L, const char *v)
         lua_pushnil(L);
 }
 
+enum { BK_TITLE, BK_DATE, BK_UPDATED, BK_SECTION, BK_SRC, BK_KIND, BK_URL, BK_PERMALINK,
+       BK_PATH, BK_WEIGHT, BK_DRAFT, BK_SUMMARY, BK_NFIGURES, BK_TAGS, BK_PARAMS };
+
+/* A brief's key by its first letters, then the one name it may be (a
+ * listing reads a handful of fields of each of its pages: no string
+ * comparisons down the list); -1 for a key briefs do not have. */
+static int S_brief_key(const char *k)
+{
+    int key;
+    switch (k[0]) {
+    case 't': key = k[1] == 'i' ? BK_TITLE : BK_TAGS; break;
+    case 'd': key = k[1] == 'a' ? BK_DATE : BK_DRAFT; break;
+    case 'u': key = k[1] == 'p' ? BK_UPDATED : BK_URL; break;
+    case 's': key = k[1] == 'e' ? BK_SECTION : k[1] == 'r' ? BK_SRC : BK_SUMMARY; break;
+    case 'k': key = BK_KIND; break;
+    case 'p': key = k[1] == 'e' ? BK_PERMALINK : k[1] == 'a' && k[2] == 't' ? BK_PATH : BK_PARAMS; break;
+    case 'w': key = BK_WEIGHT; break;
+    case 'n': key = BK_NFIGURES; break;
+    default: return -1;
+    }
+    return strcmp(k, S_BRIEF_KEYS[key]) == 0 ? key : -1;
+}
+
 /* Pushes field k of the brief at index 1 (nil for one it lacks); false for
  * a key briefs do not have. */
 static bool S_brief_field(lua_State *L, void *obj, int at, const char *k)
@@ -350,18 +373,21 @@ static bool S_brief_field(lua_State *L, void *obj, int at, const char *k)
     renderer *r = o->r;
     const page *p = r->e.idx->pages[o->i];
     buf *t = &r->scratch;
-    if (!strcmp(k, "title")) S_pushstr_or_nil(L, p->title);
-    else if (!strcmp(k, "date")) S_pushstr_or_nil(L, p->date);
-    else if (!strcmp(k, "updated")) S_pushstr_or_nil(L, p->updated);
-    else if (!strcmp(k, "section")) S_pushstr_or_nil(L, p->section);
-    else if (!strcmp(k, "src")) S_pushstr_or_nil(L, p->src);
-    else if (!strcmp(k, "kind")) lua_pushstring(L, S_kind_name(p->kind));
-    else if (!strcmp(k, "path")) S_pushstr_or_nil(L, p->url);
-    else if (!strcmp(k, "weight")) lua_pushinteger(L, p->weight);
-    else if (!strcmp(k, "draft")) lua_pushboolean(L, p->draft);
-    else if (!strcmp(k, "url") || !strcmp(k, "permalink")) {
+    int key = S_brief_key(k);
+    switch (key) {
+    case BK_TITLE: S_pushstr_or_nil(L, p->title); break;
+    case BK_DATE: S_pushstr_or_nil(L, p->date); break;
+    case BK_UPDATED: S_pushstr_or_nil(L, p->updated); break;
+    case BK_SECTION: S_pushstr_or_nil(L, p->section); break;
+    case BK_SRC: S_pushstr_or_nil(L, p->src); break;
+    case BK_KIND: lua_pushstring(L, S_kind_name(p->kind)); break;
+    case BK_PATH: S_pushstr_or_nil(L, p->url); break;
+    case BK_WEIGHT: lua_pushinteger(L, p->weight); break;
+    case BK_DRAFT: lua_pushboolean(L, p->draft); break;
+    case BK_URL:
+    case BK_PERMALINK:
         buf_clear(t);
-        if (k[0] == 'u') {
+        if (key == BK_URL) {
             buf_puts(t, r->e.cfg->base_path);
             buf_puts(t, p->url);
         } else {
@@ -369,18 +395,24 @@ static bool S_brief_field(lua_State *L, void *obj, int at, const char *k)
             buf_puts(t, p->url + 1);
         }
         lua_pushlstring(L, t->ptr, t->len);
-    } else if (!strcmp(k, "summary")) {
+        break;
+    case BK_SUMMARY: {
         const page_record *rec = p->summary ? NULL : render_record(r, o->i);
         S_pushstr_or_nil(L, p->summary ? p->summary : rec && rec->summary[0] ? rec->summary : NULL);
-    } else if (!strcmp(k, "nfigures")) {
+        break;
+    }
+    case BK_NFIGURES: {
         const page_record *rec = render_record(r, o->i);
         if (rec)
             lua_pushinteger(L, (lua_Integer)rec->nfigs);
         else
             lua_pushnil(L);
-    } else if (!strcmp(k, "tags") || !strcmp(k, "params")) {
+        break;
+    }
+    case BK_TAGS:
+    case BK_PARAMS: {
         /* made once per object: p.tags == p.tags, as with a table */
-        int slot = k[0] == 't' ? 1 : 2;
+        int slot = key == BK_TAGS ? 1 : 2;
         if (lua_getiuservalue(L, at, slot) == LUA_TNIL) {
             lua_pop(L, 1);
             if (slot == 1)
@@ -390,7 +422,9 @@ static bool S_brief_field(lua_State *L, void *obj, int at, const char *k)
             lua_pushvalue(L, -1);
             lua_setiuservalue(L, at, slot);
         }
-    } else {
+        break;
+    }
+    default:
         return false;
     }
     return true;

@@ -453,6 +453,38 @@ static void test_fragment(void **state)
     diag_list_free(&dl);
 }
 
+/* A page in a list answers each of its fields by name, and nothing for a
+ * name that only starts like one (the fields are found by their first
+ * letters); plain_text shows a summary by the feed's rule. */
+static void test_brief_fields(void **state)
+{
+    const char *dir = *state;
+    tmpdir_put(dir, "templates/tag.html",
+               "{% for _, p in ipairs(page.pages) do %}"
+               "{% for _, k in ipairs({\"title\", \"date\", \"updated\", \"section\", \"src\", "
+               "\"kind\", \"url\", \"permalink\", \"path\", \"weight\", \"draft\", \"summary\", "
+               "\"nfigures\", \"tags\", \"params\", \"t\", \"p\", \"pa\", \"pat\", \"paths\", "
+               "\"titles\", \"tag\", \"s\", \"su\", \"u\", \"d\", \"x\", \"\"}) do %}"
+               "{% local v = p[k] %}[{{ k }}={{ type(v) == \"table\" and \"table\" or tostring(v) }}]"
+               "{% end %}\n{{ plain_text(p.summary) }}|{{ plain_text(nil) }}\n{% end %}");
+    tmpdir_put(dir, "content/notes/kv.md",
+               "---\ntitle: KV cache\ndate: 2024-01-02\ntags: [memory]\nweight: 3\n"
+               "summary: \"Holds `4 MiB {= 2+2 MiB}` in **two** [parts](x.md)\"\n---\n"
+               "The cache holds `4 {= 2+2}` blocks.\n");
+    site s;
+    S_load(&s, dir);
+    S_render_all(&s);
+    S_out_is(&s, "tags/memory/index.html",
+             "[title=KV cache][date=2024-01-02][updated=nil][section=notes]"
+             "[src=content/notes/kv.md][kind=page][url=/notes/kv/]"
+             "[permalink=https://example.org/notes/kv/][path=/notes/kv/][weight=3]"
+             "[draft=false][summary=Holds `4 MiB {= 2+2 MiB}` in **two** [parts](x.md)]"
+             "[nfigures=1][tags=table][params=table][t=nil][p=nil][pa=nil][pat=nil]"
+             "[paths=nil][titles=nil][tag=nil][s=nil][su=nil][u=nil][d=nil][x=nil][=nil]\n"
+             "Holds 4 MiB in two parts|\n");
+    S_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -461,6 +493,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failing_figure, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_missing_template, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_asset_url_and_anchors, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_brief_fields, S_setup, S_teardown),
         cmocka_unit_test(test_fragment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
