@@ -839,7 +839,8 @@ static const char kv_404_html[] =
     "<body><main><h1>Not found</h1></main></body></html>\n";
 
 /* Hugo 0.111: the same minimal pages; one feed, pretty URLs, tag pages, no
- * highlighting and no typographer (kvsite does neither), raw HTML off. */
+ * typographer (kvsite has none), raw HTML off, and fenced code highlighted
+ * with CSS classes, as kvsite highlights it (tree-sitter, hl-* spans). */
 static const char hugo_toml[] =
     "baseURL = \"/\"\n"
     "title = \"bench\"\n"
@@ -869,7 +870,9 @@ static const char hugo_toml[] =
     "  typographer = false\n"
     "\n"
     "[markup.highlight]\n"
-    "  codeFences = false\n";
+    "  codeFences = true\n"
+    "  noClasses = false\n"
+    "  guessSyntax = false\n";
 
 static const char hugo_single[] =
     "<!doctype html>\n"

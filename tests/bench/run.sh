@@ -453,13 +453,20 @@ for t in theme repo; do
     bcheck "kvsite $t / kvsite minimal, plain one section (wall)" \
         "$(ratio "kv-$t-plain-one-$bgate" "kv-min-plain-one-$bgate")" "<=" 1.5
 done
-peak=""
+# issue 17's memory target is for 10,000 pages (the gating size); the larger
+# runs' peak is shown beside it: a build's memory grows with its pages
+peak="" peak_more=""
 for k in "${!RSS[@]}"; do
-    case $k in *-$FULL_SIZE) ;; kv-theme-*|kv-repo-*) [ "${STATUS[$k]:-}" = ok ] || continue
-        peak=$(awk -v a="${peak:-0}" -v b="${RSS[$k]}" 'BEGIN { print (b > a) ? b : a }') ;;
+    case $k in
+        kv-theme-*-$bgate|kv-repo-*-$bgate) [ "${STATUS[$k]:-}" = ok ] || continue
+            peak=$(awk -v a="${peak:-0}" -v b="${RSS[$k]}" 'BEGIN { print (b > a) ? b : a }') ;;
+        *-$FULL_SIZE) ;;
+        kv-theme-*|kv-repo-*) [ "${STATUS[$k]:-}" = ok ] || continue
+            peak_more=$(awk -v a="${peak_more:-0}" -v b="${RSS[$k]}" 'BEGIN { print (b > a) ? b : a }') ;;
     esac
 done
-bcheck "peak RSS of any kvsite process, bundled (MiB)" "$peak" "<=" $T_RSS
+bcheck "peak RSS of any kvsite process, bundled, $bgate pages (MiB)" "$peak" "<=" $T_RSS
+[ -n "$peak_more" ] && note "  (peak RSS at ${bsizes[1]:-more} pages, not gated: $peak_more MiB)"
 if [ -n "${bsizes[1]:-}" ]; then
     for key in theme-plain-one theme-plain-twenty theme-figures-one theme-figures-twenty repo-plain-one min-plain-one; do
         bcheck "growth ${bsizes[1]} / $bgate, kvsite $key (wall)" \
