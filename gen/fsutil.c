@@ -164,6 +164,29 @@ int fs_open_beneath(int dir, const char *rel, int flags)
     return fs_open_beneath_walk(dir, rel, flags);
 }
 
+int fs_each_entry(int fd, int (*fn)(const char *name, unsigned char type, void *ctx), void *ctx)
+{
+    /* aligned for the kernel's struct linux_dirent64, which glibc's struct
+     * dirent64 lays out */
+    _Alignas(struct dirent64) char chunk[32768];
+    for (;;) {
+        ssize_t n = getdents64(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -1 : 0;
+        for (ssize_t off = 0; off < n;) {
+            const struct dirent64 *e = (const struct dirent64 *)(chunk + off);
+            off += e->d_reclen;
+            const char *nm = e->d_name;
+            if (nm[0] == '.' && (nm[1] == '\0' || (nm[1] == '.' && nm[2] == '\0')))
+                continue;
+            if (fn(nm, e->d_type, ctx))
+                return 0;
+        }
+    }
+}
+
 int fs_root_open(const char *path)
 {
     return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -51,6 +51,13 @@ int fs_open_beneath(int dir, const char *rel, int flags);
 /* The same, one O_NOFOLLOW openat per component: the fallback, exported so
  * that the tests run it on kernels that have openat2. */
 int fs_open_beneath_walk(int dir, const char *rel, int flags);
+/* Calls fn for each entry of the open folder fd but "." and "..", with its
+ * name and d_type (DT_UNKNOWN where the file system does not say), reading
+ * the entries with getdents64 into one buffer (no DIR: a folder costs its
+ * open, its reads and its close). fn returns nonzero to stop. 0, or -1 with
+ * errno when the folder cannot be read. fd stays open. */
+int fs_each_entry(int fd, int (*fn)(const char *name, unsigned char type, void *ctx), void *ctx);
+
 /* fs_open_beneath from the folder at root (opened for this call only). */
 int fs_open_in(const char *root, const char *rel, int flags);
 /* Appends the bytes of the regular file open at fd (not closed) to out, as

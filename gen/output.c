@@ -243,53 +243,71 @@ char *output_side_path(const output *o, const char *what)
 
 /* ---------- the staging folder's scan ---------- */
 
+/* One folder of a scan: its entries into the scan's lists, its folders onto
+ * the walk's stack. */
+typedef struct {
+    output_scan *sc;
+    int fd;         /* the folder */
+    const char *rel;
+    char ***stack;
+    size_t *n, *cap;
+    size_t entries;
+} S_scan_dir;
+
+static int S_scan_entry(const char *name, unsigned char type, void *ctx)
+{
+    S_scan_dir *sd = ctx;
+    output_scan *sc = sd->sc;
+    sd->entries++;
+    if (type == DT_UNKNOWN) {
+        struct stat st;
+        if (fstatat(sd->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            return 0;
+        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+    }
+    if (type == DT_DIR) {
+        if (*sd->n == *sd->cap)
+            *sd->stack = xrealloc(*sd->stack, (*sd->cap *= 2) * sizeof **sd->stack);
+        (*sd->stack)[(*sd->n)++] = sd->rel[0] ? fs_join(sd->rel, name) : xstrdup(name);
+    } else if (type == DT_REG) {
+        if (sd->rel[0]) {
+            buf_puts(&sc->files, sd->rel);
+            buf_putc(&sc->files, '/');
+        }
+        buf_put(&sc->files, name, strlen(name) + 1);
+    } else {
+        sc->links = true;
+        return 1; /* the scan stops here */
+    }
+    return 0;
+}
+
+/* Walks sc->dir: its regular files and empty folders, and whether anything
+ * else is there. Folders are opened beneath the scanned one (a link where a
+ * folder was is not followed), each read in one go. */
 static void *S_scan_staging(void *arg)
 {
     output_scan *sc = arg;
     size_t cap = 64, n = 0;
     char **stack = xmalloc(cap * sizeof *stack);
-    stack[n++] = xstrdup("");
+    int root = fs_root_open(sc->dir);
+    if (root >= 0)
+        stack[n++] = xstrdup("");
     while (n > 0) {
         char *rel = stack[--n];
-        char *path = rel[0] ? fs_join(sc->dir, rel) : xstrdup(sc->dir);
-        DIR *d = sc->links || atomic_load_explicit(&sc->stop, memory_order_relaxed) ? NULL : opendir(path);
-        if (d) {
-            struct dirent *e;
-            size_t entries = 0;
-            while ((e = readdir(d)) && !sc->links) {
-                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                    continue;
-                entries++;
-                unsigned char type = e->d_type;
-                if (type == DT_UNKNOWN) {
-                    struct stat st;
-                    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-                        continue;
-                    type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
-                }
-                if (type == DT_DIR) {
-                    if (n == cap)
-                        stack = xrealloc(stack, (cap *= 2) * sizeof *stack);
-                    stack[n++] = rel[0] ? fs_join(rel, e->d_name) : xstrdup(e->d_name);
-                } else if (type == DT_REG) {
-                    if (rel[0]) {
-                        buf_puts(&sc->files, rel);
-                        buf_putc(&sc->files, '/');
-                    }
-                    buf_put(&sc->files, e->d_name, strlen(e->d_name) + 1);
-                } else {
-                    sc->links = true;
-                }
-            }
-            if (entries == 0 && rel[0])
+        bool go = !sc->links && !atomic_load_explicit(&sc->stop, memory_order_relaxed);
+        int fd = !go ? -1 : rel[0] ? fs_open_beneath(root, rel, O_RDONLY | O_DIRECTORY) : dup(root);
+        if (fd >= 0) {
+            S_scan_dir sd = {sc, fd, rel, &stack, &n, &cap, 0};
+            fs_each_entry(fd, S_scan_entry, &sd);
+            if (sd.entries == 0 && rel[0])
                 buf_put(&sc->empty_dirs, rel, strlen(rel) + 1);
-            closedir(d);
+            close(fd);
         }
-        free(path);
         free(rel);
     }
-    while (n > 0)
-        free(stack[--n]);
+    if (root >= 0)
+        close(root);
     free(stack);
     return NULL;
 }

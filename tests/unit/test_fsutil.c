@@ -1231,6 +1231,69 @@ static void test_beneath_swap_for_a_link(void **state)
     close(dir);
 }
 
+/* fs_each_entry: every entry of a folder but "." and "..", with its type,
+ * through more than one getdents64 buffer (names of 200 bytes, 400 of them:
+ * 80 KB of entries); a nonzero return stops it. */
+typedef struct {
+    int files, dirs, links, other, seen_dot, stop_at, calls;
+} entry_counts;
+
+static int S_count_entry(const char *name, unsigned char type, void *ctx)
+{
+    entry_counts *c = ctx;
+    c->calls++;
+    if (!strcmp(name, ".") || !strcmp(name, ".."))
+        c->seen_dot++;
+    else if (type == DT_REG)
+        c->files++;
+    else if (type == DT_DIR)
+        c->dirs++;
+    else if (type == DT_LNK)
+        c->links++;
+    else
+        c->other++;
+    return c->stop_at && c->calls == c->stop_at;
+}
+
+static void test_each_entry(void **state)
+{
+    char name[256];
+    for (int i = 0; i < 400; i++) {
+        snprintf(name, sizeof name, "f%03d-%0195d", i, 0);
+        S_put_rel(state, name, "x");
+    }
+    char *sub = S_path(state, "sub");
+    assert_int_equal(mkdir(sub, 0777), 0);
+    char *lnk = S_path(state, "lnk");
+    assert_int_equal(symlink("sub", lnk), 0);
+    int fd = open(*state, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    entry_counts c = {0};
+    assert_int_equal(fs_each_entry(fd, S_count_entry, &c), 0);
+    assert_int_equal(c.files, 400);
+    assert_int_equal(c.dirs, 1);
+    assert_int_equal(c.links, 1);
+    assert_int_equal(c.seen_dot, 0);
+    assert_int_equal(c.other, 0);
+    /* stopped by its callback */
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    entry_counts once = {.stop_at = 3};
+    assert_int_equal(fs_each_entry(fd, S_count_entry, &once), 0);
+    assert_int_equal(once.calls, 3);
+    close(fd);
+    /* an empty folder: no calls; a file: an error */
+    int sfd = open(sub, O_RDONLY | O_DIRECTORY);
+    entry_counts none = {0};
+    assert_int_equal(fs_each_entry(sfd, S_count_entry, &none), 0);
+    assert_int_equal(none.calls, 0);
+    close(sfd);
+    int ffd = open(lnk, O_RDONLY | O_NOFOLLOW | O_PATH);
+    assert_int_equal(fs_each_entry(ffd, S_count_entry, &none), -1);
+    close(ffd);
+    free(lnk);
+    free(sub);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -1274,6 +1337,7 @@ int main(void)
         T(test_beneath_refuses_hard_links),
         T(test_beneath_refuses_fifo_without_blocking),
         T(test_beneath_swap_for_a_link),
+        T(test_each_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
