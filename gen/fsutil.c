@@ -38,9 +38,15 @@ static int S_read_open(int fd, const struct stat *st, size_t max, buf *out)
     if (S_ISREG(st->st_mode) && (size_t)st->st_size > max)
         return FS_ETOOBIG;
     size_t total = 0;
+    /* a regular file is asked for one byte more than fstat says it has: the
+     * short read ends it, and a request far past its end (a small file read
+     * into a 64 KiB buffer) would set the kernel reading ahead for nothing */
+    size_t expect = S_ISREG(st->st_mode) ? (size_t)st->st_size + 1 : 0;
     for (;;) {
-        buf_grow(out, 65536);
+        buf_grow(out, expect > total ? expect - total : 65536);
         size_t asked = out->cap - out->len - 1;
+        if (expect > total && expect - total < asked)
+            asked = expect - total;
         ssize_t r = read(fd, out->ptr + out->len, asked);
         if (r < 0) {
             if (errno == EINTR)
@@ -410,7 +416,10 @@ static bool S_same_stat(const char *path, const void *data, size_t len, struct s
     char chunk[65536];
     size_t off = 0;
     while (same && off < len) {
-        ssize_t r = read(fd, chunk, sizeof chunk);
+        /* no more than the size fstat gave: a request past the end of a
+         * small file sets the kernel reading ahead for nothing */
+        size_t want = len - off < sizeof chunk ? len - off : sizeof chunk;
+        ssize_t r = read(fd, chunk, want);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0 || off + (size_t)r > len || memcmp(chunk, (const char *)data + off, (size_t)r))
@@ -432,14 +441,22 @@ bool fs_same_files(const char *a, const char *b)
     bool same = fb >= 0 && fstat(fa, &sa) == 0 && fstat(fb, &sb) == 0 && S_ISREG(sa.st_mode) &&
                 S_ISREG(sb.st_mode) && sa.st_size == sb.st_size;
     static char ca[65536], cb[65536]; /* one comparison at a time, in the parent */
+    /* both of one size: compared up to it, asked for no more than is left
+     * (see S_same_stat), then one read past it must find the end */
+    size_t left = same ? (size_t)sa.st_size : 0;
     while (same) {
-        ssize_t ra = read(fa, ca, sizeof ca);
+        ssize_t ra = read(fa, ca, left == 0 ? 1 : left < sizeof ca ? left : sizeof ca);
         if (ra < 0 && errno == EINTR)
             continue;
         if (ra <= 0) {
-            same = ra == 0;
+            same = ra == 0 && left == 0;
             break;
         }
+        if ((size_t)ra > left) {
+            same = false; /* grew since its fstat */
+            break;
+        }
+        left -= (size_t)ra;
         ssize_t got = 0;
         while (got < ra) {
             ssize_t rb = read(fb, cb + got, (size_t)(ra - got));

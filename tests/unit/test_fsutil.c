@@ -1294,6 +1294,48 @@ static void test_each_entry(void **state)
     free(sub);
 }
 
+/* fs_same_files: the bytes of two files, past the 64 KiB chunk too; not for
+ * a link, a missing file or sizes that differ. */
+static void test_same_files(void **state)
+{
+    size_t n = 150000;
+    char *big = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)('a' + i % 23);
+    char *a = S_path(state, "a"), *b = S_path(state, "b"), *l = S_path(state, "l");
+    char *e1 = S_path(state, "e1"), *e2 = S_path(state, "e2"), *none = S_path(state, "none");
+    S_put(a, big, n);
+    S_put(b, big, n);
+    assert_true(fs_same_files(a, b));
+    big[70000] ^= 1; /* in the second chunk */
+    S_put(b, big, n);
+    assert_false(fs_same_files(a, b));
+    big[70000] ^= 1;
+    S_put(b, big, n - 1);
+    assert_false(fs_same_files(a, b));
+    assert_false(fs_same_files(b, a));
+    S_put(a, "small", 5);
+    S_put(b, "small", 5);
+    assert_true(fs_same_files(a, b));
+    S_put(b, "smalL", 5);
+    assert_false(fs_same_files(a, b));
+    S_put(e1, "", 0);
+    S_put(e2, "", 0);
+    assert_true(fs_same_files(e1, e2));
+    assert_int_equal(symlink(a, l), 0);
+    assert_false(fs_same_files(a, l));
+    assert_false(fs_same_files(l, a));
+    assert_false(fs_same_files(a, none));
+    assert_false(fs_same_files(none, a));
+    free(big);
+    free(a);
+    free(b);
+    free(l);
+    free(e1);
+    free(e2);
+    free(none);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -1338,6 +1380,7 @@ int main(void)
         T(test_beneath_refuses_fifo_without_blocking),
         T(test_beneath_swap_for_a_link),
         T(test_each_entry),
+        T(test_same_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
