@@ -491,12 +491,27 @@ static int S_out_shown(lua_State *L, bool escape)
 static int S_out_esc(lua_State *L) { return S_out_shown(L, true); }
 static int S_out_raw(lua_State *L) { return S_out_shown(L, false); }
 
-/* _of(obj, "field") and _ofr: true when the host wrote obj.field itself. */
+/* _of(obj, "field") and _ofr: true when the host wrote obj.field itself: a
+ * field of a host object (the field reader), or a string a table holds under
+ * that key (what Lua would read too: a key that is there never reaches
+ * __index), which saves the second call, _oe(obj.field). */
 static int S_out_field(lua_State *L, bool escape)
 {
     templates *t = lua_touserdata(L, lua_upvalueindex(1));
     buf *out = S_writer_out(L);
-    bool done = S_host_field(L, t, 1, lua_tostring(L, 2), out, escape);
+    bool done = false;
+    if (lua_type(L, 1) == LUA_TTABLE && lua_type(L, 2) == LUA_TSTRING) {
+        lua_pushvalue(L, 2);
+        if (lua_rawget(L, 1) == LUA_TSTRING) {
+            size_t n;
+            const char *v = lua_tolstring(L, -1, &n);
+            S_put_shown(out, v, n, escape);
+            done = true;
+        }
+        lua_pop(L, 1);
+    } else {
+        done = S_host_field(L, t, 1, lua_tostring(L, 2), out, escape);
+    }
     if (done && out->len > t->max_output)
         return S_output_cap_error(L, t);
     lua_pushboolean(L, done);

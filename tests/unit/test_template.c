@@ -522,6 +522,23 @@ static void test_field_reader(void **state)
     assert_int_equal(calls, 3); /* u.w twice and u.x; never for tables */
 }
 
+/* {{ t.k }} of a table: a string it holds is written by the host at once;
+ * anything else (a number, a missing key that __index makes, a table) goes
+ * through Lua as written, with the same output and the same errors. */
+static void test_table_fields(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "t.html", "{{ t.s }}|{{{ t.s }}}|{{ t.n }}|{{ t.f }}|{{ m.here }}|{{ m.made }}|"
+                       "{{ t.none }}|{{ t[\"s\"] }}\n");
+    S_tpl(f, "bad.html", "{{ t.sub }}\n");
+    S_tpl(f, "nil.html", "{{ nothing.x }}\n");
+    S_start(f, "t = {s = '<a&b>', n = 2.5, f = 3, sub = {}}\n"
+               "m = setmetatable({here = 'raw'}, {__index = function(_, k) return 'made:' .. k end})");
+    S_render_ok(f, "t.html", "&lt;a&amp;b&gt;|<a&b>|2.5|3|raw|made:made||&lt;a&amp;b&gt;\n");
+    S_render_err(f, "bad.html", "templates/bad.html", 1, "cannot show a table value in {{ }}");
+    S_render_err(f, "nil.html", "templates/nil.html", 1, "attempt to index a nil value (global 'nothing')");
+}
+
 /* ---- loops that only write fields, rendered in C ------------------------- */
 
 static void test_field_loops(void **state)
@@ -728,6 +745,7 @@ int main(void)
         T(test_compiled_once),
         T(test_exists),
         T(test_field_reader),
+        T(test_table_fields),
         T(test_field_loops),
         T(test_field_loop_errors),
         T(test_field_loop_budget),
