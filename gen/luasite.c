@@ -152,17 +152,6 @@ void lv_push_paginator(renderer *r, const char *first_path, size_t number, size_
 
 /* ---------- site ---------- */
 
-/* A section page as site.sections and site.section() give it: its brief,
- * with `pages`, a view of its listing. */
-static void S_push_section(renderer *r, size_t i)
-{
-    lua_State *L = sandbox_lua(r->sb);
-    lv_push_page_brief(r, i);
-    size_t nc;
-    const size_t *kids = content_kids(r->e.idx, i, &nc);
-    lv_push_page_slice(r, kids, nc);
-    lua_setfield(L, -2, "pages");
-}
 
 /* site.sections: a view of the section pages, each made when read. */
 typedef struct {
@@ -181,7 +170,7 @@ static bool S_sections_item(lua_State *L, void *o, lua_Integer i)
     (void)L;
     if (i < 1 || (size_t)i > r->e.idx->nsections)
         return false;
-    S_push_section(r, r->e.idx->sections[i - 1]);
+    lv_push_section_obj(r, r->e.idx->sections[i - 1]);
     return true;
 }
 
@@ -270,7 +259,7 @@ static int S_site_section(lua_State *L)
         lua_pushnil(L);
         return 1;
     }
-    S_push_section(r, i);
+    lv_push_section_obj(r, i);
     return 1;
 }
 

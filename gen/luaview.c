@@ -327,12 +327,14 @@ static void S_push_params(renderer *r, size_t i)
 typedef struct {
     lv_head h;
     renderer *r;
-    size_t i; /* index into idx->pages */
+    size_t i;     /* index into idx->pages */
+    bool section; /* made as a section (site.sections): it has `pages` */
 } brief_obj;
 
 static const char *const S_BRIEF_KEYS[] = {"title", "date",   "updated", "section", "src",
                                            "kind",  "url",    "permalink", "path",  "weight",
-                                           "draft", "summary", "nfigures", "tags",  "params"};
+                                           "draft", "summary", "nfigures", "tags",  "params",
+                                           "pages"};
 
 static void S_pushstr_or_nil(lua_State *L, const char *v)
 {
@@ -343,7 +345,7 @@ static void S_pushstr_or_nil(lua_State *L, const char *v)
 }
 
 enum { BK_TITLE, BK_DATE, BK_UPDATED, BK_SECTION, BK_SRC, BK_KIND, BK_URL, BK_PERMALINK,
-       BK_PATH, BK_WEIGHT, BK_DRAFT, BK_SUMMARY, BK_NFIGURES, BK_TAGS, BK_PARAMS };
+       BK_PATH, BK_WEIGHT, BK_DRAFT, BK_SUMMARY, BK_NFIGURES, BK_TAGS, BK_PARAMS, BK_PAGES };
 
 /* A brief's key by its first letters, then the one name it may be (a
  * listing reads a handful of fields of each of its pages: no string
@@ -357,7 +359,12 @@ static int S_brief_key(const char *k)
     case 'u': key = k[1] == 'p' ? BK_UPDATED : BK_URL; break;
     case 's': key = k[1] == 'e' ? BK_SECTION : k[1] == 'r' ? BK_SRC : BK_SUMMARY; break;
     case 'k': key = BK_KIND; break;
-    case 'p': key = k[1] == 'e' ? BK_PERMALINK : k[1] == 'a' && k[2] == 't' ? BK_PATH : BK_PARAMS; break;
+    case 'p':
+        key = k[1] == 'e'                  ? BK_PERMALINK
+              : k[1] == 'a' && k[2] == 't' ? BK_PATH
+              : k[1] == 'a' && k[2] == 'g' ? BK_PAGES
+                                           : BK_PARAMS;
+        break;
     case 'w': key = BK_WEIGHT; break;
     case 'n': key = BK_NFIGURES; break;
     default: return -1;
@@ -410,15 +417,25 @@ static bool S_brief_field(lua_State *L, void *obj, int at, const char *k)
         break;
     }
     case BK_TAGS:
-    case BK_PARAMS: {
+    case BK_PARAMS:
+    case BK_PAGES: {
+        if (key == BK_PAGES && !o->section) {
+            lua_pushnil(L);
+            break;
+        }
         /* made once per object: p.tags == p.tags, as with a table */
-        int slot = key == BK_TAGS ? 1 : 2;
+        int slot = key == BK_TAGS ? 1 : key == BK_PARAMS ? 2 : 3;
         if (lua_getiuservalue(L, at, slot) == LUA_TNIL) {
             lua_pop(L, 1);
-            if (slot == 1)
+            if (key == BK_TAGS) {
                 S_push_tags_of(r, p);
-            else
+            } else if (key == BK_PARAMS) {
                 S_push_params(r, o->i);
+            } else {
+                size_t nc;
+                const size_t *kids = content_kids(r->e.idx, o->i, &nc);
+                lv_push_page_slice(r, kids, nc);
+            }
             lua_pushvalue(L, -1);
             lua_setiuservalue(L, at, slot);
         }
@@ -434,12 +451,13 @@ static const lv_kind S_BRIEF_KIND = {"kvsite.pagebrief", "a page in a list", S_B
                                      sizeof S_BRIEF_KEYS / sizeof *S_BRIEF_KEYS, S_brief_field,
                                      NULL, NULL};
 
-static void S_push_brief_obj(renderer *r, size_t i)
+static void S_push_brief_obj(renderer *r, size_t i, bool section)
 {
     lua_State *L = sandbox_lua(r->sb);
-    brief_obj *o = lv_new(L, &S_BRIEF_KIND, sizeof *o, 2, &r->job_gen);
+    brief_obj *o = lv_new(L, &S_BRIEF_KIND, sizeof *o, 3, &r->job_gen);
     o->r = r;
     o->i = i;
+    o->section = section;
 }
 
 /* A page as listings see it. */
@@ -530,7 +548,7 @@ static bool S_page_view_item(lua_State *L, void *o, lua_Integer i)
     if (i < 1 || (size_t)i > v->n)
         return false;
     (void)L;
-    S_push_brief_obj(v->r, v->items[i - 1]);
+    S_push_brief_obj(v->r, v->items[i - 1], false);
     return true;
 }
 
@@ -604,7 +622,9 @@ void lv_push_page_slice(renderer *r, const size_t *v, size_t n)
     pv->items = v;
 }
 
-void lv_push_page_obj(renderer *r, size_t i) { S_push_brief_obj(r, i); }
+void lv_push_page_obj(renderer *r, size_t i) { S_push_brief_obj(r, i, false); }
+
+void lv_push_section_obj(renderer *r, size_t i) { S_push_brief_obj(r, i, true); }
 
 /* A figure as templates see it: a read-only object whose fields are made
  * when read. A report reads a few fields of each of 100,000s of figures:

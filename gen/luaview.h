@@ -79,6 +79,11 @@ void lv_push_page_brief(renderer *r, size_t i);
 void lv_push_page_slice(renderer *r, const size_t *v, size_t n);
 /* Page i as a list item (a read-only object, fields made when read). */
 void lv_push_page_obj(renderer *r, size_t i);
+/* Section page i as site.sections and site.section() give it: the same
+ * object, with `pages`, a view of its listing. A menu reads a few fields of
+ * every section on every page: no table of every field, and no record read
+ * (a page would depend on every section's). */
+void lv_push_section_obj(renderer *r, size_t i);
 /* page.toc and page.figures of the page being rendered: they expire when
  * the page's job ends. */
 void lv_push_toc(renderer *r, const md_heading *toc, size_t n);

@@ -485,6 +485,28 @@ static void test_brief_fields(void **state)
     S_free(&s);
 }
 
+/* site.sections and site.section() give read-only page objects with
+ * `pages` (their listing); other list items have no `pages`. */
+static void test_section_objects(void **state)
+{
+    const char *dir = *state;
+    tmpdir_put(dir, "templates/home.html",
+               "{% for _, s in ipairs(site.sections) do %}"
+               "[{{ s.path }} {{ s.title }} {{ #s.pages }} {{ s.pages == s.pages }}]"
+               "{% end %}\n{% local n = site.section(\"notes\") %}"
+               "{{ n.title }}:{% for _, p in ipairs(n.pages) do %}{{ p.title }};"
+               "{{ tostring(p.pages) }};{% end %}\n"
+               "{{ pcall(function() n.title = 1 end) }}\n");
+    site s;
+    S_load(&s, dir);
+    S_render_all(&s);
+    S_no_diags(&s);
+    S_out_has(&s, "index.html", "[/notes/ Notes 2 true]");
+    S_out_has(&s, "index.html", "[/docs/ Docs 1 true]");
+    S_out_has(&s, "index.html", "\nNotes:KV cache;nil;Odd;nil;\nfalse\n");
+    S_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +516,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_template, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_asset_url_and_anchors, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_brief_fields, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_section_objects, S_setup, S_teardown),
         cmocka_unit_test(test_fragment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
