@@ -25,6 +25,7 @@
 #include "feed.h"
 #include "fingerprint.h"
 #include "fsutil.h"
+#include "highlight.h"
 #include "incremental.h"
 #include "links.h"
 #include "output.h"
@@ -389,6 +390,11 @@ static bool S_up_to_date(build_state *s)
     return same;
 }
 
+/* Below this many content entries the content loads in less time than
+ * the highlighting queries compile, and the workers, meeting few code
+ * blocks, compile few of them: the build would wait for the preload. */
+#define S_PRELOAD_MIN_ENTRIES 200
+
 /* The last build's cache, the content and the sources. */
 static void S_load(build_state *s)
 {
@@ -406,6 +412,11 @@ static void S_load(build_state *s)
         s->inc.kept_front_key = keep->front_key;
     }
     cmark_gfm_core_extensions_ensure_registered();
+    /* The code highlighting's queries, compiled beside the content's load
+     * (joined before the workers fork, in S_render): for a site with a few
+     * hundred files, where every worker would compile most languages */
+    if (s->inc.content_entries >= S_PRELOAD_MIN_ENTRIES)
+        hl_preload_start();
     /* parse threads as the build's jobs */
     content_opts copts = {.drafts = o->drafts, .threads = o->jobs, .reuse = incr_reuse_front,
                           .reuse_ctx = &s->inc,
@@ -619,6 +630,7 @@ static void S_render(build_state *s)
      * only the forking thread: a lock another one held stays held); a full
      * build never joins the kept records' checker otherwise */
     incr_join_threads(&s->inc);
+    hl_preload_join();
     for (int phase = 1; phase <= 4; phase++) {
         double tp = S_now();
         if (s->figs && figstore_flush(s->figs) != 0)
@@ -969,6 +981,7 @@ static int S_finish(build_state *s)
 {
     /* the kept records' checker reads the keep: done before it is cleared */
     incr_join_threads(&s->inc);
+    hl_preload_join();
     output_unlock(&s->out);
     if (s->o->exiting) {
         /* The process ends next: freeing a big site piece by piece would

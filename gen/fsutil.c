@@ -406,9 +406,9 @@ bool fs_exists(const char *path)
 /* True when the file at path holds exactly data. */
 /* True when the file at path holds exactly data; *out (may be NULL) gets
  * its stat then. */
-static bool S_same_stat(const char *path, const void *data, size_t len, struct stat *out)
+bool fs_same_at(int dirfd, const char *path, const void *data, size_t len, struct stat *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return false;
     struct stat st;
@@ -442,7 +442,7 @@ bool fs_same_files(const char *a, const char *b)
                 S_ISREG(sb.st_mode) && sa.st_size == sb.st_size;
     static char ca[65536], cb[65536]; /* one comparison at a time, in the parent */
     /* both of one size: compared up to it, asked for no more than is left
-     * (see S_same_stat), then one read past it must find the end */
+     * (see fs_same_at), then one read past it must find the end */
     size_t left = same ? (size_t)sa.st_size : 0;
     while (same) {
         ssize_t ra = read(fa, ca, left == 0 ? 1 : left < sizeof ca ? left : sizeof ca);
@@ -477,7 +477,7 @@ bool fs_same_files(const char *a, const char *b)
 
 bool fs_same(const char *path, const void *data, size_t len)
 {
-    return S_same_stat(path, data, len, NULL);
+    return fs_same_at(AT_FDCWD, path, data, len, NULL);
 }
 
 /* Removes whatever blocks the folders leading to path (a file where a folder
@@ -530,8 +530,13 @@ int fs_sync_file(const char *path, const void *data, size_t len)
 
 int fs_sync_file_stat(const char *path, const void *data, size_t len, struct stat *st)
 {
-    if (S_same_stat(path, data, len, st))
+    if (fs_same_at(AT_FDCWD, path, data, len, st))
         return 0;
+    return fs_put_file_stat(path, data, len, st);
+}
+
+int fs_put_file_stat(const char *path, const void *data, size_t len, struct stat *st)
+{
     int fd = S_open_for_write(path);
     if (fd < 0)
         return -1;

@@ -84,6 +84,9 @@ int fs_sync_file(const char *path, const void *data, size_t len);
 /* The same, and *st (may be NULL) gets the file's stat as it is left. */
 struct stat;
 int fs_sync_file_stat(const char *path, const void *data, size_t len, struct stat *st);
+/* fs_sync_file_stat without the comparison (the caller made it): path is
+ * created or truncated and written. */
+int fs_put_file_stat(const char *path, const void *data, size_t len, struct stat *st);
 /* fs_sync_file for output too big to hold whole (checks.json): written in
  * chunks, compared with the file it would replace as they come. While the
  * bytes are the same nothing is written; from the first chunk that differs
@@ -126,6 +129,11 @@ void fs_window_free(fs_window *w);
 bool fs_same_files(const char *a, const char *b);
 /* True when path is a regular file (not a link) holding exactly data. */
 bool fs_same(const char *path, const void *data, size_t len);
+/* The same for path relative to the folder open at dirfd (AT_FDCWD: the
+ * working one; a writer keeps its output folder open and names its files
+ * from there, not from /); *st (may be NULL) gets the file's stat when the
+ * bytes are the same. */
+bool fs_same_at(int dirfd, const char *path, const void *data, size_t len, struct stat *st);
 /* Moves every file under from (a folder this process made) to the same place
  * under to, replacing what is there; folders are made as needed. Folders of
  * to are opened without following symbolic links, so a link planted in to

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <regex.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,35 @@ void hl_preload(void)
 {
     for (size_t i = 0; i < NLANGS; i++)
         S_load(&S_langs[i]);
+}
+
+static pthread_t S_preloader;
+static bool S_preloading;
+static atomic_bool S_preload_stop;
+
+static void *S_preload_main(void *arg)
+{
+    (void)arg;
+    for (size_t i = 0; i < NLANGS && !atomic_load(&S_preload_stop); i++)
+        S_load(&S_langs[i]);
+    return NULL;
+}
+
+void hl_preload_start(void)
+{
+    if (S_preloading)
+        return;
+    atomic_store(&S_preload_stop, false);
+    S_preloading = pthread_create(&S_preloader, NULL, S_preload_main, NULL) == 0;
+}
+
+void hl_preload_join(void)
+{
+    if (!S_preloading)
+        return;
+    atomic_store(&S_preload_stop, true);
+    pthread_join(S_preloader, NULL);
+    S_preloading = false;
 }
 
 static bool S_capture_text(const TSQueryMatch *m, uint32_t cap, const char *code, size_t len,

@@ -39,4 +39,14 @@ bool hl_html(const char *lang, size_t lang_len, const char *code, size_t len, bu
  * again in every build. */
 void hl_preload(void);
 
+/* The same in a thread of its own, started while the build reads its
+ * content (a core is free then more often than not), so that the workers
+ * forked after hl_preload_join inherit the queries instead of each
+ * compiling the languages it meets. hl_preload_join stops it after the
+ * language being compiled and waits for it; no other thread may fork while
+ * it runs (the child would find the lock held). Both are no-ops when called
+ * again; join without start is one too. */
+void hl_preload_start(void);
+void hl_preload_join(void);
+
 #endif

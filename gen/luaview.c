@@ -339,7 +339,7 @@ static const char *const S_BRIEF_KEYS[] = {"title", "date",   "updated", "sectio
 static void S_pushstr_or_nil(lua_State *L, const char *v)
 {
     if (v)
-        lua_pushstring(L, v);
+        lua_pushlstring(L, v, strlen(v)); /* not pushstring: see render_setstr */
     else
         lua_pushnil(L);
 }
@@ -728,7 +728,7 @@ static bool S_figure_field(lua_State *L, void *obj, int at, const char *k)
     if (!S_figure_get(&o->f, o->src, o->page_url, k, &v))
         return false;
     switch (v.type) {
-    case LUA_TSTRING: lua_pushstring(L, v.s); break;
+    case LUA_TSTRING: lua_pushlstring(L, v.s, strlen(v.s)); break;
     case LUA_TBOOLEAN: lua_pushboolean(L, (int)v.i); break;
     case LUA_TNUMBER:
         if (v.integer)

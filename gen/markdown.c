@@ -121,19 +121,24 @@ static cmark_node *S_highlighted(cmark_node *n)
  * them): a keyboard can reach and scroll them. */
 static void S_put_scrollable(buf *out, const char *h, size_t n)
 {
-    static const char *const open[] = {"<pre", "<table"};
+    static const struct {
+        const char *tag;
+        size_t len;
+    } open[] = {{"<pre", 4}, {"<table", 6}};
     size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (h[i] != '<' || (i > 0 && h[i - 1] != '\n'))
-            continue;
+    const char *end = h + n;
+    for (const char *line = h; line < end;) {
+        size_t at = (size_t)(line - h), left = n - at;
         for (size_t k = 0; k < 2; k++) {
-            size_t ol = strlen(open[k]);
-            if (n - i > ol && !memcmp(h + i, open[k], ol) && (h[i + ol] == '>' || h[i + ol] == ' ')) {
-                buf_put(out, h + run, i + ol - run);
+            size_t ol = open[k].len;
+            if (left > ol && !memcmp(line, open[k].tag, ol) && (line[ol] == '>' || line[ol] == ' ')) {
+                buf_put(out, h + run, at + ol - run);
                 buf_puts(out, " tabindex=\"0\"");
-                run = i + ol;
+                run = at + ol;
             }
         }
+        const char *nl = memchr(line, '\n', left);
+        line = nl ? nl + 1 : end;
     }
     buf_put(out, h + run, n - run);
 }

@@ -27,6 +27,18 @@ void output_cap_error(diag_list *dl, const char *file, uint64_t total, uint64_t 
                (unsigned long long)total, (unsigned long long)cap);
 }
 
+/* Whether dir/rel holds data, named from fd when it is open. */
+static bool S_same_in(const char *dir, int fd, const char *rel, const void *data, size_t len,
+                      struct stat *st)
+{
+    if (fd > 0)
+        return fs_same_at(fd, rel, data, len, st);
+    char *path = fs_join(dir, rel);
+    bool same = fs_same_at(AT_FDCWD, path, data, len, st);
+    free(path);
+    return same;
+}
+
 int output_write(const output_dest *d, const char *rel, const void *data, size_t len,
                  const char *file, diag_list *dl, uint64_t *bytes, struct stat *st)
 {
@@ -45,17 +57,17 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
     S_total += counted;
     if (!data)
         data = "";
-    if (d->same_dir) {
-        char *published = fs_join(d->same_dir, rel);
-        bool same = fs_same(published, data, len);
-        free(published);
-        if (same) {
-            *bytes += counted;
-            return 0;
-        }
+    if (d->same_dir && S_same_in(d->same_dir, d->same_fd, rel, data, len, NULL)) {
+        *bytes += counted;
+        return 0;
+    }
+    if (d->dir_fd > 0 && fs_same_at(d->dir_fd, rel, data, len, st)) {
+        *bytes += counted;
+        return 1;
     }
     char *path = fs_join(d->dir, rel);
-    int rc = fs_sync_file_stat(path, data, len, st);
+    int rc = d->dir_fd > 0 ? fs_put_file_stat(path, data, len, st)
+                           : fs_sync_file_stat(path, data, len, st);
     int err = errno;
     free(path);
     if (rc != 0) {
@@ -69,12 +81,34 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
 
 bool output_differs(const output_dest *d, const char *rel, const void *data, size_t len)
 {
-    if (!d->diff_dir)
-        return true;
-    char *published = fs_join(d->diff_dir, rel);
-    bool same = fs_same(published, data ? data : "", len);
-    free(published);
-    return !same;
+    return !d->diff_dir || !S_same_in(d->diff_dir, d->diff_fd, rel, data ? data : "", len, NULL);
+}
+
+static int S_open_dir(const char *dir)
+{
+    int fd = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd == 0) { /* 0 says "none": kept as a descriptor no one uses */
+        fd = fcntl(0, F_DUPFD_CLOEXEC, 1);
+        close(0);
+    }
+    return fd > 0 ? fd : 0;
+}
+
+void output_dest_open(output_dest *d)
+{
+    d->dir_fd = S_open_dir(d->dir);
+    d->same_fd = S_open_dir(d->same_dir);
+    d->diff_fd = S_open_dir(d->diff_dir);
+}
+
+void output_dest_close(output_dest *d)
+{
+    int *fds[] = {&d->dir_fd, &d->same_fd, &d->diff_fd};
+    for (size_t i = 0; i < 3; i++) {
+        if (*fds[i] > 0)
+            close(*fds[i]);
+        *fds[i] = 0;
+    }
 }
 
 char *output_rel(const char *url)

@@ -48,6 +48,11 @@ typedef struct {
                            * more is written (an error at the file) */
     const char *diff_dir; /* NULL, or the published output (full builds that have
                            * one): output_differs compares with it */
+    /* Descriptors of dir, same_dir and diff_dir open as folders (fs_open_dirs),
+     * or 0 for none: a file is then compared from the folder's descriptor,
+     * not looked up again from / (a writer of 10,000 pages makes 10,000
+     * lookups of each folder's path otherwise) */
+    int dir_fd, same_fd, diff_fd;
 } output_dest;
 
 /* The start of the error of a site larger than limits.output_bytes: the
@@ -77,6 +82,11 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
  * copy but for those files, and the next incremental build need not compare
  * the two folders. */
 bool output_differs(const output_dest *d, const char *rel, const void *data, size_t len);
+
+/* Opens d's folders for its *_fd fields (each left 0 when it cannot be
+ * opened: the path serves then), and closes them. */
+void output_dest_open(output_dest *d);
+void output_dest_close(output_dest *d);
 
 /* The output file of a URL, relative to the output folder: "/a/b/" is
  * "a/b/index.html", "/x.css" is "x.css". Malloc'ed; the caller frees it. */

@@ -37,7 +37,10 @@ void render_setstr(lua_State *L, const char *k, const char *v)
 {
     if (!v)
         return;
-    lua_pushstring(L, v);
+    /* pushlstring: pushstring first looks the pointer up in Lua's string
+     * cache and compares the string found there with strcmp, a miss in
+     * the processor's cache for every page field a template reads */
+    lua_pushlstring(L, v, strlen(v));
     lua_setfield(L, -2, k);
 }
 
@@ -117,6 +120,9 @@ renderer *render_new(const render_env *e)
                   S_anchor_label(c->language)};
     r->md = md_new(&mo);
     r->root_fd = fs_root_open(e->root);
+    r->dest = (output_dest){.dir = e->out_dir, .same_dir = e->same_dir,
+                            .cap = c->limits.output_bytes, .diff_dir = e->diff_dir};
+    output_dest_open(&r->dest);
     r->read_mark = xcalloc(e->nrecords + 1, 1);
     r->phase = e->job_phases;
     if (!r->phase)
@@ -135,6 +141,7 @@ void render_free(renderer *r)
     md_free(r->md);
     if (r->root_fd >= 0)
         close(r->root_fd);
+    output_dest_close(&r->dest);
     tpl_free(r->tpl);
     sandbox_free(r->sb);
     free(r->read_mark);
@@ -196,17 +203,16 @@ static char *S_pick_template(renderer *r, const page *p, diag_list *dl)
 static int S_write(renderer *r, const char *out_rel, const buf *html, page_record *rec,
                    const char *file)
 {
-    output_dest d = {.dir = r->e.out_dir, .same_dir = r->e.same_dir,
-                     .cap = r->e.cfg->limits.output_bytes, .diff_dir = r->e.diff_dir};
+    const output_dest *d = &r->dest;
     size_t before = rec->out_bytes;
     struct stat st;
-    int rc = output_write(&d, out_rel, html->ptr, html->len, file, &rec->diags, &rec->out_bytes,
+    int rc = output_write(d, out_rel, html->ptr, html->len, file, &rec->diags, &rec->out_bytes,
                           &st);
     /* the file's stamp as it is left, for the parent's stamp of the output
      * (a second file would make it ambiguous: none then) */
     if (rc > 0)
         rec->out_stamp = before ? 0 : stamp_of_stat(STAMP_SEED, out_rel, &st);
-    if (rc >= 0 && output_differs(&d, out_rel, html->ptr, html->len))
+    if (rc >= 0 && output_differs(d, out_rel, html->ptr, html->len))
         rec->out_changed = 1;
     return rc < 0 ? -1 : 0;
 }

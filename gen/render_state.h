@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "markdown.h"
+#include "output.h"
 #include "record.h"
 #include "render.h"
 #include "sandbox.h"
@@ -20,6 +21,7 @@ struct renderer {
     md_ctx *md;
     int root_fd;        /* the project folder, opened once: the pages are read
                          * beneath it (-1: opened for each page instead) */
+    output_dest dest;   /* where pages go, its folders opened once */
     /* bumped when a job ends: the Lua views made for it expire (luaview.h) */
     uint64_t job_gen;
     /* the page being rendered, for markdown_inline */
