@@ -23,6 +23,7 @@ struct templates {
     char *theme; /* the theme folder looked in after templates/ (theme.h), or NULL */
     size_t max_bytes, max_output;
     int cache_ref;  /* registry table: name -> compiled function */
+    int include_ref, here_ref; /* registry: include and _inc, made once */
     int depth;      /* include nesting */
     diag_list *dl;  /* of the current render */
     buf inputs;
@@ -236,9 +237,43 @@ static bool S_is_include(const char *s, size_t n)
            (s[7] == ' ' || s[7] == '(' || s[7] == '"' || s[7] == '\'');
 }
 
+/* `include "name"` or `include("name")` with nothing else in the tag, the
+ * name a plain quoted string: *lit is set to the string with its quotes.
+ * Such a tag is rendered in place (_inc, S_include_here). */
+static bool S_include_literal(const char *s, size_t n, const char **lit, size_t *lit_n)
+{
+    const char *end = s + n;
+    while (s < end && (*s == ' ' || *s == '\t' || *s == '\n'))
+        s++;
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n'))
+        end--;
+    if (end - s < 9 || strncmp(s, "include", 7) != 0)
+        return false;
+    s += 7;
+    bool paren = *s == '(';
+    if (paren) {
+        if (end[-1] != ')')
+            return false;
+        s++;
+        end--;
+    }
+    while (s < end && *s == ' ')
+        s++;
+    while (end > s && end[-1] == ' ')
+        end--;
+    if (end - s < 2 || (*s != '"' && *s != '\'') || end[-1] != *s)
+        return false;
+    for (const char *p = s + 1; p < end - 1; p++)
+        if (*p == *s || *p == '\\' || *p == '\n')
+            return false;
+    *lit = s;
+    *lit_n = (size_t)(end - s);
+    return true;
+}
+
 int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_list *dl)
 {
-    buf_puts(lua, "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; ");
+    buf_puts(lua, "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; ");
     size_t i = 0, text_start = 0;
     int line = 1;
     loop_cand lc;
@@ -291,6 +326,8 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
             S_spec_piece(&lc.spec, 't', src + text_start, text_end - text_start);
         const char *b = src + body;
         size_t bn = j - body;
+        const char *lit;
+        size_t lit_n;
         if (stmt) {
             const char *tb = b;
             size_t tn = bn;
@@ -311,6 +348,12 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
                 lc.hdr_len = lua->len - at;
                 buf_clear(&lc.spec);
             }
+        } else if (!raw && S_include_literal(b, bn, &lit, &lit_n)) {
+            /* in place: through this template's writers */
+            lc.active = false;
+            buf_puts(lua, "_inc(");
+            buf_put(lua, lit, lit_n);
+            buf_puts(lua, ", _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc) ");
         } else if (!raw && S_is_include(b, bn)) {
             lc.active = false;
             buf_puts(lua, "_o(");
@@ -905,11 +948,12 @@ static tpl_sink *S_call(lua_State *L, templates *t, buf *out)
     S_push_writer(L, t, sink, S_out_field_esc);
     S_push_writer(L, t, sink, S_out_field_raw);
     S_push_writer(L, t, sink, S_out_loop);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, t->here_ref);
     return s;
 }
 
-/* The arguments S_call pushes after the function. */
-#define CALL_ARGS 8
+/* The arguments S_call pushes after the function: the chunk's `...`. */
+#define CALL_ARGS 9
 
 /* Closes the sink of a call that returned (its writers fail from now on),
  * frees its own buffer and removes it from the stack, where it is at
@@ -945,6 +989,33 @@ static int S_include(lua_State *L)
     return 1;
 }
 
+/* _inc(name, <the chunk's arguments>): `{{ include "name" }}`, rendered in
+ * place: the included template gets the writers of the one that includes
+ * it, so its output goes straight where that one's goes (no writers, sink
+ * or string of its own), and they stop working when that one returns. */
+static int S_include_here(lua_State *L)
+{
+    templates *t = lua_touserdata(L, lua_upvalueindex(1));
+    const char *name = luaL_checkstring(L, 1);
+    if (lua_gettop(L) != 1 + CALL_ARGS)
+        return luaL_error(L, "_inc is kvsite's own: write {{ include \"%s\" }}", name);
+    if (t->depth >= INCLUDE_DEPTH_MAX)
+        return luaL_error(L, "include \"%s\": includes nested deeper than %d (an include cycle?)",
+                          name, INCLUDE_DEPTH_MAX);
+    if (S_compiled(L, t, name) != 0)
+        return lua_error(L);
+    sandbox_push_template_env(t->sb);
+    lua_setupvalue(L, -2, 1);
+    for (int i = 2; i <= 1 + CALL_ARGS; i++)
+        lua_pushvalue(L, i);
+    t->depth++;
+    int status = lua_pcall(L, CALL_ARGS, 0, 0);
+    t->depth--;
+    if (status != LUA_OK)
+        return lua_error(L); /* the original error, located in the included file */
+    return 0;
+}
+
 templates *tpl_new(sandbox *sb, const char *root, size_t max_bytes, size_t max_output)
 {
     templates *t = xcalloc(1, sizeof *t);
@@ -957,6 +1028,12 @@ templates *tpl_new(sandbox *sb, const char *root, size_t max_bytes, size_t max_o
     lua_State *L = sandbox_lua(sb);
     lua_newtable(L);
     t->cache_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pushlightuserdata(L, t);
+    lua_pushcclosure(L, S_include, 1);
+    t->include_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pushlightuserdata(L, t);
+    lua_pushcclosure(L, S_include_here, 1);
+    t->here_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     return t;
 }
 
@@ -965,6 +1042,8 @@ void tpl_free(templates *t)
     if (!t)
         return;
     luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->cache_ref);
+    luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->include_ref);
+    luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->here_ref);
     buf_free(&t->inputs);
     buf_free(&t->shown);
     buf_free(&t->row);
@@ -998,8 +1077,7 @@ int tpl_render(templates *t, const char *name, buf *out, diag_list *dl)
     char *rel = fs_join(TEMPLATES_DIR, name);
     /* include is a global of the templates' environment while a template runs */
     sandbox_push_template_env(t->sb);
-    lua_pushlightuserdata(L, t);
-    lua_pushcclosure(L, S_include, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, t->include_ref);
     lua_setfield(L, -2, "include");
     lua_pop(L, 1);
     if (S_compiled(L, t, name) != 0) {

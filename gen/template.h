@@ -3,6 +3,9 @@
  *   {{ expr }}      the value, HTML-escaped        {{{ expr }}}  the value, raw
  *   {% stmt %}      Lua statements (for, if, local, ... end)
  *   {{ include "partials/head.html" }}  another template, rendered in place
+ *                   (a quoted name: straight into this template's output,
+ *                   through its writers; include(expr) in Lua returns the
+ *                   other template's output as a string)
  *
  * A {% %} tag alone on its line takes the line with it (no blank lines left
  * behind). A template compiles to one Lua function whose line numbers are the

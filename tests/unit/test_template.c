@@ -141,34 +141,39 @@ static void test_translate_exact(void **state)
 {
     (void)state;
     static const tr_case cases[] = {
-        {"", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; \n"},
+        {"", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; \n"},
         {"Hi {{ name }}!\n",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _o(\"Hi \") _oe( name ) _o(\"!\\n\")\n\n"},
-        {"{{{ x }}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _or( x ) \n"},
-        {"a\"b\\c\td\x7f", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _o(\"a\\\"b\\\\c\\009d\\127\") \n"},
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; _o(\"Hi \") _oe( name ) _o(\"!\\n\")\n\n"},
+        {"{{{ x }}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; _or( x ) \n"},
+        {"a\"b\\c\td\x7f", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; _o(\"a\\\"b\\\\c\\009d\\127\") \n"},
         {"{% for i = 1, 2 do %}\n{{ i }}\n{% end %}\n",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...;  for i = 1, 2 do  \n_oe( i ) _o(\"\\n\")\n end  \n\n"},
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...;  for i = 1, 2 do  \n_oe( i ) _o(\"\\n\")\n end  \n\n"},
+        /* a quoted name: in place, through this template's writers */
         {"{{ include \"partials/h.html\" }}",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _o( include \"partials/h.html\" ) \n"},
-        {"{{include('x.html')}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _o(include('x.html')) \n"},
-        {"{{ included }}", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _oe( included ) \n"},
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; _inc(\"partials/h.html\", _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc) \n"},
+        {"{{include('x.html')}}", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; _inc('x.html', _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc) \n"},
+        /* anything else: the include function's string */
+        {"{{ include \"a\" .. x }}{{ include(n) }}{{ include 'a\\'b' }}{{{ include 'r' }}}",
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; _o( include \"a\" .. x ) "
+         "_o( include(n) ) _o( include 'a\\'b' ) _or( include 'r' ) \n"},
+        {"{{ included }}", "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; _oe( included ) \n"},
         /* name.field asks the host first, then runs as written */
         {"{{ f.quote }}{{{ p.url }}}",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; if not _of(f, \"quote\") then _oe( "
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; if not _of(f, \"quote\") then _oe( "
          "f.quote ) end if not _ofr(p, \"url\") then _or( p.url ) end \n"},
         /* a loop that only writes text and its variable's fields */
         {"{% for _, f in ipairs(site.x) do %}<{{ f.a }}|{{{ f.b }}}>{% end %}",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; for _, f in "
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; for _, f in "
          "_oloop(ipairs, site.x, \"t1:<e1:at1:|r1:bt1:>\") do _o(\"<\") if not _of(f, \"a\") "
          "then _oe( f.a ) end _o(\"|\") if not _ofr(f, \"b\") then _or( f.b ) end _o(\">\")  "
          "end  \n"},
         /* not such a loop: as written */
         {"{% for _, f in ipairs(x) do %}{{ g.a }}{% end %}",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...;  for _, f in ipairs(x) do  if "
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...;  for _, f in ipairs(x) do  if "
          "not _of(g, \"a\") then _oe( g.a ) end  end  \n"},
         /* anything else, as written */
         {"{{ f.a.b }}{{ f:m() }}{{ not.x }}{{ f.end }}{{ 1.5 }}{{ f . x }}",
-         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop = ...; _oe( f.a.b ) _oe( f:m() ) _oe( not.x ) "
+         "local _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc = ...; _oe( f.a.b ) _oe( f:m() ) _oe( not.x ) "
          "_oe( f.end ) _oe( 1.5 ) _oe( f . x ) \n"},
     };
     for (size_t i = 0; i < N(cases); i++) {
@@ -318,6 +323,34 @@ static void test_include(void **state)
     const char want[] = "templates/page.html\0templates/partials/head.html";
     assert_int_equal(in->len, sizeof want);
     assert_memory_equal(in->ptr, want, sizeof want);
+}
+
+/* {{ include "name" }} renders in place, through the writers of the
+ * template it is in: the same output as the include function's string, in
+ * the same order; a writer kept from it works while that template runs and
+ * fails after; an error in it is located in the included file, and nothing
+ * it wrote stays; _inc called by hand is refused. */
+static void test_include_in_place(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "partials/b.html", "B{{ x }}{{ include \"partials/c.html\" }}b");
+    S_tpl(f, "partials/c.html", "C{% for i = 1, 2 do %}{{ i }}{% end %}");
+    S_tpl(f, "a.html", "A{{ include \"partials/b.html\" }}|{{{ include('partials/b.html') }}}Z");
+    S_tpl(f, "partials/k.html", "{% k = _o %}k");
+    S_tpl(f, "keep.html", "{{ include 'partials/k.html' }}{% k('+') %}.");
+    S_tpl(f, "later.html", "{% k('late') %}");
+    S_tpl(f, "partials/e.html", "e\n{{ nope() }}");
+    S_tpl(f, "err.html", "x{{ include 'partials/e.html' }}y");
+    S_tpl(f, "byhand.html", "{% _inc('partials/c.html') %}");
+    S_start(f, "x = '<&>'");
+    S_render_ok(f, "a.html", "AB&lt;&amp;&gt;C12b|B&lt;&amp;&gt;C12bZ");
+    S_render_ok(f, "keep.html", "k+.");
+    S_render_err(f, "later.html", "templates/later.html", 1,
+                 "a template writer was called after its template returned");
+    S_render_err(f, "err.html", "templates/partials/e.html", 2,
+                 "attempt to call a nil value (global 'nope')");
+    S_render_err(f, "byhand.html", "templates/byhand.html", 1,
+                 "_inc is kvsite's own: write {{ include \"partials/c.html\" }}");
 }
 
 static void test_include_refusals(void **state)
@@ -736,6 +769,7 @@ int main(void)
         T(test_text_passes_through),
         T(test_statement_lines_swallowed),
         T(test_include),
+        T(test_include_in_place),
         T(test_include_refusals),
         T(test_include_cycle),
         T(test_errors_at_template_line),
