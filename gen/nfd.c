@@ -84,7 +84,12 @@ static void S_push(cps *c, uint32_t cp)
 
 void nfd_append(buf *out, const char *s, size_t len)
 {
-    if (!utf8_valid(s, len, NULL)) {
+    /* ASCII is its own NFD (the first code point that decomposes is U+00C0;
+     * the combining marks start at U+0300): most names are */
+    size_t ascii = 0;
+    while (ascii < len && (unsigned char)s[ascii] < 0x80)
+        ascii++;
+    if (ascii == len || !utf8_valid(s, len, NULL)) {
         buf_put(out, s, len);
         return;
     }
