@@ -176,27 +176,67 @@ static int S_brief_index(lua_State *L)
     return 1;
 }
 
+/* The URL of tag name, made once per worker. */
+static const char *S_tag_url(renderer *r, const char *name)
+{
+    const char *tu = strmap_get(&r->tag_urls, name);
+    if (!tu) {
+        char *slug = content_slugify(name);
+        char *made = xasprintf("%s/tags/%s/", r->e.cfg->base_path, slug);
+        free(slug);
+        strmap_put(&r->tag_urls, name, made);
+        tu = made;
+    }
+    return tu;
+}
+
+/* A tag of a page: {name, url}. */
+static void S_push_tag(renderer *r, const char *name)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    lua_createtable(L, 0, 2);
+    render_setstr(L, "name", name);
+    render_setstr(L, "url", S_tag_url(r, name));
+}
+
 /* A page's tags: {name, url} each. */
 static void S_push_tags_of(renderer *r, const page *p)
 {
     lua_State *L = sandbox_lua(r->sb);
     lua_createtable(L, (int)p->ntags, 0);
     for (size_t k = 0; k < p->ntags; k++) {
-        lua_createtable(L, 0, 2);
-        render_setstr(L, "name", p->tags[k]);
-        /* a tag's URL, made once per worker */
-        const char *tu = strmap_get(&r->tag_urls, p->tags[k]);
-        if (!tu) {
-            char *slug = content_slugify(p->tags[k]);
-            char *made = xasprintf("%s/tags/%s/", r->e.cfg->base_path, slug);
-            free(slug);
-            strmap_put(&r->tag_urls, p->tags[k], made);
-            tu = made;
-        }
-        render_setstr(L, "url", tu);
+        S_push_tag(r, p->tags[k]);
         lua_rawseti(L, -2, (lua_Integer)k + 1);
     }
 }
+
+/* The tags of a page in a list: a read-only view of the same {name, url}
+ * items, each made when read. A listing's loop that shows only their
+ * fields reads them in place (lv_list_reader): no table for each tag of
+ * each page listed. */
+typedef struct {
+    lv_head h;
+    renderer *r;
+    size_t i; /* index into idx->pages */
+} tags_view;
+
+static const page *S_tags_page(const tags_view *v) { return v->r->e.idx->pages[v->i]; }
+
+static size_t S_tags_view_len(const void *o) { return S_tags_page(o)->ntags; }
+
+static bool S_tags_view_item(lua_State *L, void *o, lua_Integer i)
+{
+    (void)L;
+    const tags_view *v = o;
+    const page *p = S_tags_page(v);
+    if (i < 1 || (size_t)i > p->ntags)
+        return false;
+    S_push_tag(v->r, p->tags[i - 1]);
+    return true;
+}
+
+static const lv_kind S_TAGS_VIEW = {"kvsite.pagetags", "a listed page's tags", NULL, 0, NULL,
+                                    S_tags_view_item, S_tags_view_len};
 
 /* A tracked key of a page's params was read: upvalues 1 the renderer, 2
  * the job generation the table was made in, 3 key -> front matter position
@@ -428,7 +468,9 @@ static bool S_brief_field(lua_State *L, void *obj, int at, const char *k)
         if (lua_getiuservalue(L, at, slot) == LUA_TNIL) {
             lua_pop(L, 1);
             if (key == BK_TAGS) {
-                S_push_tags_of(r, p);
+                tags_view *v = lv_new(L, &S_TAGS_VIEW, sizeof *v, 0, &r->job_gen);
+                v->r = r;
+                v->i = o->i;
             } else if (key == BK_PARAMS) {
                 S_push_params(r, o->i);
             } else {
@@ -754,17 +796,22 @@ bool lv_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v
 }
 
 /* tpl_list_reader: a report's rows read straight from the figures, without
- * a figure object per row. */
+ * a figure object per row, and a listed page's tags from the page. */
 static void *S_open_list(void *ctx, lua_State *L, int list)
 {
     (void)ctx;
-    return lv_test(L, list, &S_FIGURE_VIEW); /* expired: Lua raises the error */
+    /* expired: NULL, and Lua raises the error */
+    void *v = lv_test(L, list, &S_FIGURE_VIEW);
+    return v ? v : lv_test(L, list, &S_TAGS_VIEW);
 }
+
+enum { TK_NAME, TK_URL };
 
 static int S_list_key(void *ctx, void *list, const char *k)
 {
     (void)ctx;
-    (void)list;
+    if (((const lv_head *)list)->kind == &S_TAGS_VIEW)
+        return strcmp(k, "name") == 0 ? TK_NAME : strcmp(k, "url") == 0 ? TK_URL : -1;
     return S_figure_key(k);
 }
 
@@ -772,6 +819,17 @@ static bool S_list_item(void *ctx, void *list, lua_Integer i, const int *keys, s
                         tpl_value *v)
 {
     (void)ctx;
+    if (((const lv_head *)list)->kind == &S_TAGS_VIEW) {
+        const tags_view *tv = list;
+        const page *p = S_tags_page(tv);
+        if (i < 1 || (size_t)i > p->ntags)
+            return false;
+        const char *name = p->tags[i - 1];
+        for (size_t j = 0; j < n; j++)
+            v[j] = (tpl_value){LUA_TSTRING, false,
+                               keys[j] == TK_NAME ? name : S_tag_url(tv->r, name), 0, 0};
+        return true;
+    }
     figure_view *fv = list;
     const figure *f;
     const char *src, *url;

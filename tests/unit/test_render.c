@@ -465,7 +465,8 @@ static void test_brief_fields(void **state)
                "\"kind\", \"url\", \"permalink\", \"path\", \"weight\", \"draft\", \"summary\", "
                "\"nfigures\", \"tags\", \"params\", \"t\", \"p\", \"pa\", \"pat\", \"paths\", "
                "\"titles\", \"tag\", \"s\", \"su\", \"u\", \"d\", \"x\", \"\"}) do %}"
-               "{% local v = p[k] %}[{{ k }}={{ type(v) == \"table\" and \"table\" or tostring(v) }}]"
+               "{% local v = p[k] %}[{{ k }}={{ type(v) == \"table\" and \"table\" or "
+               "type(v) == \"userdata\" and \"view\" or tostring(v) }}]"
                "{% end %}\n{{ plain_text(p.summary) }}|{{ plain_text(nil) }}\n{% end %}");
     tmpdir_put(dir, "content/notes/kv.md",
                "---\ntitle: KV cache\ndate: 2024-01-02\ntags: [memory]\nweight: 3\n"
@@ -479,9 +480,36 @@ static void test_brief_fields(void **state)
              "[src=content/notes/kv.md][kind=page][url=/notes/kv/]"
              "[permalink=https://example.org/notes/kv/][path=/notes/kv/][weight=3]"
              "[draft=false][summary=Holds `4 MiB {= 2+2 MiB}` in **two** [parts](x.md)]"
-             "[nfigures=1][tags=table][params=table][t=nil][p=nil][pa=nil][pat=nil]"
+             "[nfigures=1][tags=view][params=table][t=nil][p=nil][pa=nil][pat=nil]"
              "[paths=nil][titles=nil][tag=nil][s=nil][su=nil][u=nil][d=nil][x=nil][=nil]\n"
              "Holds 4 MiB in two parts|\n");
+    S_free(&s);
+}
+
+/* A listed page's tags: a read-only view of {name, url} items, the same
+ * whether a loop reads their fields in place or Lua reads them. */
+static void test_brief_tags(void **state)
+{
+    const char *dir = *state;
+    tmpdir_put(dir, "templates/tag.html",
+               "{% for _, p in ipairs(page.pages) do %}"
+               "{% for _, t in ipairs(p.tags or {}) do %}<{{ t.name }}|{{ t.url }}>{% end %}\n"
+               "{% for i, t in ipairs(p.tags) do %}{{ i }}:{{ t.name }}:{{ t.url }}:{{ t.slug }};"
+               "{% end %}\n"
+               "{{ #p.tags }} {{ p.tags == p.tags }} {{ p.tags[1].name }} {{ p.tags[9] }} "
+               "{{ pcall(function() p.tags[1] = 1 end) }}"
+               "{% for k, t in pairs(p.tags) do %} {{ k }}={{ t.name }}{% end %}\n"
+               "{% break %}{% end %}");
+    tmpdir_put(dir, "content/notes/kv.md",
+               "---\ntitle: KV cache\ntags: [\"C++ & <Lua>\", memory]\n---\nText.\n");
+    site s;
+    S_load(&s, dir);
+    S_render_all(&s);
+    S_no_diags(&s);
+    S_out_is(&s, "tags/memory/index.html",
+             "<C++ &amp; &lt;Lua&gt;|/tags/c-lua/><memory|/tags/memory/>\n"
+             "1:C++ &amp; &lt;Lua&gt;:/tags/c-lua/:;2:memory:/tags/memory/:;\n"
+             "2 true C++ &amp; &lt;Lua&gt;  false 1=C++ &amp; &lt;Lua&gt; 2=memory\n");
     S_free(&s);
 }
 
@@ -516,6 +544,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_template, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_asset_url_and_anchors, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_brief_fields, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_brief_tags, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_section_objects, S_setup, S_teardown),
         cmocka_unit_test(test_fragment),
     };
