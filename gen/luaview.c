@@ -788,11 +788,60 @@ static const lv_kind S_FIGURE_KIND = {"kvsite.figure", "a figure", S_FIGURE_KEYS
                                       S_figure_field, NULL, NULL};
 
 /* tpl_field_reader: a figure's fields for `{{ f.quote }}`, without Lua. */
+/* The view at index idx, whatever its kind (its metatable is its kind's),
+ * or NULL. */
+static lv_head *S_any_view(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) < sizeof(lv_head))
+        return NULL;
+    lv_head *h = lua_touserdata(L, idx);
+    if (!lua_getmetatable(L, idx))
+        return NULL;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, h->kind); /* any pointer is a key: nothing is read */
+    bool view = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return view ? h : NULL;
+}
+
+/* tpl_field_reader: a figure's fields without Lua; any other view's field
+ * as its kind makes it for Lua, shown without a call back into Lua (a
+ * listing shows a handful of fields of each of its pages). */
 bool lv_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v)
 {
     (void)ctx;
     const figure_obj *o = lv_test(L, obj, &S_FIGURE_KIND);
-    return o && S_figure_get(&o->f, o->src, o->page_url, k, v);
+    if (o)
+        return S_figure_get(&o->f, o->src, o->page_url, k, v);
+    lv_head *h = S_any_view(L, obj);
+    if (!h || !h->kind->field || lv_expired(h)) /* expired: Lua raises the error */
+        return false;
+    int top = lua_gettop(L);
+    if (!h->kind->field(L, h, obj, k)) {
+        lua_settop(L, top);
+        return false;
+    }
+    size_t n;
+    switch (lua_type(L, -1)) {
+    case LUA_TNIL: *v = (tpl_value){LUA_TNIL, false, NULL, 0, 0}; return true;
+    case LUA_TBOOLEAN: *v = (tpl_value){LUA_TBOOLEAN, false, NULL, lua_toboolean(L, -1), 0}; return true;
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, -1))
+            *v = (tpl_value){LUA_TNUMBER, true, NULL, (long long)lua_tointeger(L, -1), 0};
+        else
+            *v = (tpl_value){LUA_TNUMBER, false, NULL, 0, lua_tonumber(L, -1)};
+        return true;
+    case LUA_TSTRING:
+        /* left on the stack while it is shown; one with a NUL in it: Lua's */
+        v->s = lua_tolstring(L, -1, &n);
+        if (strlen(v->s) != n)
+            break;
+        v->type = LUA_TSTRING;
+        v->integer = false;
+        return true;
+    default: break;
+    }
+    lua_settop(L, top); /* a table, a view: Lua shows it as it would */
+    return false;
 }
 
 /* tpl_list_reader: a report's rows read straight from the figures, without

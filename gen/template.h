@@ -58,9 +58,11 @@ typedef struct {
 } tpl_value;
 
 /* The host's fast way to show `{{ obj.field }}`: sets *v to the field of
- * the object at index obj and returns true, or returns false, having pushed
- * nothing, to leave it to Lua (obj.field, as written). The template shows v
- * as it shows any value. Called for full userdata objects only. */
+ * the object at index obj and returns true, or returns false, leaving the
+ * stack as it was, to leave it to Lua (obj.field, as written). The template
+ * shows v as it shows any value, at once: v's string may be one the reader
+ * left on the stack, which the caller drops after. Called for full userdata
+ * objects only. */
 typedef bool (*tpl_field_reader)(void *ctx, lua_State *L, int obj, const char *field,
                                  tpl_value *v);
 void tpl_set_field_reader(templates *t, tpl_field_reader fn, void *ctx);

@@ -467,7 +467,10 @@ static void test_brief_fields(void **state)
                "\"titles\", \"tag\", \"s\", \"su\", \"u\", \"d\", \"x\", \"\"}) do %}"
                "{% local v = p[k] %}[{{ k }}={{ type(v) == \"table\" and \"table\" or "
                "type(v) == \"userdata\" and \"view\" or tostring(v) }}]"
-               "{% end %}\n{{ plain_text(p.summary) }}|{{ plain_text(nil) }}\n{% end %}");
+               "{% end %}\n{{ plain_text(p.summary) }}|{{ plain_text(nil) }}\n"
+               /* shown straight from the object (lv_read_field): the same */
+               "{{ p.title }}|{{ p.weight }}|{{ p.draft }}|{{ p.updated }}|{{ p.nfigures }}|"
+               "{{{ p.summary }}}|{{ p.nope }}\n{% end %}");
     tmpdir_put(dir, "content/notes/kv.md",
                "---\ntitle: KV cache\ndate: 2024-01-02\ntags: [memory]\nweight: 3\n"
                "summary: \"Holds `4 MiB {= 2+2 MiB}` in **two** [parts](x.md)\"\n---\n"
@@ -482,7 +485,8 @@ static void test_brief_fields(void **state)
              "[draft=false][summary=Holds `4 MiB {= 2+2 MiB}` in **two** [parts](x.md)]"
              "[nfigures=1][tags=view][params=table][t=nil][p=nil][pa=nil][pat=nil]"
              "[paths=nil][titles=nil][tag=nil][s=nil][su=nil][u=nil][d=nil][x=nil][=nil]\n"
-             "Holds 4 MiB in two parts|\n");
+             "Holds 4 MiB in two parts|\n"
+             "KV cache|3|false||1|Holds `4 MiB {= 2+2 MiB}` in **two** [parts](x.md)|\n");
     S_free(&s);
 }
 
