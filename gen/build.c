@@ -395,6 +395,19 @@ static bool S_up_to_date(build_state *s)
  * blocks, compile few of them: the build would wait for the preload. */
 #define S_PRELOAD_MIN_ENTRIES 200
 
+/* Once the content's parse threads are done, beside the index, which takes
+ * one core: the check of the kept outputs (incremental builds) and, for a
+ * site with a few hundred files, where every worker would compile most
+ * languages, the code highlighting's queries (joined before the workers
+ * fork, in S_render). */
+static void S_parsed(void *ctx)
+{
+    incr *inc = ctx;
+    if (inc->content_entries >= S_PRELOAD_MIN_ENTRIES)
+        hl_preload_start();
+    incr_check_kept_outputs(inc);
+}
+
 /* The last build's cache, the content and the sources. */
 static void S_load(build_state *s)
 {
@@ -412,15 +425,10 @@ static void S_load(build_state *s)
         s->inc.kept_front_key = keep->front_key;
     }
     cmark_gfm_core_extensions_ensure_registered();
-    /* The code highlighting's queries, compiled beside the content's load
-     * (joined before the workers fork, in S_render): for a site with a few
-     * hundred files, where every worker would compile most languages */
-    if (s->inc.content_entries >= S_PRELOAD_MIN_ENTRIES)
-        hl_preload_start();
     /* parse threads as the build's jobs */
     content_opts copts = {.drafts = o->drafts, .threads = o->jobs, .reuse = incr_reuse_front,
                           .reuse_ctx = &s->inc,
-                          .parsed = incr_check_kept_outputs}; /* beside the indexing */
+                          .parsed = S_parsed};
     content_load(&s->idx, o->root, &s->cfg, &copts, &s->dl);
     S_trace(s, "content loaded");
     sources_load(&s->src, o->root, s->cfg.limits.data_bytes, &s->dl);
