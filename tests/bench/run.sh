@@ -160,6 +160,12 @@ measure() {
 # count PAGES_DIR: rendered regular pages (pretty URLs: sNN/pNNNNN/index.html)
 count_pages() { find "$1" -path '*/s[0-9][0-9]/p[0-9]*/index.html' 2>/dev/null | wc -l; }
 
+# The untimed builds before a measurement write the whole output (the
+# first after a corpus or template change writes every file): their dirty
+# pages go to disk before the timed runs, not during them, where the
+# kernel's writeback would take CPU from whichever tool runs next.
+settle() { sync; }
+
 hugo_run() { # hugo_run KEY PROJECT PAGES
     local key=$1 dir=$2 pages=$3
     [ $have_hugo = 1 ] || { STATUS[$key]=missing; return; }
@@ -168,6 +174,7 @@ hugo_run() { # hugo_run KEY PROJECT PAGES
     # rebuild over
     rm -f "$dir/.hugo_build.lock"
     hugo --quiet --source "$dir" --destination "$dir/public" >/dev/null 2>&1
+    settle
     measure "$key" "rm -f '$dir/.hugo_build.lock'" -- \
         hugo --quiet --source "$dir" --destination "$dir/public" || return
     if grep -q 'ERROR' "$OUT/logs/$key.out" "$OUT/logs/$key.err"; then
@@ -192,6 +199,7 @@ kvsite_run() { # kvsite_run KEY PROJECT PAGES JOBS
     # keeps its output
     "$KVSITE" build -C "$dir" -j "$jobs" --no-cache >/dev/null 2>&1
     "$KVSITE" build -C "$dir" -j "$jobs" --no-cache >/dev/null 2>&1
+    settle
     measure "$key" ":" -- "$KVSITE" build -C "$dir" -j "$jobs" --no-cache || return
     local n
     n=$(count_pages "$dir/site")
