@@ -403,9 +403,8 @@ bool fs_exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
-/* True when the file at path holds exactly data. */
-/* True when the file at path holds exactly data; *out (may be NULL) gets
- * its stat then. */
+/* True when the file at path (from dirfd) holds exactly data; *out (may be
+ * NULL) gets its stat then. */
 bool fs_same_at(int dirfd, const char *path, const void *data, size_t len, struct stat *out)
 {
     int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

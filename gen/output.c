@@ -87,7 +87,7 @@ bool output_differs(const output_dest *d, const char *rel, const void *data, siz
 static int S_open_dir(const char *dir)
 {
     int fd = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (fd == 0) { /* 0 says "none": kept as a descriptor no one uses */
+    if (fd == 0) { /* 0 means none in an output_dest: moved to another number */
         fd = fcntl(0, F_DUPFD_CLOEXEC, 1);
         close(0);
     }
