@@ -787,7 +787,6 @@ static const lv_kind S_FIGURE_KIND = {"kvsite.figure", "a figure", S_FIGURE_KEYS
                                       sizeof S_FIGURE_KEYS / sizeof *S_FIGURE_KEYS,
                                       S_figure_field, NULL, NULL};
 
-/* tpl_field_reader: a figure's fields for `{{ f.quote }}`, without Lua. */
 /* The view at index idx, whatever its kind (its metatable is its kind's),
  * or NULL. */
 static lv_head *S_any_view(lua_State *L, int idx)

@@ -108,7 +108,9 @@ typedef struct {
 void lv_report_iter_init(lv_report_iter *it, renderer *r, size_t group, size_t number,
                          size_t njobs);
 bool lv_report_next(lv_report_iter *it, size_t *job);
-/* The fast paths templates take for figures (template.h). */
+/* The fast paths templates take (template.h): any view's fields for
+ * `{{ obj.field }}`; the rows of a list of figures or of a listed page's
+ * tags for a loop that shows only their fields. */
 bool lv_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v);
 extern const tpl_list_reader lv_list_reader;
 
