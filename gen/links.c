@@ -12,37 +12,49 @@
 
 /* ---------- normalising ---------- */
 
-char *links_target(const char *url, size_t un, const char *base, const char *page_url)
+bool links_target_into(const char *url, size_t un, const char *base, const char *page_url,
+                       buf *t)
 {
-    size_t bn = strlen(base);
-    buf t = BUF_INIT;
+    size_t bn = strlen(base), from = t->len;
     if (un > 0 && url[0] == '#') {
-        buf_puts(&t, page_url);
-        buf_put(&t, url, un);
+        buf_puts(t, page_url);
+        buf_put(t, url, un);
     } else if (un > 0 && url[0] == '/' && !(un > 1 && url[1] == '/')) {
         if (bn == 0 || (un >= bn && !memcmp(url, base, bn) && (un == bn || url[bn] == '/'))) {
             if (un == bn)
-                buf_putc(&t, '/');
+                buf_putc(t, '/');
             else
-                buf_put(&t, url + bn, un - bn);
+                buf_put(t, url + bn, un - bn);
         }
     }
-    if (t.len == 0) {
-        buf_free(&t);
-        return NULL;
-    }
-    char *target = buf_detach(&t);
-    if (strchr(target, '%')) {
-        char *dec = url_percent_decode(target, strlen(target));
-        free(target);
-        target = dec;
+    if (t->len == from)
+        return false;
+    char *target = t->ptr + from;
+    if (memchr(target, '%', t->len - from)) {
+        char *dec = url_percent_decode(target, t->len - from);
+        t->len = from;
+        buf_puts(t, dec);
+        free(dec);
+        target = t->ptr + from;
     }
     char *q = strchr(target, '?');
     if (q) {
         char *frag = strchr(q, '#');
-        memmove(q, frag ? frag : "", strlen(frag ? frag : "") + 1);
+        size_t keep = frag ? strlen(frag) : 0;
+        memmove(q, frag ? frag : "", keep + 1);
+        t->len = (size_t)(q - t->ptr) + keep;
     }
-    return target;
+    return true;
+}
+
+char *links_target(const char *url, size_t un, const char *base, const char *page_url)
+{
+    buf t = BUF_INIT;
+    if (!links_target_into(url, un, base, page_url, &t)) {
+        buf_free(&t);
+        return NULL;
+    }
+    return buf_detach(&t);
 }
 
 static void S_put_utf8(buf *b, uint32_t c)
@@ -134,9 +146,10 @@ typedef struct {
     const links_scan_opts *o;
     strmap *seen;
     strmap ids;
-    size_t ids_cap;
+    size_t ids_cap, links_cap;
     page_record *rec;
-    buf u; /* one scratch buffer for every value: a page has hundreds of links */
+    buf u; /* scratch buffers for every value: a page has hundreds of links */
+    buf t;
 } scan_state;
 
 static void S_id(scan_state *st, const char *v, size_t n)
@@ -167,19 +180,25 @@ static void S_link(scan_state *st, const char *v, size_t vn)
                 return; /* one of this page's figures */
         }
     }
-    buf_clear(&st->u);
-    links_decode_attr(v, vn, &st->u);
-    char *target = links_target(buf_cstr(&st->u), st->u.len, o->base_path, o->page_url);
-    if (!target)
-        return;
-    page_record *rec = st->rec;
-    if (!strmap_get(st->seen, target)) {
-        strmap_put(st->seen, target, (void *)1);
-        rec->links = xrealloc(rec->links, (rec->nlinks + 1) * sizeof *rec->links);
-        rec->links[rec->nlinks++] = (md_link){target, 0, 0, xstrdup(o->file)};
-        target = NULL;
+    if (memchr(v, '&', vn)) { /* most values have no character reference */
+        buf_clear(&st->u);
+        links_decode_attr(v, vn, &st->u);
+        v = buf_cstr(&st->u);
+        vn = st->u.len;
     }
-    free(target);
+    /* made in scratch: most targets were seen already on this page */
+    buf_clear(&st->t);
+    if (!links_target_into(v, vn, o->base_path, o->page_url, &st->t))
+        return;
+    const char *target = buf_cstr(&st->t);
+    if (strmap_get(st->seen, target))
+        return;
+    strmap_put(st->seen, target, (void *)1);
+    page_record *rec = st->rec;
+    if (rec->nlinks == st->links_cap)
+        rec->links = xrealloc(rec->links, (st->links_cap = st->links_cap ? st->links_cap * 2 : 16) *
+                                              sizeof *rec->links);
+    rec->links[rec->nlinks++] = (md_link){xstrdup(target), 0, 0, xstrdup(o->file)};
 }
 
 /* One tag's attributes from p (just after its name) to its '>'; returns
@@ -231,7 +250,7 @@ static const char *S_attributes(scan_state *st, const char *p, const char *end)
 void links_scan_html(const char *html, size_t len, const links_scan_opts *o, strmap *seen,
                      page_record *rec)
 {
-    scan_state st = {o, seen, {0}, rec->nids, rec, BUF_INIT};
+    scan_state st = {o, seen, {0}, rec->nids, rec->nlinks, rec, BUF_INIT, BUF_INIT};
     strmap_init(&st.ids);
     const char *p = html, *end = html + len;
     while (p < end && (p = memchr(p, '<', (size_t)(end - p)))) {
@@ -260,6 +279,7 @@ void links_scan_html(const char *html, size_t len, const links_scan_opts *o, str
         }
     }
     buf_free(&st.u);
+    buf_free(&st.t);
     strmap_free(&st.ids);
 }
 

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
 #include "diag.h"
 #include "record.h"
 #include "strmap.h"
@@ -25,6 +26,10 @@
  * "#x" made page_url#x), or NULL for a link the check does not follow (other
  * sites, other schemes, a path outside base_path). */
 char *links_target(const char *url, size_t n, const char *base_path, const char *page_url);
+/* The same appended to t: true, or false (t as it was) for a link the check
+ * does not follow. */
+bool links_target_into(const char *url, size_t n, const char *base_path, const char *page_url,
+                       buf *t);
 
 /* Decodes the character references of an HTML attribute value v[0..n)
  * (&amp; &lt; &gt; &quot; &apos; &#N; &#xH;) into out (appended). */

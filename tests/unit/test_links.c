@@ -36,6 +36,25 @@ static void test_target(void **state)
     S_target("", "", NULL);
 }
 
+/* links_target_into appends to what the buffer holds, and leaves it as it
+ * was for a link it does not follow. */
+static void test_target_into(void **state)
+{
+    (void)state;
+    buf t = BUF_INIT;
+    buf_puts(&t, "kept|");
+    assert_true(links_target_into("/a/%41?x=1#f%20g", 16, "", "/p/", &t));
+    assert_string_equal(buf_cstr(&t), "kept|/a/A#f g");
+    assert_int_equal(t.len, strlen(buf_cstr(&t)));
+    assert_false(links_target_into("https://example.com/", 20, "", "/p/", &t));
+    assert_string_equal(buf_cstr(&t), "kept|/a/A#f g");
+    /* only n bytes of the url count */
+    assert_true(links_target_into("/b/?q#z-and-more", 7, "", "/p/", &t));
+    assert_string_equal(buf_cstr(&t), "kept|/a/A#f g/b/#z");
+    assert_int_equal(t.len, strlen(buf_cstr(&t)));
+    buf_free(&t);
+}
+
 static void S_decode(const char *in, const char *want)
 {
     buf b = BUF_INIT;
@@ -111,6 +130,39 @@ static void test_scan(void **state)
     assert_int_equal(rec.nids, 3);
     for (size_t i = 0; i < rec.nids; i++)
         assert_string_equal(rec.ids[i], ids[i]);
+    S_free_rec(&rec, v);
+}
+
+/* A record that comes with the Markdown's links (an array of their number)
+ * gets the template's after them, however many. */
+static void test_scan_appends(void **state)
+{
+    (void)state;
+    page_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.nlinks = 1;
+    rec.links = calloc(1, sizeof *rec.links);
+    rec.links[0] = (md_link){strdup("/md/"), 3, 4, NULL};
+    buf html = BUF_INIT;
+    for (int i = 0; i < 100; i++)
+        buf_printf(&html, "<a href=\"/t%d/\">%d</a><a href=\"/t%d/\">again</a>", i, i, i);
+    strmap seen;
+    strmap_init(&seen);
+    strmap_put(&seen, "/md/", (void *)1);
+    links_scan_opts o = {"", "/p/", "templates/t.html", NULL, 0};
+    links_scan_html(buf_cstr(&html), html.len, &o, &seen, &rec);
+    assert_int_equal(rec.nlinks, 101);
+    assert_string_equal(rec.links[0].target, "/md/");
+    assert_null(rec.links[0].file);
+    for (int i = 0; i < 100; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "/t%d/", i);
+        assert_string_equal(rec.links[i + 1].target, want);
+        assert_string_equal(rec.links[i + 1].file, "templates/t.html");
+    }
+    strmap_free(&seen);
+    buf_free(&html);
+    char **v = calloc(1, sizeof *v);
     S_free_rec(&rec, v);
 }
 
@@ -278,8 +330,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_target),
+        cmocka_unit_test(test_target_into),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_scan_appends),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_check_memory),
         cmocka_unit_test(test_check_from_store),
