@@ -965,22 +965,35 @@ static void S_end_call(lua_State *L, tpl_sink *s, int sink)
     lua_remove(L, sink);
 }
 
+/* What both kinds of include do first: the depth check, then the compiled
+ * template onto the stack (a Lua error otherwise). */
+static void S_include_compiled(lua_State *L, templates *t, const char *name)
+{
+    if (t->depth >= INCLUDE_DEPTH_MAX)
+        luaL_error(L, "include \"%s\": includes nested deeper than %d (an include cycle?)", name,
+                   INCLUDE_DEPTH_MAX);
+    if (S_compiled(L, t, name) != 0)
+        lua_error(L);
+}
+
+/* Calls the included template, its arguments pushed, one level deeper. */
+static int S_include_call(lua_State *L, templates *t)
+{
+    t->depth++;
+    int status = lua_pcall(L, CALL_ARGS, 0, 0);
+    t->depth--;
+    return status;
+}
+
 /* include(name): renders another template in the same environment. */
 static int S_include(lua_State *L)
 {
     templates *t = lua_touserdata(L, lua_upvalueindex(1));
     const char *name = luaL_checkstring(L, 1);
-    if (t->depth >= INCLUDE_DEPTH_MAX)
-        return luaL_error(L, "include \"%s\": includes nested deeper than %d (an include cycle?)",
-                          name, INCLUDE_DEPTH_MAX);
-    if (S_compiled(L, t, name) != 0)
-        return lua_error(L);
+    S_include_compiled(L, t, name);
     tpl_sink *s = S_call(L, t, NULL); /* the include's output: s->own */
     int sink = lua_gettop(L) - CALL_ARGS - 1;
-    t->depth++;
-    int status = lua_pcall(L, CALL_ARGS, 0, 0);
-    t->depth--;
-    if (status != LUA_OK) {
+    if (S_include_call(L, t) != LUA_OK) {
         S_end_call(L, s, sink);
         return lua_error(L); /* the original error, located in the included file */
     }
@@ -999,19 +1012,12 @@ static int S_include_here(lua_State *L)
     const char *name = luaL_checkstring(L, 1);
     if (lua_gettop(L) != 1 + CALL_ARGS)
         return luaL_error(L, "_inc is kvsite's own: write {{ include \"%s\" }}", name);
-    if (t->depth >= INCLUDE_DEPTH_MAX)
-        return luaL_error(L, "include \"%s\": includes nested deeper than %d (an include cycle?)",
-                          name, INCLUDE_DEPTH_MAX);
-    if (S_compiled(L, t, name) != 0)
-        return lua_error(L);
+    S_include_compiled(L, t, name);
     sandbox_push_template_env(t->sb);
     lua_setupvalue(L, -2, 1);
     for (int i = 2; i <= 1 + CALL_ARGS; i++)
         lua_pushvalue(L, i);
-    t->depth++;
-    int status = lua_pcall(L, CALL_ARGS, 0, 0);
-    t->depth--;
-    if (status != LUA_OK)
+    if (S_include_call(L, t) != LUA_OK)
         return lua_error(L); /* the original error, located in the included file */
     return 0;
 }
