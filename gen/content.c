@@ -746,6 +746,19 @@ static int S_cmp_date(const void *a, const void *b, void *ctx)
     return c ? c : strcmp(x->url, y->url);
 }
 
+/* The menu's order: weight, then title, then URL (no date: sections rarely
+ * have one, and a menu should not reorder when one is written). */
+static int S_cmp_menu(const void *a, const void *b, void *ctx)
+{
+    const content_index *idx = ctx;
+    const page *x = idx->pages[*(const size_t *)a];
+    const page *y = idx->pages[*(const size_t *)b];
+    if (x->weight != y->weight)
+        return x->weight < y->weight ? -1 : 1;
+    int c = strcmp(x->title ? x->title : "", y->title ? y->title : "");
+    return c ? c : strcmp(x->url, y->url);
+}
+
 /* A page's place in a listing, made once per page: comparing these costs no
  * pointer chase and, for most pairs, no strcmp. The date's first eight bytes
  * big-endian compare as strcmp compares them (a shorter string pads with
@@ -809,10 +822,11 @@ void content_listings_free(content_index *idx)
     free(idx->kid_parent);
     free(idx->kid_slot);
     free(idx->sections);
+    free(idx->menu);
     strmap_free(&idx->index_by_url);
     idx->by_date = idx->kids = idx->kids_at = idx->kid_parent = idx->kid_slot = NULL;
-    idx->sections = NULL;
-    idx->nby_date = idx->nsections = 0;
+    idx->sections = idx->menu = NULL;
+    idx->nby_date = idx->nsections = idx->nmenu = 0;
     strmap_init(&idx->index_by_url);
 }
 
@@ -835,6 +849,13 @@ void content_listings(content_index *idx)
             idx->sections[idx->nsections++] = i;
     }
     S_sort_pages(idx, idx->by_date, idx->nby_date, false);
+    idx->menu = xmalloc((idx->nsections + 1) * sizeof *idx->menu);
+    for (size_t k = 0; k < idx->nsections; k++) {
+        const page *p = idx->pages[idx->sections[k]];
+        if (p->section && p->section[0] && !strchr(p->section, '/'))
+            idx->menu[idx->nmenu++] = idx->sections[k];
+    }
+    qsort_r(idx->menu, idx->nmenu, sizeof *idx->menu, S_cmp_menu, idx);
     /* children grouped by parent: count, place, then sort each group once */
     strmap at; /* a section's or home's folder -> its index + 1 (as by_section) */
     strmap_init(&at);

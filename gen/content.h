@@ -80,7 +80,9 @@ typedef struct {
      * kids[kids_at[i] .. kids_at[i + 1]): the pages listed under page i (a
      * section or home), in listing order; kid_parent[i]: the index of page
      * i's parent, kid_slot[i] page i's place in kids (SIZE_MAX for home);
-     * sections: every section page, in page order. */
+     * sections: every section page, in page order;
+     * menu: the top-level sections (content/<folder>), by weight, then
+     * title, then URL: a site's menu, in the order templates show it. */
     size_t *by_date;
     size_t nby_date;
     size_t *kids;
@@ -89,6 +91,8 @@ typedef struct {
     size_t *kid_slot;
     size_t *sections;
     size_t nsections;
+    size_t *menu;
+    size_t nmenu;
     strmap index_by_url; /* url -> position in pages + 1 */
 } content_index;
 

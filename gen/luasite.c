@@ -396,6 +396,8 @@ static int S_site_index(lua_State *L)
         lv_push_page_slice(r, r->e.idx->by_date, r->e.idx->nby_date);
     } else if (strcmp(k, "sections") == 0) {
         S_push_site_view(r, &S_SECTIONS_VIEW);
+    } else if (strcmp(k, "menu") == 0) {
+        lv_push_page_slice(r, r->e.idx->menu, r->e.idx->nmenu);
     } else if (strcmp(k, "tags") == 0) {
         S_push_site_view(r, &S_TAGS_VIEW);
     } else if (strcmp(k, "figures") == 0) {

@@ -683,6 +683,27 @@ static void test_listing_order(void **state)
     free(v);
 }
 
+/* The menu: top-level sections only, by weight, then title, then URL; a
+ * date does not move a section in it (a listing's order would). */
+static void test_menu_order(void **state)
+{
+    fx *f = *state;
+    S_page(f, "a/_index.md", "title: Zeta\n");
+    S_page(f, "b/_index.md", "title: Alpha\n");
+    S_page(f, "c/_index.md", "title: Heavy\nweight: 5\n");
+    S_page(f, "d/_index.md", "title: Light\nweight: -1\ndate: 2024-06-01\n");
+    S_page(f, "f/_index.md", "title: Alpha\ndate: 2025-01-01\n");
+    S_page(f, "e/page.md", "title: In a folder without _index.md\n");
+    S_page(f, "a/sub/_index.md", "title: Nested\nweight: -9\n");
+    S_page(f, "top.md", "title: A page, not a section\nweight: -9\n");
+    S_load_ok(f);
+    static const char *want[] = {"/d/", "/b/", "/f/", "/e/", "/a/", "/c/"};
+    assert_int_equal(f->idx.nmenu, N(want));
+    for (size_t i = 0; i < f->idx.nmenu; i++)
+        if (strcmp(f->idx.pages[f->idx.menu[i]]->url, want[i]) != 0)
+            fail_msg("menu %zu: %s, expected %s", i, f->idx.pages[f->idx.menu[i]]->url, want[i]);
+}
+
 /* ---- collisions ----------------------------------------------------------- */
 
 static void test_duplicate_urls(void **state)
@@ -1065,6 +1086,7 @@ int main(void)
         T(test_tags_merge_by_slug),
         T(test_drafts),
         T(test_listing_order),
+        T(test_menu_order),
         T(test_duplicate_urls),
         T(test_case_collisions),
         T(test_symlink_leaving_content),

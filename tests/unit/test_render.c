@@ -539,6 +539,33 @@ static void test_section_objects(void **state)
     S_free(&s);
 }
 
+/* site.menu: the top-level sections in menu order (Docs, Guides, Notes by
+ * title; a weight puts one first; a nested section is not in it), as the
+ * same read-only page objects as a section's pages. */
+static void test_site_menu(void **state)
+{
+    const char *dir = *state;
+    tmpdir_put(dir, "content/notes/deep/_index.md", "---\ntitle: Deep\nweight: -5\n---\n");
+    tmpdir_put(dir, "templates/home.html",
+               "{% for _, s in ipairs(site.menu) do %}[{{ s.path }} {{ s.title }}]{% end %}"
+               "{{ #site.menu }} {{ site.menu == site.menu }} "
+               "{{ pcall(function() site.menu[1].title = 1 end) }}\n");
+    tmpdir_put(dir, "templates/section.html", "{{ site.menu[1].title }}\n");
+    site s;
+    S_load(&s, dir);
+    S_render_all(&s);
+    S_no_diags(&s);
+    S_out_has(&s, "index.html", "[/docs/ Docs][/guides/ Guides][/notes/ Notes]3 true false\n");
+    S_out_has(&s, "notes/index.html", "Docs\n");
+    S_free(&s);
+    tmpdir_put(dir, "content/notes/_index.md", "---\ntitle: Notes\nweight: -1\n---\n");
+    S_load(&s, dir);
+    S_render_all(&s);
+    S_no_diags(&s);
+    S_out_has(&s, "index.html", "[/notes/ Notes][/docs/ Docs][/guides/ Guides]3 true false\n");
+    S_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -550,6 +577,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_brief_fields, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_brief_tags, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_section_objects, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_site_menu, S_setup, S_teardown),
         cmocka_unit_test(test_fragment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
