@@ -2558,6 +2558,40 @@ templates/checks.html: error: broken link to /checks/#no-articles-kv-cache-3: /c
 EOF
 }
 
+# The default theme's menu (site.menu, ordered once per build): top-level
+# sections by weight, then title; a nested section is not in it. An edited
+# title or weight reorders it on every page, in an incremental build as in a
+# full one.
+nav_order() { # nav_order FILE: the menu's section paths, in order
+    grep -o '<li><a href="/[a-z]*/"' "$W/$1" | sed 's/.*href="\(.*\)"/\1/' | tr '\n' ' '
+}
+t_theme_menu_order() {
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/project
+    mkdir -p "$(dirname "$W")"
+    "$KVSITE" new "$W" --lang en >/dev/null 2>&1 || { fail "kvsite new failed"; return; }
+    local d
+    for d in zeta alpha; do
+        mkdir -p "$W/content/$d/inner"
+        printf -- '---\ntitle: %s\n---\n' "${d^}" >"$W/content/$d/_index.md"
+        printf -- '---\ntitle: In %s\n---\nText.\n' "$d" >"$W/content/$d/page.md"
+        printf -- '---\ntitle: Nested\nweight: -9\n---\n' >"$W/content/$d/inner/_index.md"
+    done
+    kv build
+    expect_rc 0
+    local got
+    got=$(nav_order site/articles/first-figures/index.html)
+    [ "$got" = "/alpha/ /articles/ /zeta/ /sources/ /checks/ " ] || fail "menu: $got"
+    printf -- '---\ntitle: Zeta\nweight: -1\n---\n' >"$W/content/zeta/_index.md"
+    sed -i 's/^title: Alpha$/title: Omega/' "$W/content/alpha/_index.md"
+    kv build
+    expect_rc 0
+    got=$(nav_order site/alpha/page/index.html)
+    [ "$got" = "/zeta/ /articles/ /alpha/ /sources/ /checks/ " ] || fail "menu after the edits: $got"
+    expect_grep site/articles/first-figures/index.html '<li><a href="/alpha/">Omega</a>'
+    same_as_full menu
+}
+
 # ---------- listings paginate (issue 17) ----------
 
 # A starter site (the default theme) with 25 articles, each with a tag and
