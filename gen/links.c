@@ -303,6 +303,12 @@ typedef struct {
     const figstore *st;
     id_slot slot[ID_SLOTS];
     size_t next;
+    /* The page whose links are checked: its ids came with its links (one
+     * read), so links to its own #fragments (a table of contents) read
+     * nothing more. self.r is set once they are sorted. */
+    const page_record *page;
+    char *const *page_ids;
+    id_slot self;
     links_stats *stats;
 } id_cache;
 
@@ -319,13 +325,23 @@ static id_slot *S_ids_of(id_cache *c, const page_record *t)
     for (size_t k = 0; k < ID_SLOTS; k++)
         if (c->slot[k].r == t)
             return &c->slot[k];
-    id_slot *s = &c->slot[c->next];
-    c->next = (c->next + 1) % ID_SLOTS;
-    s->r = NULL;
-    s->n = 0;
-    const md_link *links;
-    if (record_links(t, c->st, &s->lb, &s->ids, &links) != 0)
-        return NULL;
+    if (t == c->self.r)
+        return &c->self;
+    id_slot *s;
+    if (t == c->page) {
+        s = &c->self;
+        s->ids = c->page_ids;
+    } else {
+        s = &c->slot[c->next];
+        c->next = (c->next + 1) % ID_SLOTS;
+        s->r = NULL;
+        s->n = 0;
+        const md_link *links;
+        if (c->stats)
+            c->stats->id_reads++;
+        if (record_links(t, c->st, &s->lb, &s->ids, &links) != 0)
+            return NULL;
+    }
     s->order = xrealloc(s->order, (t->nids + 1) * sizeof *s->order);
     for (size_t i = 0; i < t->nids; i++)
         s->order[i] = (uint32_t)i;
@@ -336,6 +352,7 @@ static id_slot *S_ids_of(id_cache *c, const page_record *t)
         size_t held = 0;
         for (size_t k = 0; k < ID_SLOTS; k++)
             held += c->slot[k].n;
+        held += c->self.r ? c->self.n : 0;
         if (held > c->stats->held_ids)
             c->stats->held_ids = held;
     }
@@ -470,21 +487,23 @@ static const char *S_nearest_id(const char *frag, char *const *ids, size_t nids)
  * link to a page that failed to render, which has its own error). A
  * function of l's target alone for a template's link (l->file). */
 static char *S_link_error(const page_record *r, const md_link *l, const strmap *pages,
-                          id_cache *ids, const strmap *page_urls, const strmap *files)
+                          id_cache *ids, const strmap *page_urls, const strmap *files, buf *pb)
 {
     const char *hash = strchr(l->target, '#');
-    char *path = hash ? xstrndup(l->target, (size_t)(hash - l->target)) : xstrdup(l->target);
+    size_t n = hash ? (size_t)(hash - l->target) : strlen(l->target);
     const char *frag = hash ? hash + 1 : NULL;
     /* "/a/b/index.html" and "/a/b" name the page "/a/b/" */
-    size_t n = strlen(path);
-    if (n >= 10 && strcmp(path + n - 10, "index.html") == 0)
-        path[n - 10] = '\0';
-    const page_record *target = strmap_get(pages, path);
-    if (!target && path[0] && path[strlen(path) - 1] != '/') {
-        char *slashed = xasprintf("%s/", path);
-        target = strmap_get(pages, slashed);
-        free(slashed);
+    if (n >= 10 && memcmp(l->target + n - 10, "index.html", 10) == 0)
+        n -= 10;
+    buf_clear(pb); /* the path, in the caller's scratch buffer: one per link */
+    buf_put(pb, l->target, n);
+    const page_record *target = strmap_get(pages, buf_cstr(pb));
+    if (!target && n > 0 && pb->ptr[n - 1] != '/') {
+        buf_putc(pb, '/');
+        target = strmap_get(pages, buf_cstr(pb));
+        buf_truncate(pb, n);
     }
+    const char *path = buf_cstr(pb);
     /* a page that failed to render has its own error: links to it stand */
     bool failed_page = !target && strmap_get(page_urls, path);
     bool stands = !target && (failed_page || (r->out_bytes == 0 && !l->file));
@@ -503,7 +522,6 @@ static char *S_link_error(const page_record *r, const md_link *l, const strmap *
                         l->target, target->url, frag, near ? "; did you mean #" : "",
                         near ? near : "", near ? "?" : "");
     }
-    free(path);
     return err;
 }
 
@@ -525,6 +543,7 @@ void links_check_stats(const page_record *records, size_t njobs, const bool *onl
     strmap_init(&reported);
     id_cache ids = {.st = fs, .stats = st};
     record_links_buf own = {0};
+    buf path = BUF_INIT;
     for (size_t j = 0; j < njobs; j++) {
         const page_record *r = &records[j];
         if (r->done && r->url && r->url[0] && r->out_bytes > 0)
@@ -534,16 +553,20 @@ void links_check_stats(const page_record *records, size_t njobs, const bool *onl
         const page_record *r = &records[j];
         if (only && !only[j])
             continue;
-        char *const *rids;
-        const md_link *links;
+        char *const *rids = r->ids;
+        const md_link *links = r->links;
+        ids.page = NULL;
+        ids.self.r = NULL; /* the last page's ids, in own, go with the next read */
         if (r->nlinks && record_links(r, fs, &own, &rids, &links) != 0) {
             diag_error(dl, NULL, 0, 0, "cannot check the links of %s: they cannot be read back: %s",
                        r->url, strerror(errno));
             continue;
         }
+        ids.page = r;
+        ids.page_ids = rids;
         for (size_t k = 0; k < r->nlinks; k++) {
             const md_link *l = &links[k];
-            char *err = S_link_error(r, l, &pages, &ids, page_urls, files);
+            char *err = S_link_error(r, l, &pages, &ids, page_urls, files, &path);
             if (!err)
                 continue;
             if (!l->file) {
@@ -573,6 +596,8 @@ void links_check_stats(const page_record *records, size_t njobs, const bool *onl
         record_links_buf_free(&ids.slot[k].lb);
         free(ids.slot[k].order);
     }
+    free(ids.self.order);
+    buf_free(&path);
     record_links_buf_free(&own);
     strmap_free(&pages);
     strmap_free(&reported);

@@ -64,10 +64,12 @@ void links_check(const page_record *records, size_t n, const bool *only,
 
 /* What links_check held, for the tests of its memory: the most ids it held
  * at once (of the few pages whose anchors it was looking up) and the
- * template links it remembered as reported (the broken ones). */
+ * template links it remembered as reported (the broken ones); and how many
+ * times it read a page's ids back for a link to another page's anchor. */
 typedef struct {
     size_t held_ids;
     size_t remembered;
+    size_t id_reads;
 } links_stats;
 
 /* links_check, noting in *st (when not NULL) what it held. */

@@ -245,7 +245,7 @@ static void test_check_memory(void **state)
     strmap_init(&files);
     diag_list dl;
     diag_list_init(&dl);
-    links_stats st = {0, 0};
+    links_stats st = {0, 0, 0};
     links_check_stats(r, PAGES + 1, NULL, &urls, &files, NULL, &dl, &st);
     assert_int_equal(dl.n, 2);
     assert_string_equal(dl.v[0].file, "c.md");
@@ -326,6 +326,52 @@ static void test_check_from_store(void **state)
     strmap_free(&files);
 }
 
+/* A page's links to its own anchors (a table of contents) are checked
+ * against the ids read with its links: no second read of its record. */
+static void test_check_own_anchors(void **state)
+{
+    (void)state;
+    enum { PAGES = 3 };
+    char *ids[] = {(char *)"h", (char *)"h-2"};
+    md_link own[PAGES][2];
+    page_record mem[PAGES], stored[PAGES];
+    figstore st;
+    assert_int_equal(figstore_open(&st, "/tmp"), 0);
+    for (size_t j = 0; j < PAGES; j++) {
+        char *url = xasprintf("/p%zu/", j);
+        own[j][0] = (md_link){xasprintf("%s#h-2", url), 1, 1, NULL};
+        own[j][1] = (md_link){xasprintf("%s#%s", url, j == 1 ? "hh" : "h"), 2, 1, NULL};
+        mem[j] = (page_record){.job = (uint32_t)j, .done = 1, .url = url, .src = (char *)"c.md",
+                               .out_bytes = 1, .ids = ids, .nids = 2, .links = own[j],
+                               .nlinks = 2};
+        buf enc = BUF_INIT;
+        record_encode(&mem[j], NULL, &enc);
+        assert_int_equal(record_decode(enc.ptr, enc.len, &st, &stored[j]), 0);
+        buf_free(&enc);
+    }
+    strmap urls, files;
+    strmap_init(&urls);
+    strmap_init(&files);
+    diag_list dl;
+    diag_list_init(&dl);
+    links_stats ls = {0};
+    links_check_stats(stored, PAGES, NULL, &urls, &files, &st, &dl, &ls);
+    assert_int_equal(ls.id_reads, 0);
+    assert_int_equal(dl.n, 1);
+    assert_int_equal(dl.v[0].line, 2);
+    assert_non_null(strstr(dl.v[0].msg, "/p1/ has no heading or anchor with id \"hh\"; did you mean #h?"));
+    diag_list_free(&dl);
+    for (size_t j = 0; j < PAGES; j++) {
+        record_free(&stored[j]);
+        free(mem[j].url);
+        free(own[j][0].target);
+        free(own[j][1].target);
+    }
+    figstore_close(&st);
+    strmap_free(&urls);
+    strmap_free(&files);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_check_memory),
         cmocka_unit_test(test_check_from_store),
+        cmocka_unit_test(test_check_own_anchors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
