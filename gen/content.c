@@ -721,6 +721,13 @@ void content_index_free(content_index *idx)
 
 /* ---------- listing order ---------- */
 
+/* The last ties of the listing's and the menu's orders: title, then URL. */
+static int S_cmp_title_url(const page *x, const page *y)
+{
+    int c = strcmp(x->title ? x->title : "", y->title ? y->title : "");
+    return c ? c : strcmp(x->url, y->url);
+}
+
 static int S_cmp_listing(const void *a, const void *b, void *ctx)
 {
     const content_index *idx = ctx;
@@ -732,8 +739,7 @@ static int S_cmp_listing(const void *a, const void *b, void *ctx)
     int c = strcmp(dy, dx); /* newest first */
     if (c)
         return c;
-    c = strcmp(x->title ? x->title : "", y->title ? y->title : "");
-    return c ? c : strcmp(x->url, y->url);
+    return S_cmp_title_url(x, y);
 }
 
 static int S_cmp_date(const void *a, const void *b, void *ctx)
@@ -755,8 +761,7 @@ static int S_cmp_menu(const void *a, const void *b, void *ctx)
     const page *y = idx->pages[*(const size_t *)b];
     if (x->weight != y->weight)
         return x->weight < y->weight ? -1 : 1;
-    int c = strcmp(x->title ? x->title : "", y->title ? y->title : "");
-    return c ? c : strcmp(x->url, y->url);
+    return S_cmp_title_url(x, y);
 }
 
 /* A page's place in a listing, made once per page: comparing these costs no

@@ -555,7 +555,6 @@ void links_check_stats(const page_record *records, size_t njobs, const bool *onl
             continue;
         char *const *rids = r->ids;
         const md_link *links = r->links;
-        ids.page = NULL;
         ids.self.r = NULL; /* the last page's ids, in own, go with the next read */
         if (r->nlinks && record_links(r, fs, &own, &rids, &links) != 0) {
             diag_error(dl, NULL, 0, 0, "cannot check the links of %s: they cannot be read back: %s",
