@@ -111,6 +111,7 @@ renderer *render_new(const render_env *e)
     }
     sandbox_set_tolerance(r->sb, c->tolerance);
     sandbox_set_library(r->sb, paths_get()->checks);
+    sandbox_set_unmetered(r->sb, true); /* render_job renders a cut page again */
     r->tpl = tpl_new(r->sb, e->root, c->limits.template_bytes, c->limits.output_bytes);
     tpl_set_theme(r->tpl, theme_dir(c, e->root));
     tpl_set_field_reader(r->tpl, lv_read_field, r);
@@ -301,6 +302,8 @@ static int S_finish(renderer *r, const char *tname, const char *out_rel, page_re
     }
     buf html = BUF_INIT;
     int rc = tpl_render(r->tpl, tname, &html, &rec->diags);
+    if (sandbox_page_cut(r->sb))
+        rc = -1; /* rendered again (render_job): nothing of it is written */
     if (rc == 0) {
         char *tfile = xasprintf("templates/%s", tname);
         S_scan_links(r, &html, tfile, rec);
@@ -789,24 +792,36 @@ static void S_render_checks_json(renderer *r, page_record *rec)
     free(old);
 }
 
+size_t render_reruns(const renderer *r) { return r->reruns; }
+
 void render_job(renderer *r, size_t job, page_record *rec)
 {
     size_t index;
     job_kind kind = render_job_kind(&r->e, job, &index);
-    rec->job = (uint32_t)job;
     r->cur_phase = render_job_phase(&r->e, job);
-    for (size_t i = 0; i < r->nreads; i++)
-        r->read_mark[r->reads[i]] = 0;
-    r->nreads = 0;
-    r->reads_totals = false;
-    if (kind == JOB_PAGE) {
-        S_render_page(r, job, r->e.idx->pages[index], 1, rec);
-    } else if (kind == JOB_CHECKS_JSON) {
-        S_render_checks_json(r, rec);
-    } else if (kind == JOB_PAGER) {
-        S_render_pager(r, index, rec);
-    } else {
-        S_render_generated(r, kind, index, 1, 0, rec);
+    for (;;) {
+        rec->job = (uint32_t)job;
+        for (size_t i = 0; i < r->nreads; i++)
+            r->read_mark[r->reads[i]] = 0;
+        r->nreads = 0;
+        r->reads_totals = false;
+        if (kind == JOB_PAGE) {
+            S_render_page(r, job, r->e.idx->pages[index], 1, rec);
+        } else if (kind == JOB_CHECKS_JSON) {
+            S_render_checks_json(r, rec);
+        } else if (kind == JOB_PAGER) {
+            S_render_pager(r, index, rec);
+        } else {
+            S_render_generated(r, kind, index, 1, 0, rec);
+        }
+        if (!sandbox_take_rerun(r->sb))
+            break;
+        /* cut short running unmetered (sandbox.h): all it did goes, and
+         * it runs again with its instructions counted */
+        record_free(rec);
+        record_init(rec);
+        r->job_gen++; /* the views the cut run made expire */
+        r->reruns++;
     }
     if (!rec->url)
         rec->url = xstrdup("");

@@ -61,6 +61,9 @@ typedef struct renderer renderer;
 
 renderer *render_new(const render_env *e);
 void render_free(renderer *r);
+/* How many of r's jobs were rendered twice: cut short running unmetered
+ * (sandbox.h), then again with their instructions counted. */
+size_t render_reruns(const renderer *r);
 
 /* The top-level sections, in page order: the report's sections when the
  * site has RENDER_REPORT_SECTION_TEMPLATE (report_sections in report.h).

@@ -24,6 +24,7 @@ struct renderer {
     output_dest dest;   /* where pages go, its folders opened once */
     /* bumped when a job ends: the Lua views made for it expire (luaview.h) */
     uint64_t job_gen;
+    size_t reruns;      /* jobs rendered again after an unmetered run was cut */
     /* the page being rendered, for markdown_inline */
     const page *cur_page;
     const char *cur_file;

@@ -12,6 +12,7 @@
 
 #include "arith.h"
 #include "fsutil.h"
+#include "fuse.h"
 #include "hostlib.h"
 #include "sandbox_internal.h"
 #include "stamp.h"
@@ -161,6 +162,29 @@ static void S_hook(lua_State *L, lua_Debug *ar)
         luaL_error(L, "instruction budget exceeded (limits.lua_instructions = %I)",
                    (lua_Integer)sb->o.instructions);
     }
+}
+
+/* An unmetered page that is cut: every instruction fails, as past the
+ * budget (budget_hit: what stops a page everywhere else stops it too). */
+static void S_cut_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    sandbox *sb = sandbox_of(L);
+    sb->budget_hit = true;
+    luaL_error(L, "cut short, to be rendered again with its instructions counted");
+}
+
+static void S_cut(sandbox *sb)
+{
+    sb->cut = 1;
+    lua_sethook(sb->L, S_cut_hook, LUA_MASKCOUNT, 1);
+}
+
+/* The fuse blew: called in a signal handler, so only what one may do (Lua's
+ * lua_sethook is made to be called from one). */
+static void S_fuse_blown(void *ctx)
+{
+    S_cut(ctx);
 }
 
 static int S_panic(lua_State *L)
@@ -604,12 +628,50 @@ void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl)
     sb->prints = 0;
     sb->budget_left = sb->o.instructions;
     sb->limit = sb->used + sb->o.memory;
-    lua_sethook(L, S_hook, LUA_MASKCOUNT, HOOK_STEP);
+    sb->cut = 0;
+    sb->rerun = false;
+    sb->charged = 0;
+    bool try_unmetered = sb->unmetered_ok && !sb->meter_next;
+    sb->meter_next = false;
+    long long fuse_ns = sb->o.instructions / 2 / SANDBOX_MAX_RATE;
+    sb->unmetered = try_unmetered && fuse_ns > 0 && fuse_arm(fuse_ns, S_fuse_blown, sb);
+    if (!sb->unmetered)
+        lua_sethook(L, S_hook, LUA_MASKCOUNT, HOOK_STEP);
+}
+
+bool sandbox_page_cut(sandbox *sb)
+{
+    if (!sb->unmetered)
+        return sb->rerun;
+    sb->unmetered = false;
+    bool in_time = fuse_disarm();
+    if (!in_time || sb->cut) {
+        if (!sb->cut)
+            S_cut(sb); /* whatever Lua it runs still fails */
+        sb->rerun = true;
+        sb->meter_next = true;
+    } else {
+        /* both halves unspent: metered from here, on what is left of the
+         * first (a page's Lua has all run by now; this bounds any that has not) */
+        sb->budget_left = sb->o.instructions / 2 - sb->charged;
+        lua_sethook(sb->L, S_hook, LUA_MASKCOUNT, HOOK_STEP);
+    }
+    return sb->rerun;
+}
+
+void sandbox_set_unmetered(sandbox *sb, bool on) { sb->unmetered_ok = on; }
+
+bool sandbox_take_rerun(sandbox *sb)
+{
+    bool r = sb->rerun;
+    sb->rerun = false;
+    return r;
 }
 
 void sandbox_page_end(sandbox *sb)
 {
     lua_State *L = sb->L;
+    sandbox_page_cut(sb);
     lua_sethook(L, NULL, 0, 0);
     sb->limit = (size_t)-1;
     if (sb->nused) {
@@ -639,6 +701,15 @@ bool sandbox_exhausted(const sandbox *sb) { return sb->budget_hit || sb->mem_hit
 
 bool sandbox_charge(sandbox *sb, long long instructions)
 {
+    if (sb->unmetered) {
+        if (sb->budget_hit || sb->cut ||
+            sb->charged + instructions > sb->o.instructions / 2 - HOOK_STEP) {
+            S_cut(sb);
+            return false;
+        }
+        sb->charged += instructions;
+        return true;
+    }
     /* a margin of one hook step: Lua, carrying on, finds the budget spent */
     if (sb->budget_hit || sb->budget_left - instructions < HOOK_STEP)
         return false;

@@ -12,6 +12,18 @@
  * every further instruction raises again) and a cap on the Lua heap. The parent
  * process adds a wall-clock deadline for what runs in C (patterns, string.rep).
  *
+ * The budget is counted by a count hook, and while one is set Lua 5.4 calls
+ * into its hook machinery on every instruction (a third of a template's cost).
+ * A caller that can render a page twice lets pages run unmetered
+ * (sandbox_set_unmetered): no hook, but a fuse (fuse.h) on the thread's CPU
+ * time, set to what half the budget takes at SANDBOX_MAX_RATE, faster than
+ * any machine runs Lua, with sandbox_charge's counts held to the other half.
+ * A page that stays within both spent less than its budget, so it ends as it
+ * would have metered. One that does not is cut (every Lua instruction fails
+ * from then on, as past the budget) and must be rendered again: its work is
+ * thrown away, and the next page begun is metered, so its limits hit where
+ * they always did.
+ *
  * Errors: sandbox_run returns -1 and fills a sandbox_error whose line is the
  * line of the innermost frame that belongs to a page or template chunk, so a
  * Lua error on the third line of a block starting at line 40 reports line 42.
@@ -59,6 +71,22 @@ lua_State *sandbox_lua(sandbox *sb);
  * located at file. dl must outlive the page. */
 void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl);
 void sandbox_page_end(sandbox *sb);
+
+/* Lua VM instructions per nanosecond that no machine reaches: each is a
+ * load, a decode and an indirect jump, about one a cycle on the fastest
+ * cores. The fuse of an unmetered page: half its budget at this rate. */
+#define SANDBOX_MAX_RATE 10
+/* Lets the pages begun from now on run unmetered (see above), or not. The
+ * caller must then ask sandbox_take_rerun after every page. */
+void sandbox_set_unmetered(sandbox *sb, bool on);
+/* Settles the current page: true when it was cut (it must be rendered again:
+ * nothing of it may be kept or written), false when it ran within its limits
+ * (it is metered from here, with what is left of its first half). Called
+ * once its Lua has run, before its output is written; sandbox_page_end
+ * settles a page that was not. */
+bool sandbox_page_cut(sandbox *sb);
+/* After a page's end: whether it was cut, once (the answer is cleared). */
+bool sandbox_take_rerun(sandbox *sb);
 /* From now on print() appends its line to out (at most cap bytes; more is
  * an error raised in the printing code) instead of making a note; NULL: back
  * to notes. For `--| output: asis` blocks. */
@@ -129,8 +157,9 @@ const buf *sandbox_page_inputs(sandbox *sb);
 bool sandbox_tostring(lua_State *L, int idx, buf *out);
 /* Counts work C does for the page's Lua (a template loop rendered in C)
  * against its instruction budget. False, counting nothing, when that would
- * leave less than the next budget check: the caller then lets Lua go on,
- * which stops at the budget where the Lua would have. */
+ * leave less than the next budget check (an unmetered page: past half its
+ * budget, and the page is cut): the caller then lets Lua go on, which stops
+ * at the budget where the Lua would have. */
 bool sandbox_charge(sandbox *sb, long long instructions);
 /* How sandbox_tostring shows a float (not an integer). */
 void sandbox_put_float(buf *out, double d);

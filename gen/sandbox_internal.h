@@ -12,6 +12,7 @@
 #define KV_SANDBOX_INTERNAL_H
 
 #include <lauxlib.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -40,6 +41,13 @@ struct sandbox {
     bool limit_surfaced; /* a budget or memory error reached C (and was reported) */
     long long budget_left;
     bool budget_hit;
+    /* unmetered pages (sandbox_set_unmetered): no count hook, a fuse instead */
+    bool unmetered_ok;         /* the caller renders a cut page again */
+    bool meter_next;           /* the next page is metered: the last one was cut */
+    bool unmetered;            /* this page runs under the fuse, not yet settled */
+    volatile sig_atomic_t cut; /* set by the fuse (a signal) or a charge past its half */
+    bool rerun;                /* the verdict: the page must be rendered again */
+    long long charged;         /* unmetered: what sandbox_charge counted */
     size_t gc_baseline;
 
     int proto_ref, env_ref, libs_ref;

@@ -334,6 +334,52 @@ static void test_failing_figure(void **state)
     S_free(&s);
 }
 
+/* Pages run unmetered and a page whose Lua may have run long is cut and
+ * rendered again with its instructions counted (sandbox.h): what it leaves
+ * is what a metered render leaves. A budget of 2e7 instructions: the fuse
+ * blows after 1 ms of CPU time; 1.2e7 instructions take far longer. */
+static void test_cut_page_rendered_again(void **state)
+{
+    const char *dir = *state;
+    tmpdir_put(dir, "site.yaml",
+               "title: Tiny\nbase_url: https://example.org/\nlimits:\n  lua_instructions: 20000000\n");
+    tmpdir_put(dir, "content/notes/long.md",
+               "---\ntitle: Long\n---\n```{lua}\nlocal s = 0\nfor i = 1, 6000000 do s = s + 1 end\n"
+               "n = s\n```\n\nIt counted `6000000 {= n}` steps.\n");
+    tmpdir_put(dir, "content/notes/endless.md",
+               "---\ntitle: Endless\n---\nBefore.\n\n```{lua}\nwhile true do end\n```\n");
+    site s;
+    S_load(&s, dir);
+    renderer *r = render_new(&s.env);
+    assert_non_null(r);
+    size_t long_job = S_job_of(&s, "content/notes/long.md");
+    size_t endless_job = S_job_of(&s, "content/notes/endless.md");
+    render_job(r, long_job, &s.records[long_job]);
+    assert_int_equal(render_reruns(r), 1);
+    render_job(r, S_job_of(&s, "content/notes/kv.md"), &s.records[S_job_of(&s, "content/notes/kv.md")]);
+    assert_int_equal(render_reruns(r), 1); /* a short page is not */
+    render_job(r, endless_job, &s.records[endless_job]);
+    assert_int_equal(render_reruns(r), 2);
+    render_free(r);
+    const page_record *rec = &s.records[long_job];
+    S_dump_diags(rec);
+    assert_int_equal(rec->diags.n, 0);
+    assert_int_equal(rec->nfigs, 1);
+    assert_true(rec->figs[0].ok);
+    assert_int_equal(rec->nreads, 0);
+    S_out_has(&s, "notes/long/index.html", "<title>Long</title>");
+    S_out_has(&s, "notes/long/index.html", "steps.</p>");
+    /* the endless page: the budget's error, once, where metered pages have it */
+    rec = &s.records[endless_job];
+    assert_int_equal(rec->diags.errors, 1);
+    assert_string_equal(rec->diags.v[0].file, "content/notes/endless.md");
+    assert_int_equal(rec->diags.v[0].line, 7);
+    assert_string_equal(rec->diags.v[0].msg,
+                        "in {lua} block: instruction budget exceeded "
+                        "(limits.lua_instructions = 20000000)");
+    S_free(&s);
+}
+
 /* Missing templates: front matter's names its line and column; a generated
  * page's names the template it needs; a template that fails names its line. */
 static void test_missing_template(void **state)
@@ -572,6 +618,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jobs, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_template_lookup, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_failing_figure, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_cut_page_rendered_again, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_missing_template, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_asset_url_and_anchors, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_brief_fields, S_setup, S_teardown),

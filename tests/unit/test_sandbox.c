@@ -326,6 +326,126 @@ static void test_budget_inside_pcall(void **state)
     }
 }
 
+/* Unmetered pages: no count hook, a fuse on the thread's CPU time. The
+ * budget here is 2e7 instructions: the fuse blows after 1 ms of CPU time, and
+ * a loop of 0.6 of the budget (1.2e7 instructions) takes far longer on any
+ * machine, so it is cut unmetered although it is within its budget metered. */
+#define UNMETERED_BUDGET 20000000
+#define LOOP_60 "local s = 0 for i = 1, 6000000 do s = s + 1 end return s"
+
+static void test_unmetered_within_budget(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = UNMETERED_BUDGET;
+    f->sb = sandbox_new(&f->o);
+    assert_non_null(f->sb);
+    sandbox_set_unmetered(f->sb, true);
+    for (int i = 0; i < 3; i++) {
+        S_new_page(f);
+        S_expect(f, "local s = 0 for i = 1, 1000 do s = s + i end return s", "500500");
+        assert_false(sandbox_page_cut(f->sb));
+        /* settled: what is left runs metered, on what is left of the first half */
+        S_expect(f, "return 7", "7");
+        sandbox_page_end(f->sb);
+        assert_false(sandbox_take_rerun(f->sb));
+    }
+}
+
+static void test_unmetered_cut_then_metered(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = UNMETERED_BUDGET;
+    f->sb = sandbox_new(&f->o);
+    assert_non_null(f->sb);
+    sandbox_set_unmetered(f->sb, true);
+    for (int round = 0; round < 2; round++) {
+        /* unmetered: past the fuse, cut (an error, whatever the code does) */
+        S_new_page(f);
+        sandbox_error err;
+        S_fail_at(f, LOOP_60, 1, &err);
+        assert_true(err.limit);
+        sandbox_error_free(&err);
+        /* everything after fails too, without running */
+        S_fail_at(f, "return 1", 2, &err);
+        sandbox_error_free(&err);
+        assert_true(sandbox_page_cut(f->sb));
+        assert_true(sandbox_page_cut(f->sb)); /* settled once */
+        sandbox_page_end(f->sb);
+        assert_true(sandbox_take_rerun(f->sb));
+        assert_false(sandbox_take_rerun(f->sb)); /* told once */
+        /* the page again: metered, within its budget, as it always was */
+        S_new_page(f);
+        S_expect(f, LOOP_60, "6000000");
+        assert_false(sandbox_page_cut(f->sb));
+        sandbox_page_end(f->sb);
+        assert_false(sandbox_take_rerun(f->sb));
+        /* and the next page runs unmetered again (round 2 is cut the same way) */
+    }
+}
+
+/* A cut page cannot catch the cut: pcall, xpcall and loops of them. */
+static void test_unmetered_cut_not_swallowed(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = UNMETERED_BUDGET;
+    f->sb = sandbox_new(&f->o);
+    assert_non_null(f->sb);
+    sandbox_set_unmetered(f->sb, true);
+    static const char *codes[] = {
+        "local ok, e = pcall(function() while true do end end)\nreturn ok, e",
+        "for i = 1, 100 do pcall(function() while true do end end) end\nreturn 1",
+        "local ok = xpcall(function() while true do end end, function(m) return m end)\n"
+        "while true do end",
+    };
+    for (size_t i = 0; i < N(codes); i++) {
+        S_new_page(f);
+        sandbox_error err;
+        S_fail_at(f, codes[i], 1, &err);
+        assert_true(err.limit);
+        sandbox_error_free(&err);
+        sandbox_page_end(f->sb);
+        assert_true(sandbox_take_rerun(f->sb));
+        /* metered, the same page stops at its budget, with the usual message */
+        S_new_page(f);
+        S_fail_at(f, codes[i], 1, &err);
+        if (!err.limit ||
+            strcmp(err.msg, "instruction budget exceeded (limits.lua_instructions = 20000000)"))
+            fail_msg("case %zu: %s (limit %d)", i, err.msg, err.limit);
+        sandbox_error_free(&err);
+        sandbox_page_end(f->sb);
+        assert_false(sandbox_take_rerun(f->sb));
+    }
+}
+
+/* What C counts for a page (sandbox_charge) is held to the other half of
+ * the budget when the page runs unmetered. */
+static void test_unmetered_charges(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = UNMETERED_BUDGET;
+    f->sb = sandbox_new(&f->o);
+    assert_non_null(f->sb);
+    sandbox_set_unmetered(f->sb, true);
+    S_new_page(f);
+    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 4));
+    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 8));
+    assert_false(sandbox_charge(f->sb, UNMETERED_BUDGET / 8)); /* past half: cut */
+    assert_false(sandbox_charge(f->sb, 1));
+    sandbox_error err;
+    S_fail_at(f, "return 1", 1, &err);
+    sandbox_error_free(&err);
+    sandbox_page_end(f->sb);
+    assert_true(sandbox_take_rerun(f->sb));
+    /* metered, the same charges pass: they are within the whole budget */
+    S_new_page(f);
+    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 4));
+    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 8));
+    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 8));
+    S_expect(f, "return 1", "1");
+    sandbox_page_end(f->sb);
+    assert_false(sandbox_take_rerun(f->sb));
+}
+
 static void test_memory_cap(void **state)
 {
     fx *f = *state;
@@ -1549,6 +1669,10 @@ int main(void)
         T(test_random_same_on_every_page),
         T(test_budget_exceeded),
         T(test_budget_inside_pcall),
+        T(test_unmetered_within_budget),
+        T(test_unmetered_cut_then_metered),
+        T(test_unmetered_cut_not_swallowed),
+        T(test_unmetered_charges),
         T(test_memory_cap),
         T(test_memory_error_location_not_stale),
         T(test_page_isolation),
