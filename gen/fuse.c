@@ -12,9 +12,19 @@
 static _Thread_local timer_t S_timer;
 static _Thread_local bool S_have_timer; /* S_timer was made in this process */
 static _Thread_local bool S_armed;
+static _Thread_local long long S_start, S_ns; /* the thread's CPU clock at fuse_arm; its length */
 static _Thread_local volatile sig_atomic_t S_blown;
 static _Thread_local fuse_fn volatile S_fn; /* NULL: the handler calls nothing */
 static _Thread_local void *volatile S_ctx;
+
+/* The thread's CPU time in nanoseconds, -1 when it cannot be read. */
+static long long S_thread_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return -1;
+    return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static pthread_once_t S_once = PTHREAD_ONCE_INIT;
 static bool S_ready; /* the handler is installed */
@@ -69,6 +79,10 @@ bool fuse_arm(long long ns, fuse_fn fn, void *ctx)
             return false;
         S_have_timer = true;
     }
+    S_start = S_thread_ns();
+    if (S_start < 0)
+        return false;
+    S_ns = ns;
     S_fn = NULL; /* a late signal of the last fuse calls nothing */
     S_blown = 0;
     S_ctx = ctx;
@@ -82,16 +96,20 @@ bool fuse_arm(long long ns, fuse_fn fn, void *ctx)
     return true;
 }
 
-bool fuse_disarm(void)
+long long fuse_disarm(void)
 {
     if (!S_armed)
-        return false;
+        return -1;
     S_armed = false;
     S_fn = NULL; /* first: from here a signal only marks the fuse blown */
     struct itimerspec zero = {{0, 0}, {0, 0}}, left;
     if (timer_settime(S_timer, 0, &zero, &left) != 0)
-        return false;
-    /* the time left, read from the thread's clock: none means it ran out,
-     * whether or not the signal came */
-    return !S_blown && (left.it_value.tv_sec > 0 || left.it_value.tv_nsec > 0);
+        return -1;
+    long long ns = (long long)left.it_value.tv_sec * 1000000000 + left.it_value.tv_nsec;
+    /* time left (read from the thread's clock): what passed is the rest;
+     * none left, and the clock tells, however late the signal */
+    if (!S_blown && ns > 0)
+        return S_ns - ns;
+    long long now = S_thread_ns();
+    return now < 0 ? -1 : now - S_start;
 }

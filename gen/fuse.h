@@ -5,9 +5,8 @@
  * `ns` of it have passed, fn(ctx) is called from a signal handler in that
  * thread, wherever the thread is (in C or in Lua), so fn must do only what a
  * handler may (set a volatile flag, lua_sethook). fuse_disarm stops the count
- * and tells whether the time stayed under `ns`, read from the thread's own
- * clock to the nanosecond: a fuse whose signal was late, or not yet
- * delivered, still reads as blown.
+ * and tells how much CPU time passed since fuse_arm, read from the thread's
+ * own clock to the nanosecond, however late the signal was.
  *
  * One fuse per thread; the timer behind it is made on first use, again in a
  * forked child (timers do not survive fork). The signal is SIGVTALRM, which
@@ -25,8 +24,9 @@ typedef void (*fuse_fn)(void *ctx);
  * called): the caller then does without. */
 bool fuse_arm(long long ns, fuse_fn fn, void *ctx);
 
-/* Disarms the thread's fuse: true when it was armed and less than its time
- * passed, false when it blew (or was not armed). fn is not called after. */
-bool fuse_disarm(void);
+/* Disarms the thread's fuse (fn is not called after) and returns the
+ * thread's CPU time since fuse_arm in nanoseconds; -1 when it was not armed
+ * or the clock cannot be read. */
+long long fuse_disarm(void);
 
 #endif

@@ -156,6 +156,8 @@ static void S_hook(lua_State *L, lua_Debug *ar)
     sandbox *sb = sandbox_of(L);
     sb->budget_left -= HOOK_STEP;
     if (sb->budget_left < 0 || sb->budget_hit) {
+        if (sb->late)
+            sb->cut = 1; /* counted on a bound, maybe not past its budget: again */
         sb->budget_hit = true;
         /* from now on every instruction fails, so pcall cannot swallow it */
         lua_sethook(L, S_hook, LUA_MASKCOUNT, 1);
@@ -164,8 +166,8 @@ static void S_hook(lua_State *L, lua_Debug *ar)
     }
 }
 
-/* An unmetered page that is cut: every instruction fails, as past the
- * budget (budget_hit: what stops a page everywhere else stops it too). */
+/* A page that is cut: every instruction fails, as past the budget
+ * (budget_hit: what stops a page everywhere else stops it too). */
 static void S_cut_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
@@ -180,11 +182,49 @@ static void S_cut(sandbox *sb)
     lua_sethook(sb->L, S_cut_hook, LUA_MASKCOUNT, 1);
 }
 
+/* An unmetered page from here on is metered "late": the Lua instructions it
+ * ran are bounded by its CPU time at SANDBOX_MAX_RATE, and it counts on
+ * what that bound and its charges leave of its budget. Ending within that,
+ * it ends as it would have metered from its start; hitting it, it may not
+ * be past its budget, so it is cut and rendered again. A margin of one hook
+ * step covers the step a metered page may not have counted. */
+static void S_meter_late(sandbox *sb)
+{
+    sb->unmetered = false;
+    sb->late = true;
+    long long ns = fuse_disarm();
+    long long room = sb->o.instructions - sb->charged - HOOK_STEP, left = -1;
+    if (ns >= 0 && room > 0 && ns < room / SANDBOX_MAX_RATE)
+        left = room - ns * SANDBOX_MAX_RATE;
+    if (left < HOOK_STEP) {
+        S_cut(sb);
+        return;
+    }
+    sb->budget_left = left;
+    lua_sethook(sb->L, S_hook, LUA_MASKCOUNT, HOOK_STEP);
+}
+
+/* The hook the fuse sets: the next instruction meters the page late. */
+static void S_late_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    sandbox *sb = sandbox_of(L);
+    if (sb->unmetered)
+        S_meter_late(sb);
+    else if (!sb->cut)
+        lua_sethook(L, S_hook, LUA_MASKCOUNT, HOOK_STEP);
+    if (sb->cut) {
+        sb->budget_hit = true;
+        luaL_error(L, "cut short, to be rendered again with its instructions counted");
+    }
+}
+
 /* The fuse blew: called in a signal handler, so only what one may do (Lua's
  * lua_sethook is made to be called from one). */
 static void S_fuse_blown(void *ctx)
 {
-    S_cut(ctx);
+    sandbox *sb = ctx;
+    lua_sethook(sb->L, S_late_hook, LUA_MASKCOUNT, 1);
 }
 
 static int S_panic(lua_State *L)
@@ -629,7 +669,7 @@ void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl)
     sb->budget_left = sb->o.instructions;
     sb->limit = sb->used + sb->o.memory;
     sb->cut = 0;
-    sb->rerun = false;
+    sb->late = sb->rerun = false;
     sb->charged = 0;
     bool try_unmetered = sb->unmetered_ok && !sb->meter_next;
     sb->meter_next = false;
@@ -641,20 +681,11 @@ void sandbox_page_begin(sandbox *sb, const char *file, diag_list *dl)
 
 bool sandbox_page_cut(sandbox *sb)
 {
-    if (!sb->unmetered)
-        return sb->rerun;
-    sb->unmetered = false;
-    bool in_time = fuse_disarm();
-    if (!in_time || sb->cut) {
-        if (!sb->cut)
-            S_cut(sb); /* whatever Lua it runs still fails */
+    if (sb->unmetered)
+        S_meter_late(sb); /* what it ran is known now: judged, metered after */
+    if (sb->cut && !sb->rerun) {
         sb->rerun = true;
         sb->meter_next = true;
-    } else {
-        /* both halves unspent: metered from here, on what is left of the
-         * first (a page's Lua has all run by now; this bounds any that has not) */
-        sb->budget_left = sb->o.instructions / 2 - sb->charged;
-        lua_sethook(sb->L, S_hook, LUA_MASKCOUNT, HOOK_STEP);
     }
     return sb->rerun;
 }
@@ -702,17 +733,18 @@ bool sandbox_exhausted(const sandbox *sb) { return sb->budget_hit || sb->mem_hit
 bool sandbox_charge(sandbox *sb, long long instructions)
 {
     if (sb->unmetered) {
-        if (sb->budget_hit || sb->cut ||
-            sb->charged + instructions > sb->o.instructions / 2 - HOOK_STEP) {
-            S_cut(sb);
-            return false;
+        if (!sb->cut && sb->charged + instructions <= sb->o.instructions / 2 - HOOK_STEP) {
+            sb->charged += instructions;
+            return true;
         }
-        sb->charged += instructions;
-        return true;
+        S_meter_late(sb); /* past its half: counted from here */
     }
     /* a margin of one hook step: Lua, carrying on, finds the budget spent */
-    if (sb->budget_hit || sb->budget_left - instructions < HOOK_STEP)
+    if (sb->budget_hit || sb->cut || sb->budget_left - instructions < HOOK_STEP) {
+        if (sb->late)
+            S_cut(sb);
         return false;
+    }
     sb->budget_left -= instructions;
     return true;
 }

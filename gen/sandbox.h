@@ -19,10 +19,12 @@
  * time, set to what half the budget takes at SANDBOX_MAX_RATE, faster than
  * any machine runs Lua, with sandbox_charge's counts held to the other half.
  * A page that stays within both spent less than its budget, so it ends as it
- * would have metered. One that does not is cut (every Lua instruction fails
- * from then on, as past the budget) and must be rendered again: its work is
- * thrown away, and the next page begun is metered, so its limits hit where
- * they always did.
+ * would have metered. Past either, it is metered from there on what its CPU
+ * time at that rate and its charges leave of the budget; ending within that,
+ * it ends as it would have metered too. Hitting it, it may not be past its
+ * budget, so it is cut (every Lua instruction fails from then on, as past
+ * the budget) and must be rendered again: its work is thrown away, and the
+ * next page begun is metered, so its limits hit where they always did.
  *
  * Errors: sandbox_run returns -1 and fills a sandbox_error whose line is the
  * line of the innermost frame that belongs to a page or template chunk, so a
@@ -81,9 +83,9 @@ void sandbox_page_end(sandbox *sb);
 void sandbox_set_unmetered(sandbox *sb, bool on);
 /* Settles the current page: true when it was cut (it must be rendered again:
  * nothing of it may be kept or written), false when it ran within its limits
- * (it is metered from here, with what is left of its first half). Called
- * once its Lua has run, before its output is written; sandbox_page_end
- * settles a page that was not. */
+ * (it is metered from here, on what they leave). Called once its Lua has
+ * run, before its output is written; sandbox_page_end settles a page that
+ * was not. */
 bool sandbox_page_cut(sandbox *sb);
 /* After a page's end: whether it was cut, once (the answer is cleared). */
 bool sandbox_take_rerun(sandbox *sb);
@@ -157,8 +159,8 @@ const buf *sandbox_page_inputs(sandbox *sb);
 bool sandbox_tostring(lua_State *L, int idx, buf *out);
 /* Counts work C does for the page's Lua (a template loop rendered in C)
  * against its instruction budget. False, counting nothing, when that would
- * leave less than the next budget check (an unmetered page: past half its
- * budget, and the page is cut): the caller then lets Lua go on, which stops
+ * leave less than the next budget check (a page metered late: and it is
+ * cut): the caller then lets Lua go on, which stops
  * at the budget where the Lua would have. */
 bool sandbox_charge(sandbox *sb, long long instructions);
 /* How sandbox_tostring shows a float (not an integer). */

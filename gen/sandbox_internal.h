@@ -45,6 +45,7 @@ struct sandbox {
     bool unmetered_ok;         /* the caller renders a cut page again */
     bool meter_next;           /* the next page is metered: the last one was cut */
     bool unmetered;            /* this page runs under the fuse, not yet settled */
+    bool late;                 /* metered after running unmetered (S_meter_late) */
     volatile sig_atomic_t cut; /* set by the fuse (a signal) or a charge past its half */
     bool rerun;                /* the verdict: the page must be rendered again */
     long long charged;         /* unmetered: what sandbox_charge counted */

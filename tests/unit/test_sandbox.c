@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -418,7 +419,9 @@ static void test_unmetered_cut_not_swallowed(void **state)
 }
 
 /* What C counts for a page (sandbox_charge) is held to the other half of
- * the budget when the page runs unmetered. */
+ * the budget when the page runs unmetered; past it, the page is metered on
+ * what its CPU time and its charges leave, and a charge that a page metered
+ * from its start would pass but this one cannot is a cut. */
 static void test_unmetered_charges(void **state)
 {
     fx *f = *state;
@@ -426,22 +429,59 @@ static void test_unmetered_charges(void **state)
     f->sb = sandbox_new(&f->o);
     assert_non_null(f->sb);
     sandbox_set_unmetered(f->sb, true);
+    const long long b = UNMETERED_BUDGET, step = 1000; /* HOOK_STEP */
+    const long long last = b - b / 4 - b / 8 - 3 * step / 2;
     S_new_page(f);
-    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 4));
-    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 8));
-    assert_false(sandbox_charge(f->sb, UNMETERED_BUDGET / 8)); /* past half: cut */
+    assert_true(sandbox_charge(f->sb, b / 4));
+    assert_true(sandbox_charge(f->sb, b / 8));
+    assert_false(sandbox_charge(f->sb, last)); /* within the budget, not the bound */
     assert_false(sandbox_charge(f->sb, 1));
     sandbox_error err;
     S_fail_at(f, "return 1", 1, &err);
     sandbox_error_free(&err);
     sandbox_page_end(f->sb);
     assert_true(sandbox_take_rerun(f->sb));
-    /* metered, the same charges pass: they are within the whole budget */
+    /* metered, the same charges pass */
     S_new_page(f);
-    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 4));
-    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 8));
-    assert_true(sandbox_charge(f->sb, UNMETERED_BUDGET / 8));
+    assert_true(sandbox_charge(f->sb, b / 4));
+    assert_true(sandbox_charge(f->sb, b / 8));
+    assert_true(sandbox_charge(f->sb, last));
     S_expect(f, "return 1", "1");
+    sandbox_page_end(f->sb);
+    assert_false(sandbox_take_rerun(f->sb));
+    /* unmetered again: past the half, metered late; far from the budget, not cut */
+    S_new_page(f);
+    assert_true(sandbox_charge(f->sb, b / 2));
+    assert_true(sandbox_charge(f->sb, b / 8));
+    S_expect(f, "return 2", "2");
+    assert_false(sandbox_page_cut(f->sb));
+    sandbox_page_end(f->sb);
+    assert_false(sandbox_take_rerun(f->sb));
+}
+
+static long long S_thread_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A page that runs past its fuse but far from its budget is metered late
+ * and ends, not cut: 2e8 instructions of a budget of 1e9 (the fuse: 50 ms;
+ * the loop takes longer on any machine: it is checked). */
+static void test_unmetered_late(void **state)
+{
+    fx *f = *state;
+    f->o.instructions = 1000000000;
+    f->sb = sandbox_new(&f->o);
+    assert_non_null(f->sb);
+    sandbox_set_unmetered(f->sb, true);
+    S_new_page(f);
+    long long t0 = S_thread_ns();
+    S_expect(f, "local s = 0 for i = 1, 100000000 do s = s + 1 end return s", "100000000");
+    long long ns = S_thread_ns() - t0;
+    assert_true(ns > 1000000000LL / 2 / SANDBOX_MAX_RATE);
+    assert_false(sandbox_page_cut(f->sb));
     sandbox_page_end(f->sb);
     assert_false(sandbox_take_rerun(f->sb));
 }
@@ -1673,6 +1713,7 @@ int main(void)
         T(test_unmetered_cut_then_metered),
         T(test_unmetered_cut_not_swallowed),
         T(test_unmetered_charges),
+        T(test_unmetered_late),
         T(test_memory_cap),
         T(test_memory_error_location_not_stale),
         T(test_page_isolation),
