@@ -382,7 +382,7 @@ static void S_push_site_figures(renderer *r)
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "__metatable");
     lua_setmetatable(L, -2);
-    r->reads_totals = true;
+    render_note(r, RENDER_CAP_TOTALS);
 }
 
 /* __index of `site`: the big lists are views made on first use. */

@@ -249,8 +249,10 @@ static void S_params_mark(lua_State *L, int t, int key)
     if (lua_rawget(L, lua_upvalueindex(3)) == LUA_TNUMBER) {
         lua_Integer at = lua_tointeger(L, -1);
         /* a table kept past its page marks nothing on another */
-        if (r->job_gen == (uint64_t)lua_tointeger(L, lua_upvalueindex(2)) && r->params_read)
+        if (r->job_gen == (uint64_t)lua_tointeger(L, lua_upvalueindex(2)) && r->params_read) {
             r->params_read[at] = 1;
+            render_note(r, RENDER_CAP_OWN);
+        }
         lua_pushvalue(L, key);
         lua_pushnil(L);
         lua_rawset(L, lua_upvalueindex(3));

@@ -49,11 +49,29 @@ char *render_full_url(const renderer *r, const char *site_path)
     return xasprintf("%s%s", r->e.cfg->base_path, site_path);
 }
 
+/* Notes what a cached render depends on (render_state.h). */
+static void S_capture(renderer *r, uint32_t what)
+{
+    if (r->ncap == r->capcap)
+        r->cap = xrealloc(r->cap, (r->capcap = r->capcap ? 2 * r->capcap : 64) * sizeof *r->cap);
+    r->cap[r->ncap++] = what;
+}
+
+void render_note(renderer *r, uint32_t what)
+{
+    if (what == RENDER_CAP_TOTALS)
+        r->reads_totals = true;
+    if (r->cap_depth)
+        S_capture(r, what);
+}
+
 const page_record *render_record(renderer *r, size_t job)
 {
     if (!r->e.records || job >= r->e.nrecords || !r->e.records[job].done ||
         r->phase[job] >= r->cur_phase)
         return NULL;
+    if (r->cap_depth)
+        S_capture(r, (uint32_t)job);
     if (!r->read_mark[job]) {
         r->read_mark[job] = 1;
         if (r->nreads == r->capreads)
@@ -77,6 +95,44 @@ size_t *render_report_sections(const content_index *idx, size_t *n)
 {
     return report_sections(idx, n);
 }
+
+/* include_cached's host (template.h): a cached output depends on the
+ * records its render read, noted again for every page that reuses it. It
+ * is not kept when it read the page's own params or made a diagnostic. */
+static tpl_cache_mark S_cache_begin(void *ctx)
+{
+    renderer *r = ctx;
+    r->cap_depth++;
+    return (tpl_cache_mark){r->ncap, r->cur_dl ? r->cur_dl->n : 0};
+}
+
+static bool S_cache_end(void *ctx, tpl_cache_mark m, buf *deps)
+{
+    renderer *r = ctx;
+    bool keep = !r->cur_dl || r->cur_dl->n == m.diags;
+    for (size_t i = m.at; i < r->ncap && keep; i++)
+        keep = r->cap[i] != RENDER_CAP_OWN;
+    if (keep)
+        buf_put(deps, (const char *)(r->cap + m.at), (r->ncap - m.at) * sizeof *r->cap);
+    if (--r->cap_depth == 0)
+        r->ncap = 0;
+    return keep;
+}
+
+static void S_cache_replay(void *ctx, const char *deps, size_t len)
+{
+    renderer *r = ctx;
+    for (size_t i = 0; i + sizeof(uint32_t) <= len; i += sizeof(uint32_t)) {
+        uint32_t what;
+        memcpy(&what, deps + i, sizeof what);
+        if (what == RENDER_CAP_TOTALS)
+            render_note(r, what);
+        else
+            render_record(r, what);
+    }
+}
+
+static const tpl_cache_host S_cache_host = {S_cache_begin, S_cache_end, S_cache_replay};
 
 static void S_set_helpers(renderer *r)
 {
@@ -116,6 +172,7 @@ renderer *render_new(const render_env *e)
     tpl_set_theme(r->tpl, theme_dir(c, e->root));
     tpl_set_field_reader(r->tpl, lv_read_field, r);
     tpl_set_list_reader(r->tpl, &lv_list_reader, r);
+    tpl_set_cache_host(r->tpl, &S_cache_host, r);
     md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING, true,
                   S_anchor_label(c->language)};
@@ -148,6 +205,7 @@ void render_free(renderer *r)
     free(r->read_mark);
     free(r->own_phase);
     free(r->reads);
+    free(r->cap);
     free(r->fig_url);
     free(r->groups);
     free(r->report_url);
@@ -354,6 +412,7 @@ static void S_job_end(renderer *r, page_record *rec, const char *file)
     r->cur_file = NULL;
     r->cur_rec = NULL;
     r->cur_figs = NULL;
+    r->cur_dl = NULL;
     sandbox_page_end(r->sb);
 }
 
@@ -484,6 +543,7 @@ static void S_render_page(renderer *r, size_t job, const page *p, size_t number,
     res.figs.report_url = r->report_url;
     res.figs.report_rows = S_report_rows(r, job);
     sandbox_page_begin(r->sb, file, dl);
+    r->cur_dl = dl;
     r->cur_page = p;
     r->cur_file = file;
     r->cur_rec = again ? NULL : rec;
@@ -691,6 +751,7 @@ static void S_render_generated(renderer *r, job_kind kind, size_t index, size_t 
     rec->src = xstrdup("");
     rec->summary = xstrdup("");
     sandbox_page_begin(r->sb, tpath, &rec->diags);
+    r->cur_dl = &rec->diags;
     r->cur_file = tpath;
     r->cur_rec = rec;
     bool report = kind == JOB_CHECKS || kind == JOB_CHECKS_SECTION;

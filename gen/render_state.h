@@ -40,6 +40,14 @@ struct renderer {
     uint32_t *reads;
     size_t nreads, capreads;
     bool reads_totals;  /* this job showed render_env.site_totals (record.h) */
+    /* include_cached's renders (template.h's tpl_cache_host): while cap_depth
+     * > 0, every record read is also noted in cap (RENDER_CAP_TOTALS for the
+     * totals, RENDER_CAP_OWN for a read of the page's own params), so the
+     * pages that reuse the output depend on what its render read */
+    uint32_t *cap;
+    size_t ncap, capcap;
+    int cap_depth;
+    diag_list *cur_dl;  /* where the job's diagnostics go */
     buf scratch;        /* lv_push_page_brief's */
     strmap tag_urls;    /* tag name -> its URL (owned) */
     strmap by_template; /* template name -> first page index + 2 (site.page_with_template) */
@@ -60,6 +68,12 @@ struct renderer {
 /* The record of an earlier phase's job, noted as read; NULL when the current
  * job may not see it. */
 const page_record *render_record(renderer *r, size_t job);
+/* What else a job depends on, noted where render_record notes a read: the
+ * site's figure totals, and (RENDER_CAP_OWN) the page's own params, which
+ * an include_cached output may not show, being another page's too. */
+#define RENDER_CAP_TOTALS UINT32_MAX
+#define RENDER_CAP_OWN (UINT32_MAX - 1)
+void render_note(renderer *r, uint32_t what);
 /* base_path + site_path, malloc'ed. */
 char *render_full_url(const renderer *r, const char *site_path);
 /* The report group of every page (report_groups): the parent's, or made once

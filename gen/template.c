@@ -36,7 +36,23 @@ struct templates {
     strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
                        run for every page, opened only once per name */
     strmap noted;   /* "templates/..." paths (and tpl_note_file's) already in inputs */
+    /* include_cached */
+    int cached_ref;          /* registry: include_cached, made once */
+    tpl_cache_host host;     /* has_host: set by tpl_set_cache_host */
+    void *host_ctx;
+    bool has_host;
+    strmap kept;             /* "name\x1fkey" -> tpl_kept */
+    size_t kept_bytes, hits, misses;
+    int guard_ref;           /* LUA_NOREF, or the environment of the cached render running */
+    buf key;
 };
+
+/* An output include_cached keeps: what its render read, then its bytes. */
+typedef struct {
+    size_t len, deps_len;
+    char *deps;
+    char html[];
+} tpl_kept;
 
 /* ---------- translation ---------- */
 
@@ -233,6 +249,8 @@ static bool S_is_include(const char *s, size_t n)
         s++;
         n--;
     }
+    if (n > 14 && strncmp(s, "include_cached", 14) == 0 && (s[14] == ' ' || s[14] == '('))
+        return true;
     return n > 7 && strncmp(s, "include", 7) == 0 &&
            (s[7] == ' ' || s[7] == '(' || s[7] == '"' || s[7] == '\'');
 }
@@ -919,6 +937,16 @@ static int S_compiled(lua_State *L, templates *t, const char *name)
     return status;
 }
 
+/* The environment a template runs in: the page's templates' one, or while
+ * include_cached renders, the guard around it (no globals set). */
+static void S_push_env(lua_State *L, templates *t)
+{
+    if (t->guard_ref != LUA_NOREF)
+        lua_rawgeti(L, LUA_REGISTRYINDEX, t->guard_ref);
+    else
+        sandbox_push_template_env(t->sb);
+}
+
 /* fn with the templates and the sink at index sink as its upvalues. */
 static void S_push_writer(lua_State *L, templates *t, int sink, lua_CFunction fn)
 {
@@ -938,7 +966,7 @@ static tpl_sink *S_call(lua_State *L, templates *t, buf *out)
     s->out = out ? out : &s->own;
     lua_insert(L, -2);
     int sink = lua_absindex(L, -2);
-    sandbox_push_template_env(t->sb);
+    S_push_env(L, t);
     lua_setupvalue(L, -2, 1);
     S_push_writer(L, t, sink, S_out);
     lua_pushcfunction(L, S_esc);
@@ -1013,13 +1041,115 @@ static int S_include_here(lua_State *L)
     if (lua_gettop(L) != 1 + CALL_ARGS)
         return luaL_error(L, "_inc is kvsite's own: write {{ include \"%s\" }}", name);
     S_include_compiled(L, t, name);
-    sandbox_push_template_env(t->sb);
+    S_push_env(L, t);
     lua_setupvalue(L, -2, 1);
     for (int i = 2; i <= 1 + CALL_ARGS; i++)
         lua_pushvalue(L, i);
     if (S_include_call(L, t) != LUA_OK)
         return lua_error(L); /* the original error, located in the included file */
     return 0;
+}
+
+/* __newindex of a cached render's environment: its output is all it gives. */
+static int S_guard_newindex(lua_State *L)
+{
+    return luaL_error(L,
+                      "templates/%s: include_cached renders it once for many pages, so it "
+                      "cannot set the global %s (use a local)",
+                      lua_tostring(L, lua_upvalueindex(1)),
+                      lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "?");
+}
+
+/* include_cached(name, key): include(name)'s output, rendered once per
+ * (name, key) in this worker; every reuse replays what the render read. */
+static int S_include_cached(lua_State *L)
+{
+    templates *t = lua_touserdata(L, lua_upvalueindex(1));
+    const char *name = luaL_checkstring(L, 1);
+    buf *k = &t->key;
+    buf_clear(k);
+    buf_puts(k, name);
+    buf_putc(k, '\x1f');
+    int kt = lua_type(L, 2);
+    if ((kt != LUA_TSTRING && kt != LUA_TNUMBER) || !sandbox_tostring(L, 2, k))
+        return luaL_error(L, "include_cached \"%s\": the key must be a string or a number, not %s",
+                          name, luaL_typename(L, 2));
+    if (k->len > TPL_CACHE_KEY_MAX || memchr(k->ptr, '\0', k->len))
+        return luaL_error(L, "include_cached \"%s\": a key is at most %d bytes, without NUL",
+                          name, TPL_CACHE_KEY_MAX);
+    tpl_kept *e = strmap_get(&t->kept, buf_cstr(k));
+    if (e) {
+        t->hits++;
+        t->host.replay(t->host_ctx, e->deps, e->deps_len);
+        lua_pushlstring(L, e->html, e->len);
+        return 1;
+    }
+    t->misses++;
+    S_include_compiled(L, t, name);
+    /* its environment: reads go through to the page's, a write is an error */
+    lua_createtable(L, 0, 0);
+    lua_createtable(L, 0, 3);
+    S_push_env(L, t);
+    lua_setfield(L, -2, "__index");
+    lua_pushstring(L, name);
+    lua_pushcclosure(L, S_guard_newindex, 1);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    int outer = t->guard_ref;
+    t->guard_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    tpl_sink *s = S_call(L, t, NULL);
+    int sink = lua_gettop(L) - CALL_ARGS - 1;
+    char *key = t->has_host ? xstrdup(buf_cstr(k)) : NULL; /* k is the nested calls' too */
+    tpl_cache_mark m = t->has_host ? t->host.begin(t->host_ctx) : (tpl_cache_mark){0, 0};
+    int status = S_include_call(L, t);
+    buf deps = BUF_INIT;
+    bool keep = t->has_host && t->host.end(t->host_ctx, m, &deps) && status == LUA_OK;
+    luaL_unref(L, LUA_REGISTRYINDEX, t->guard_ref);
+    t->guard_ref = outer;
+    if (status != LUA_OK) {
+        free(key);
+        buf_free(&deps);
+        S_end_call(L, s, sink);
+        return lua_error(L); /* the original error, located in the included file */
+    }
+    size_t len = s->own.len;
+    if (keep && len + deps.len <= TPL_CACHE_MAX - t->kept_bytes) {
+        e = xmalloc(sizeof *e + len);
+        e->len = len;
+        e->deps_len = deps.len;
+        e->deps = buf_detach(&deps);
+        memcpy(e->html, buf_cstr(&s->own), len);
+        strmap_put(&t->kept, key, e);
+        t->kept_bytes += len + e->deps_len;
+    }
+    free(key);
+    buf_free(&deps);
+    lua_pushlstring(L, buf_cstr(&s->own), len);
+    S_end_call(L, s, sink);
+    return 1;
+}
+
+static void S_kept_free(void *v)
+{
+    tpl_kept *e = v;
+    free(e->deps);
+    free(e);
+}
+
+void tpl_set_cache_host(templates *t, const tpl_cache_host *fn, void *ctx)
+{
+    t->has_host = fn != NULL;
+    if (fn)
+        t->host = *fn;
+    t->host_ctx = ctx;
+}
+
+void tpl_cache_counts(const templates *t, size_t *hits, size_t *misses)
+{
+    *hits = t->hits;
+    *misses = t->misses;
 }
 
 templates *tpl_new(sandbox *sb, const char *root, size_t max_bytes, size_t max_output)
@@ -1040,6 +1170,11 @@ templates *tpl_new(sandbox *sb, const char *root, size_t max_bytes, size_t max_o
     lua_pushlightuserdata(L, t);
     lua_pushcclosure(L, S_include_here, 1);
     t->here_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pushlightuserdata(L, t);
+    lua_pushcclosure(L, S_include_cached, 1);
+    t->cached_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    strmap_init(&t->kept);
+    t->guard_ref = LUA_NOREF;
     return t;
 }
 
@@ -1050,6 +1185,9 @@ void tpl_free(templates *t)
     luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->cache_ref);
     luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->include_ref);
     luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->here_ref);
+    luaL_unref(sandbox_lua(t->sb), LUA_REGISTRYINDEX, t->cached_ref);
+    strmap_free_with(&t->kept, S_kept_free);
+    buf_free(&t->key);
     buf_free(&t->inputs);
     buf_free(&t->shown);
     buf_free(&t->row);
@@ -1085,7 +1223,14 @@ int tpl_render(templates *t, const char *name, buf *out, diag_list *dl)
     sandbox_push_template_env(t->sb);
     lua_rawgeti(L, LUA_REGISTRYINDEX, t->include_ref);
     lua_setfield(L, -2, "include");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, t->cached_ref);
+    lua_setfield(L, -2, "include_cached");
     lua_pop(L, 1);
+    /* a cached render cut short by an error that escaped it (memory) */
+    if (t->guard_ref != LUA_NOREF) {
+        luaL_unref(L, LUA_REGISTRYINDEX, t->guard_ref);
+        t->guard_ref = LUA_NOREF;
+    }
     if (S_compiled(L, t, name) != 0) {
         const char *msg = lua_tostring(L, -1);
         /* syntax errors arrive as "templates/x.html:12: message" */

@@ -6,6 +6,14 @@
  *                   (a quoted name: straight into this template's output,
  *                   through its writers; include(expr) in Lua returns the
  *                   other template's output as a string)
+ *   {{ include_cached("partials/footer.html", key) }}  the same output,
+ *                   rendered once per key in this worker and reused (see
+ *                   tpl_set_cache_host): the key (a string or a number) must
+ *                   name everything of the page the template shows, and the
+ *                   template may not set globals (an error): its output is
+ *                   all it gives. Not kept: an output that failed, made a
+ *                   diagnostic or read what the host refuses (the page's own
+ *                   data), or past TPL_CACHE_MAX bytes in all.
  *
  * A {% %} tag alone on its line takes the line with it (no blank lines left
  * behind). A template compiles to one Lua function whose line numbers are the
@@ -86,6 +94,28 @@ typedef struct {
                  tpl_value *v);
 } tpl_list_reader;
 void tpl_set_list_reader(templates *t, const tpl_list_reader *fn, void *ctx);
+
+/* What include_cached keeps with an output besides its bytes: what the
+ * render depended on (the records it read), replayed on every reuse, so
+ * that each page that shows it depends on the same. begin marks where a
+ * cached render starts (renders nest); end appends what was read since m to
+ * deps and returns false when the output must not be reused; replay notes
+ * deps again for the current page. */
+typedef struct {
+    size_t at, diags;
+} tpl_cache_mark;
+typedef struct {
+    tpl_cache_mark (*begin)(void *ctx);
+    bool (*end)(void *ctx, tpl_cache_mark m, buf *deps);
+    void (*replay)(void *ctx, const char *deps, size_t len);
+} tpl_cache_host;
+/* fn NULL: include_cached keeps nothing it cannot replay, so it renders
+ * every time (tests, hosts with nothing to note). */
+void tpl_set_cache_host(templates *t, const tpl_cache_host *fn, void *ctx);
+#define TPL_CACHE_MAX ((size_t)16 << 20) /* bytes of kept outputs per worker */
+#define TPL_CACHE_KEY_MAX 1024
+/* include_cached's outputs reused and rendered so far (tests). */
+void tpl_cache_counts(const templates *t, size_t *hits, size_t *misses);
 
 /* Template files read so far by this worker (for the incremental cache):
  * NUL-separated "templates/..." paths. */

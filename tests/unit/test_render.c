@@ -380,6 +380,43 @@ static void test_cut_page_rendered_again(void **state)
     S_free(&s);
 }
 
+/* include_cached: a reused output's reads are every page's that shows it
+ * (here each section lists every page: their records are read); an output
+ * that read the page's own front matter is not reused, and its key counts
+ * as read (no warning). */
+static void test_include_cached_reads(void **state)
+{
+    const char *dir = *state;
+    tmpdir_put(dir, "templates/partials/all.html",
+               "{% for _, p in ipairs(site.pages) do %}<li>{{ p.title }}: {{ p.summary }}</li>{% end %}\n");
+    tmpdir_put(dir, "templates/section.html",
+               "<!-- section.html -->\n{{ include_cached('partials/all.html', 'all') }}");
+    tmpdir_put(dir, "templates/partials/mood.html", "<p>{{ page.params.mood }}</p>\n");
+    tmpdir_put(dir, "templates/moods/page.html",
+               "<!-- moods/page.html -->\n{{ include_cached('partials/mood.html', 'same') }}");
+    tmpdir_put(dir, "content/moods/happy.md", "---\ntitle: Happy\nmood: happy\n---\nSmile.\n");
+    tmpdir_put(dir, "content/moods/sad.md", "---\ntitle: Sad\nmood: sad\n---\nFrown.\n");
+    site s;
+    S_load(&s, dir);
+    S_render_all(&s);
+    S_no_diags(&s);
+    S_out_is(&s, "moods/happy/index.html", "<!-- moods/page.html -->\n<p>happy</p>\n");
+    S_out_is(&s, "moods/sad/index.html", "<!-- moods/page.html -->\n<p>sad</p>\n");
+    char *notes = S_out(&s, "notes/index.html");
+    assert_non_null(notes);
+    assert_non_null(strstr(notes, "<li>Happy: Smile.</li>"));
+    const page_record *a = &s.records[S_job_of(&s, "content/notes/_index.md")];
+    const page_record *b = &s.records[S_job_of(&s, "content/docs/_index.md")];
+    assert_true(a->nreads > 2);
+    assert_int_equal(a->nreads, b->nreads);
+    assert_memory_equal(a->reads, b->reads, a->nreads * sizeof *a->reads);
+    char *docs = S_out(&s, "docs/index.html");
+    assert_string_equal(docs, notes);
+    free(docs);
+    free(notes);
+    S_free(&s);
+}
+
 /* Missing templates: front matter's names its line and column; a generated
  * page's names the template it needs; a template that fails names its line. */
 static void test_missing_template(void **state)
@@ -619,6 +656,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_template_lookup, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_failing_figure, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_cut_page_rendered_again, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_include_cached_reads, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_missing_template, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_asset_url_and_anchors, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_brief_fields, S_setup, S_teardown),

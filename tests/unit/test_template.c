@@ -759,6 +759,181 @@ static void test_list_reader_budget(void **state)
     assert_true(h.fields >= 4);
 }
 
+/* ---- include_cached ------------------------------------------------------ */
+
+/* A host that notes what a render "reads" (note(n) in Lua) the way render.c
+ * notes records: into the capture while a cached render runs, and logs
+ * what each reuse replays (which is captured too, for an outer render). */
+typedef struct {
+    uint32_t cap[256];
+    size_t ncap;
+    int depth;
+    uint32_t log[256];
+    size_t nlog;
+    bool refuse;
+} cache_host;
+static cache_host *S_host;
+
+static int S_note(lua_State *L)
+{
+    if (S_host->depth && S_host->ncap < N(S_host->cap))
+        S_host->cap[S_host->ncap++] = (uint32_t)luaL_checkinteger(L, 1);
+    return 0;
+}
+
+static tpl_cache_mark S_host_begin(void *ctx)
+{
+    cache_host *h = ctx;
+    h->depth++;
+    return (tpl_cache_mark){h->ncap, 0};
+}
+
+static bool S_host_end(void *ctx, tpl_cache_mark m, buf *deps)
+{
+    cache_host *h = ctx;
+    if (!h->refuse)
+        buf_put(deps, (const char *)(h->cap + m.at), (h->ncap - m.at) * sizeof *h->cap);
+    if (--h->depth == 0)
+        h->ncap = 0;
+    return !h->refuse;
+}
+
+static void S_host_replay(void *ctx, const char *deps, size_t len)
+{
+    cache_host *h = ctx;
+    for (size_t i = 0; i + 4 <= len; i += 4) {
+        uint32_t v;
+        memcpy(&v, deps + i, 4);
+        h->log[h->nlog++] = v;
+        if (h->depth)
+            h->cap[h->ncap++] = v;
+    }
+}
+
+static const tpl_cache_host S_HOST = {S_host_begin, S_host_end, S_host_replay};
+
+static void S_cached_start(fx *f, cache_host *h, const char *lua)
+{
+    S_start(f, lua);
+    memset(h, 0, sizeof *h);
+    S_host = h;
+    tpl_set_cache_host(f->t, &S_HOST, h);
+    lua_State *L = sandbox_lua(f->sb);
+    sandbox_push_env(f->sb);
+    lua_pushcfunction(L, S_note);
+    lua_setfield(L, -2, "note");
+    lua_pop(L, 1);
+}
+
+static void S_run(fx *f, const char *lua)
+{
+    int nres = 0;
+    sandbox_error err;
+    if (sandbox_run(f->sb, lua, strlen(lua), PAGE, 1, &nres, &err) != 0)
+        fail_msg("page Lua: %s", err.msg);
+    lua_pop(sandbox_lua(f->sb), nres);
+}
+
+static void S_counts_are(fx *f, size_t hits, size_t misses)
+{
+    size_t h, m;
+    tpl_cache_counts(f->t, &h, &m);
+    if (h != hits || m != misses)
+        fail_msg("hits %zu, misses %zu; expected %zu, %zu", h, m, hits, misses);
+}
+
+/* Rendered once per key, shown raw; the key, not the page, decides; what
+ * the render read is replayed on every reuse. */
+static void test_include_cached(void **state)
+{
+    fx *f = *state;
+    cache_host h;
+    S_tpl(f, "partials/c.html", "<b>{{ page.title }}</b>{% note(7) %}");
+    S_tpl(f, "page.html",
+          "{{ include_cached(\"partials/c.html\", KEY) }}|{{ include_cached('partials/c.html', KEY) }}\n");
+    S_cached_start(f, &h, "page = {title = 'A & B'} KEY = 'a'");
+    S_render_ok(f, "page.html", "<b>A &amp; B</b>|<b>A &amp; B</b>\n");
+    S_counts_are(f, 1, 1);
+    assert_int_equal(h.nlog, 1);
+    assert_int_equal(h.log[0], 7);
+    /* another page, the same key: the same output (the key names what it shows) */
+    S_run(f, "page = {title = 'C'}");
+    S_render_ok(f, "page.html", "<b>A &amp; B</b>|<b>A &amp; B</b>\n");
+    S_counts_are(f, 3, 1);
+    assert_int_equal(h.nlog, 3);
+    /* another key: rendered again; numbers are keys too */
+    S_run(f, "KEY = 2");
+    S_render_ok(f, "page.html", "<b>C</b>|<b>C</b>\n");
+    S_counts_are(f, 4, 2);
+}
+
+/* A cached render's reads include those of the cached renders inside it:
+ * reusing the outer one replays both. */
+static void test_include_cached_nested(void **state)
+{
+    fx *f = *state;
+    cache_host h;
+    S_tpl(f, "partials/o.html", "{% note(1) %}o{{ include_cached('partials/i.html', 'x') }}");
+    S_tpl(f, "partials/i.html", "{% note(2) %}i");
+    S_tpl(f, "outer.html", "{{ include_cached('partials/o.html', 'x') }}");
+    S_tpl(f, "inner.html", "{{ include_cached('partials/i.html', 'x') }}");
+    S_cached_start(f, &h, "");
+    S_render_ok(f, "outer.html", "oi");
+    S_counts_are(f, 0, 2);
+    S_render_ok(f, "inner.html", "i");
+    S_counts_are(f, 1, 2);
+    assert_int_equal(h.nlog, 1);
+    assert_int_equal(h.log[0], 2);
+    S_render_ok(f, "outer.html", "oi");
+    S_counts_are(f, 2, 2);
+    assert_int_equal(h.nlog, 3);
+    assert_int_equal(h.log[1], 1);
+    assert_int_equal(h.log[2], 2);
+}
+
+/* What is not kept: a render that failed (it runs, and fails, again), one
+ * the host refuses, any without a host; a write to a global is an error
+ * (the page keeps its own); keys are strings or numbers of bounded size. */
+static void test_include_cached_refusals(void **state)
+{
+    fx *f = *state;
+    cache_host h;
+    S_tpl(f, "partials/e.html", "{% if FAIL then error('boom') end %}ok");
+    S_tpl(f, "e.html", "{{ include_cached('partials/e.html', 1) }}");
+    S_tpl(f, "partials/w.html", "{% local y = 1 %}\n{% X = y %}");
+    S_tpl(f, "w.html", "{{ include_cached('partials/w.html', 1) }}{{ X }}");
+    S_tpl(f, "k.html", "{{ include_cached('partials/e.html', {}) }}");
+    S_tpl(f, "long.html", "{{ include_cached('partials/e.html', string.rep('k', 2000)) }}");
+    S_cached_start(f, &h, "FAIL = true X = 'page'");
+    S_render_err(f, "e.html", "templates/partials/e.html", 1, "boom");
+    S_run(f, "FAIL = false");
+    S_render_ok(f, "e.html", "ok");
+    S_counts_are(f, 0, 2);
+    S_render_ok(f, "e.html", "ok");
+    S_counts_are(f, 1, 2);
+    S_render_err(f, "w.html", "templates/partials/w.html", 2,
+                 "templates/partials/w.html: include_cached renders it once for many pages, so "
+                 "it cannot set the global X (use a local)");
+    S_tpl(f, "x.html", "{{ X }}");
+    S_render_ok(f, "x.html", "page");
+    S_render_err(f, "k.html", "templates/k.html", 1,
+                 "include_cached \"partials/e.html\": the key must be a string or a number, "
+                 "not table");
+    S_render_err(f, "long.html", "templates/long.html", 1,
+                 "include_cached \"partials/e.html\": a key is at most 1024 bytes, without NUL");
+    /* refused by the host: rendered every time */
+    S_tpl(f, "r.html", "{{ include_cached('partials/e.html', 'r') }}{{ include_cached('partials/e.html', 'r') }}");
+    h.refuse = true;
+    S_render_ok(f, "r.html", "okok");
+    S_counts_are(f, 1, 5); /* w.html's render counted too */
+    /* no host: nothing kept */
+    h.refuse = false;
+    tpl_set_cache_host(f->t, NULL, NULL);
+    S_tpl(f, "n.html", "{{ include_cached('partials/e.html', 'n') }}{{ include_cached('partials/e.html', 'n') }}");
+    S_render_ok(f, "n.html", "okok");
+    S_counts_are(f, 1, 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -787,6 +962,9 @@ int main(void)
         T(test_list_reader_cap),
         T(test_list_reader_budget),
         T(test_kept_writer),
+        T(test_include_cached),
+        T(test_include_cached_nested),
+        T(test_include_cached_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
