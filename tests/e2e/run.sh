@@ -2592,6 +2592,45 @@ t_theme_menu_order() {
     same_as_full menu
 }
 
+# The default theme renders its header once per place in the menu
+# (include_cached, keyed by menu_key): with one worker rendering every page,
+# each page of every kind still marks its own place and has its own body
+# class; after a section's title changes (a record the menu read), an
+# incremental build shows it everywhere and equals a full one.
+nav_current() { # nav_current FILE: the menu items marked current
+    grep -o '<li><a href="[^"]*" aria-current="page"' "$W/$1" | sed 's/.*href="\([^"]*\)".*/\1/' | tr '\n' ' '
+}
+t_theme_cached_header() {
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/project
+    mkdir -p "$(dirname "$W")"
+    "$KVSITE" new "$W" --lang en >/dev/null 2>&1 || { fail "kvsite new failed"; return; }
+    mkdir -p "$W/content/notes"
+    printf -- '---\ntitle: Notes\n---\n' >"$W/content/notes/_index.md"
+    printf -- '---\ntitle: A note\ntags: [x]\n---\nText.\n' >"$W/content/notes/a.md"
+    kv build -j 1
+    expect_rc 0
+    local f want got
+    for f in "index.html:" "notes/index.html:/notes/ " "notes/a/index.html:/notes/ " \
+        "articles/first-figures/index.html:/articles/ " "checks/index.html:/checks/ " \
+        "tags/x/index.html:" "sources/index.html:/sources/ "; do
+        want=${f#*:}
+        got=$(nav_current "site/${f%%:*}")
+        [ "$got" = "$want" ] || fail "${f%%:*}: current items \"$got\", expected \"$want\""
+    done
+    expect_grep site/index.html '<body class="kind-home">'
+    expect_grep site/index.html 'class="brand" href="/" aria-current="page"'
+    expect_grep site/notes/index.html '<body class="kind-section">'
+    expect_grep site/notes/a/index.html '<body class="kind-page">'
+    expect_no_grep site/notes/a/index.html 'class="brand" href="/" aria-current'
+    sed -i 's/^title: Notes$/title: Jottings/' "$W/content/notes/_index.md"
+    kv build -j 1
+    expect_rc 0
+    expect_grep site/articles/first-figures/index.html '<li><a href="/notes/">Jottings</a>'
+    expect_grep site/tags/x/index.html '<li><a href="/notes/">Jottings</a>'
+    same_as_full header
+}
+
 # ---------- listings paginate (issue 17) ----------
 
 # A starter site (the default theme) with 25 articles, each with a tag and
