@@ -82,6 +82,39 @@ int fs_read_file(const char *path, size_t max, buf *out)
     return rc;
 }
 
+int fs_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int fs_read_exact(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n > 0) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0)
+                errno = 0;
+            return -1;
+        }
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
 int fs_read_fd(int fd, size_t max, buf *out)
 {
     struct stat st;

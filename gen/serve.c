@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,13 @@ typedef struct {
     char *lock_path;
     int status;       /* of the last build */
     build_keep *keep; /* the last build's records, for the next (build.h) */
+    /* The builder: a process forked before any thread starts, which runs
+     * every rebuild. The pool forks the workers of a build, and a fork copies
+     * only the forking thread: forked from this process, whose HTTP threads
+     * may hold an allocator's lock at that moment (AddressSanitizer's, for
+     * one), a worker could wait on it forever. -1: none (builds run here). */
+    int builder_fd;
+    pid_t builder;
 } S_server;
 
 static double S_ms(void)
@@ -140,14 +148,109 @@ static void S_built(void *ctx, int status, const diag_list *dl)
         httpd_publish(s->http, s->base, s->diags);
 }
 
-/* A build; w (NULL for the first) has the changes that made it: the paths
- * beneath the project go with it (build_opts.changed) unless the watch does
- * not know them all. */
-static void S_build(S_server *s, watch *w)
+/* One build here: changed (NUL-separated paths beneath the project) names
+ * what changed in content/ when known. */
+static void S_build_here(S_server *s, const buf *changed, bool known)
 {
     build_opts bo = {.root = s->o.root, .drafts = s->o.drafts, .done = S_built, .done_ctx = s,
                      .keep = s->keep};
+    if (known) {
+        bo.changed = buf_cstr(changed);
+        bo.changed_len = changed->len;
+        bo.changed_known = true;
+    }
+    build_run(&bo);
+}
+
+/* A message between serve and its builder: a tag, a length, the bytes. */
+static bool S_send(int fd, char kind, const char *p, size_t n)
+{
+    char head[1 + sizeof(size_t)];
+    head[0] = kind;
+    memcpy(head + 1, &n, sizeof n);
+    return fs_write_all(fd, head, sizeof head) == 0 && fs_write_all(fd, p, n) == 0;
+}
+
+static bool S_recv(int fd, char *kind, buf *b)
+{
+    char head[1 + sizeof(size_t)];
+    size_t n;
+    buf_clear(b);
+    if (fs_read_exact(fd, head, sizeof head) != 0)
+        return false;
+    *kind = head[0];
+    memcpy(&n, head + 1, sizeof n);
+    if (n > ((size_t)1 << 30))
+        return false;
+    buf_grow(b, n);
+    if (fs_read_exact(fd, b->ptr, n) != 0)
+        return false;
+    b->len = n;
+    b->ptr[n] = '\0';
+    return true;
+}
+
+/* The builder's loop: a request ('k': the changes known, 'u': not) is one
+ * build; its answer ('0' or '1', the status) carries what S_built made for
+ * the pages. Ends when serve closes its end. */
+static void S_builder_main(S_server *s, int fd)
+{
+    buf req = BUF_INIT;
+    char kind;
+    while (S_recv(fd, &kind, &req)) {
+        S_build_here(s, &req, kind == 'k');
+        const char *d = s->diags ? s->diags : "";
+        if (!S_send(fd, s->status ? '1' : '0', d, strlen(d)))
+            break;
+    }
+    buf_free(&req);
+}
+
+/* Forks the builder (before any thread starts). Builds run here when it
+ * cannot be made. */
+static void S_builder_start(S_server *s, int *close_in_child, size_t nclose)
+{
+    int sv[2];
+    s->builder_fd = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        for (size_t i = 0; i < nclose; i++)
+            if (close_in_child[i] >= 0)
+                close(close_in_child[i]);
+        S_builder_main(s, sv[1]);
+        _exit(0);
+    }
+    close(sv[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        return;
+    }
+    s->builder = pid;
+    s->builder_fd = sv[0];
+}
+
+/* Serve's end: the builder finishes the build under way and is reaped. */
+static void S_builder_stop(S_server *s)
+{
+    if (s->builder_fd < 0)
+        return;
+    close(s->builder_fd);
+    s->builder_fd = -1;
+    while (waitpid(s->builder, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* A build; w (NULL for the first) has the changes that made it: the paths
+ * beneath the project go with it (build_opts.changed) unless the watch does
+ * not know them all. It runs in the builder when there is one. */
+static void S_build(S_server *s, watch *w)
+{
     buf changed = BUF_INIT;
+    bool known = false;
     if (w && !w->wide && !w->full) {
         /* the watch's paths begin as fs_join(root, "content") does */
         char *probe = fs_join(s->o.root, "content");
@@ -157,13 +260,34 @@ static void S_build(S_server *s, watch *w)
             if (!strncmp(p, probe, skip) && !strncmp(p + skip, "content/", 8))
                 buf_put(&changed, p + skip, strlen(p + skip) + 1);
         free(probe);
-        bo.changed = buf_cstr(&changed);
-        bo.changed_len = changed.len;
-        bo.changed_known = true;
+        known = true;
     }
     if (w)
         watch_forget(w);
-    build_run(&bo);
+    char kind;
+    buf answer = BUF_INIT;
+    if (s->builder_fd < 0) {
+        S_build_here(s, &changed, known);
+    } else if (S_send(s->builder_fd, known ? 'k' : 'u', buf_cstr(&changed), changed.len) &&
+               S_recv(s->builder_fd, &kind, &answer)) {
+        /* what S_built made there, published here */
+        s->status = kind != '0';
+        free(s->base);
+        s->base = S_base_path(s->o.root);
+        free(s->diags);
+        s->diags = s->status ? buf_detach(&answer) : NULL;
+        if (s->http)
+            httpd_publish(s->http, s->base, s->diags);
+    } else {
+        /* the builder is gone (killed): from now on builds run here */
+        fprintf(stderr, "kvsite: warning: serve's builder process stopped; building here\n");
+        close(s->builder_fd);
+        s->builder_fd = -1;
+        while (waitpid(s->builder, NULL, 0) < 0 && errno == EINTR)
+            ;
+        S_build_here(s, &changed, known);
+    }
+    buf_free(&answer);
     buf_free(&changed);
 }
 
@@ -301,7 +425,7 @@ static void S_loop(S_server *s, int sigfd, watch *w)
 
 int serve_main(int argc, char **argv)
 {
-    S_server s = {.lock_fd = -1};
+    S_server s = {.lock_fd = -1, .builder_fd = -1};
     int rc = S_parse(argc, argv, &s.o);
     char *out_abs = NULL;
     if (rc != 0 || (rc = S_lock(&s, &out_abs)) != 0) {
@@ -328,6 +452,12 @@ int serve_main(int argc, char **argv)
         S_watch_all(&w, s.o.root); /* before the build: a save during it counts */
         hl_preload(); /* once here, not in the workers of every rebuild */
         S_build(&s, NULL);
+        /* the rebuilds' process, with the first build's keep, before the
+         * HTTP threads start; it has no use for the lock, the signals or
+         * the watch (the signals stay blocked there: a Ctrl-C ends serve,
+         * which closes the builder's end after the build under way) */
+        int close_there[] = {s.lock_fd, sigfd, w.fd};
+        S_builder_start(&s, close_there, sizeof close_there / sizeof *close_there);
         char err[256];
         s.http = httpd_start(out_abs, s.base ? s.base : "", s.o.bind, s.o.port, err, sizeof err);
         if (!s.http) {
@@ -350,6 +480,7 @@ int serve_main(int argc, char **argv)
         free(url);
         httpd_stop(s.http);
     }
+    S_builder_stop(&s);
     if (w.fd >= 0)
         watch_close(&w);
     if (sigfd >= 0)

@@ -252,6 +252,29 @@ t_sigint_leaves_nothing() {
     start_serve "$W/p" && stop_serve
 }
 
+# Rebuilds run in serve's builder, a child forked before the HTTP threads
+# start, one thread: a worker forked from a process whose other threads may
+# hold an allocator's lock (AddressSanitizer's) can wait on it forever. serve
+# has that one child; it is single-threaded, and the rebuild's pages come
+# from it.
+t_rebuilds_in_the_builder() {
+    project
+    start_serve "$W/p" || return
+    local kids builder threads
+    kids=$(pgrep -P "$SPID" | tr '\n' ' ')
+    builder=${kids%% *}
+    [ -n "$builder" ] && [ "$kids" = "$builder " ] || { fail "serve's children: \"$kids\" (one builder expected)"; stop_serve; return; }
+    threads=$(awk '/^Threads:/ {print $2}' "/proc/$builder/status")
+    [ "$threads" = 1 ] || fail "the builder runs $threads threads"
+    threads=$(awk '/^Threads:/ {print $2}' "/proc/$SPID/status")
+    [ "$threads" -gt 1 ] || fail "serve itself runs $threads threads: is the HTTP server not threaded?"
+    sed -i 's/^title: .*/title: Sizing the cache, built by the builder/' "$W/p/$SRC"
+    wait_for /articles/kv-cache/ "Sizing the cache, built by the builder"
+    stop_serve
+    [ "$RC" = 0 ] || fail "serve exited $RC after SIGINT"
+    if kill -0 "$builder" 2>/dev/null; then fail "the builder is left"; fi
+}
+
 t_second_serve_names_port() {
     project
     start_serve "$W/p" || return
