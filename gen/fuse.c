@@ -75,7 +75,12 @@ bool fuse_arm(long long ns, fuse_fn fn, void *ctx)
         sev.sigev_signo = SIGVTALRM;
         sev.sigev_value.sival_ptr = (void *)&S_timer;
         sev._sigev_un._tid = gettid(); /* glibc 2.36 has no sigev_notify_thread_id */
-        if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &S_timer) != 0)
+        /* a mask inherited from whoever started kvsite must not hold the signal */
+        sigset_t vt;
+        sigemptyset(&vt);
+        sigaddset(&vt, SIGVTALRM);
+        if (pthread_sigmask(SIG_UNBLOCK, &vt, NULL) != 0 ||
+            timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &S_timer) != 0)
             return false;
         S_have_timer = true;
     }

@@ -1,0 +1,132 @@
+/* Unit tests for gen/fuse.c: a limit on the thread's CPU time. A fuse that
+ * runs out calls its function (from the signal handler) and reads as run
+ * out; one disarmed in time calls nothing and tells the time used; a
+ * SIGVTALRM blocked when the process started does not keep it from blowing;
+ * a forked child gets a fuse of its own. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fuse.h"
+
+static volatile sig_atomic_t S_calls;
+
+static void S_blown(void *ctx)
+{
+    (void)ctx;
+    S_calls++;
+}
+
+static long long S_thread_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins until fn was called or limit_ns of CPU time passed. */
+static void S_spin(long long limit_ns)
+{
+    long long t0 = S_thread_ns();
+    volatile unsigned long x = 0;
+    while (!S_calls && S_thread_ns() - t0 < limit_ns)
+        for (int i = 0; i < 10000; i++)
+            x += (unsigned long)i;
+}
+
+static void test_blows(void **state)
+{
+    (void)state;
+    S_calls = 0;
+    assert_true(fuse_arm(2000000, S_blown, NULL)); /* 2 ms */
+    S_spin(2000000000LL);
+    assert_int_equal(S_calls, 1);
+    long long used = fuse_disarm();
+    assert_true(used >= 2000000);
+    /* disarmed: nothing more is called */
+    S_spin(5000000);
+    assert_int_equal(S_calls, 1);
+    assert_int_equal(fuse_disarm(), -1); /* not armed */
+}
+
+static void test_disarmed_in_time(void **state)
+{
+    (void)state;
+    S_calls = 0;
+    assert_true(fuse_arm(1000000000LL, S_blown, NULL)); /* 1 s */
+    long long t0 = S_thread_ns();
+    S_spin(3000000);
+    long long spent = S_thread_ns() - t0;
+    long long used = fuse_disarm();
+    assert_int_equal(S_calls, 0);
+    assert_true(used >= spent / 2 && used < 1000000000LL);
+    /* re-armed over an armed one: the last one counts */
+    assert_true(fuse_arm(1000000000LL, S_blown, NULL));
+    assert_true(fuse_arm(1000000, S_blown, NULL));
+    S_spin(2000000000LL);
+    assert_int_equal(S_calls, 1);
+    fuse_disarm();
+    assert_false(fuse_arm(0, S_blown, NULL));
+}
+
+/* A process started with SIGVTALRM blocked (a mask inherited through exec;
+ * here a child forked with it blocked) still gets its fuse's signal. */
+static void test_blocked_signal(void **state)
+{
+    (void)state;
+    sigset_t vt, old;
+    sigemptyset(&vt);
+    sigaddset(&vt, SIGVTALRM);
+    pthread_sigmask(SIG_BLOCK, &vt, &old);
+    pid_t pid = fork();
+    if (pid == 0) {
+        S_calls = 0;
+        if (!fuse_arm(2000000, S_blown, NULL))
+            _exit(2);
+        S_spin(2000000000LL);
+        _exit(S_calls == 1 ? 0 : 1);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_forked_child(void **state)
+{
+    (void)state;
+    assert_true(fuse_arm(1000000000LL, S_blown, NULL));
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* the parent's timer is not the child's: a new one is made */
+        S_calls = 0;
+        if (!fuse_arm(2000000, S_blown, NULL))
+            _exit(2);
+        S_spin(2000000000LL);
+        _exit(S_calls == 1 && fuse_disarm() >= 2000000 ? 0 : 1);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    fuse_disarm();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_blows),
+        cmocka_unit_test(test_disarmed_in_time),
+        cmocka_unit_test(test_blocked_signal),
+        cmocka_unit_test(test_forked_child),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
