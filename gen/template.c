@@ -1115,14 +1115,17 @@ static int S_include_cached(lua_State *L)
         return lua_error(L); /* the original error, located in the included file */
     }
     size_t len = s->own.len;
-    if (keep && len + deps.len <= TPL_CACHE_MAX - t->kept_bytes) {
+    /* what it holds counts whole, key and entry too: a template asking for
+     * millions of keys fills the cache, not the worker's memory */
+    size_t cost = len + deps.len + (key ? strlen(key) : 0) + sizeof *e + 64;
+    if (keep && cost <= TPL_CACHE_MAX - t->kept_bytes) {
         e = xmalloc(sizeof *e + len);
         e->len = len;
         e->deps_len = deps.len;
         e->deps = buf_detach(&deps);
         memcpy(e->html, buf_cstr(&s->own), len);
         strmap_put(&t->kept, key, e);
-        t->kept_bytes += len + e->deps_len;
+        t->kept_bytes += cost;
     }
     free(key);
     buf_free(&deps);

@@ -112,7 +112,7 @@ typedef struct {
 /* fn NULL: include_cached keeps nothing it cannot replay, so it renders
  * every time (tests, hosts with nothing to note). */
 void tpl_set_cache_host(templates *t, const tpl_cache_host *fn, void *ctx);
-#define TPL_CACHE_MAX ((size_t)16 << 20) /* bytes of kept outputs per worker */
+#define TPL_CACHE_MAX ((size_t)16 << 20) /* bytes kept per worker: outputs, keys, reads */
 #define TPL_CACHE_KEY_MAX 1024
 /* include_cached's outputs reused and rendered so far (tests). */
 void tpl_cache_counts(const templates *t, size_t *hits, size_t *misses);

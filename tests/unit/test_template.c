@@ -934,6 +934,28 @@ static void test_include_cached_refusals(void **state)
     S_counts_are(f, 1, 7);
 }
 
+/* The cache is bounded whole: keys and entries count, so a template asking
+ * for 20,000 keys of 1,000 bytes (20 MB) keeps the first ones only. */
+static void test_include_cached_bounded(void **state)
+{
+    fx *f = *state;
+    cache_host h;
+    f->o.instructions = 2000000000LL;
+    S_tpl(f, "partials/k.html", "");
+    S_tpl(f, "fill.html",
+          "{% local pad = string.rep('k', 1000) %}"
+          "{% for i = 1, 20000 do %}{{ include_cached('partials/k.html', pad .. i) }}{% end %}");
+    S_tpl(f, "first.html", "{{ include_cached('partials/k.html', string.rep('k', 1000) .. 1) }}");
+    S_tpl(f, "last.html", "{{ include_cached('partials/k.html', string.rep('k', 1000) .. 20000) }}");
+    S_cached_start(f, &h, "");
+    S_render_ok(f, "fill.html", "");
+    S_counts_are(f, 0, 20000);
+    S_render_ok(f, "first.html", "");
+    S_counts_are(f, 1, 20000);
+    S_render_ok(f, "last.html", "");
+    S_counts_are(f, 1, 20001);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -965,6 +987,7 @@ int main(void)
         T(test_include_cached),
         T(test_include_cached_nested),
         T(test_include_cached_refusals),
+        T(test_include_cached_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
