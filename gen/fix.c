@@ -217,16 +217,7 @@ static int S_write(const char *root, const char *rel, const buf *data, const str
     char tmp[64];
     snprintf(tmp, sizeof tmp, ".kvsite-fix.%ld", (long)getpid());
     int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int rc = fd < 0 ? -1 : 0;
-    for (size_t done = 0; rc == 0 && done < data->len;) {
-        ssize_t w = write(fd, data->ptr + done, data->len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            rc = -1;
-        else
-            done += (size_t)w;
-    }
+    int rc = fd < 0 ? -1 : fs_write_all(fd, data->ptr, data->len);
     if (rc == 0 && (fchmod(fd, st.st_mode & 07777) != 0 || fsync(fd) != 0))
         rc = -1;
     int err = errno;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -80,21 +81,6 @@ int fs_read_file(const char *path, size_t max, buf *out)
     close(fd);
     errno = e;
     return rc;
-}
-
-int fs_write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 int fs_read_exact(int fd, void *p, size_t n)
@@ -331,7 +317,7 @@ done:
     return rc;
 }
 
-static int S_write_all(int fd, const void *data, size_t len)
+int fs_write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
     while (len > 0) {
@@ -347,10 +333,25 @@ static int S_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
+int fs_send_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
 /* Writes data to fd and closes it; 0 or -1 with errno (of the first failure). */
 static int S_write_close(int fd, const void *data, size_t len)
 {
-    if (S_write_all(fd, data, len) != 0) {
+    if (fs_write_all(fd, data, len) != 0) {
         int e = errno;
         close(fd);
         errno = e;
@@ -388,7 +389,7 @@ int fs_copy_file(const char *from, const char *to, size_t *copied)
             rc = r < 0 ? -1 : 0;
             break;
         }
-        if (S_write_all(out, chunk, (size_t)r) != 0) {
+        if (fs_write_all(out, chunk, (size_t)r) != 0) {
             rc = -1;
             break;
         }
@@ -572,7 +573,7 @@ int fs_put_file_stat(const char *path, const void *data, size_t len, struct stat
     int fd = S_open_for_write(path);
     if (fd < 0)
         return -1;
-    if (S_write_all(fd, data, len) != 0 || (st && fstat(fd, st) != 0)) {
+    if (fs_write_all(fd, data, len) != 0 || (st && fstat(fd, st) != 0)) {
         int e = errno;
         close(fd);
         errno = e;
@@ -620,7 +621,7 @@ static void S_stream_diverge(fs_stream *w, uint64_t at)
             ssize_t r = pread(w->cmp, chunk, want, (off_t)done);
             if (r < 0 && errno == EINTR)
                 continue;
-            if (r <= 0 || S_write_all(w->out, chunk, (size_t)r) != 0) {
+            if (r <= 0 || fs_write_all(w->out, chunk, (size_t)r) != 0) {
                 if (r == 0)
                     errno = EIO; /* the old file shrank under us */
                 break;
@@ -662,7 +663,7 @@ int fs_stream_write(fs_stream *w, const void *data, size_t len)
         S_stream_diverge(w, w->len);
     else if (w->cmp < 0 && w->out < 0 && (w->out = S_open_for_write(w->path)) < 0)
         S_stream_fail(w);
-    if (!w->err && w->out >= 0 && S_write_all(w->out, data, len) != 0)
+    if (!w->err && w->out >= 0 && fs_write_all(w->out, data, len) != 0)
         S_stream_fail(w);
     w->len += len;
     return w->err ? -1 : 0;

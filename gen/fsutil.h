@@ -60,9 +60,11 @@ int fs_each_entry(int fd, int (*fn)(const char *name, unsigned char type, void *
 
 /* fs_open_beneath from the folder at root (opened for this call only). */
 int fs_open_in(const char *root, const char *rel, int flags);
-/* All n bytes to fd, or exactly n bytes from it (a pipe, a socket), through
- * short counts and EINTR: 0, or -1 (errno set; 0 for the end of the input). */
+/* All n bytes to fd (fs_send_all: to a socket, without SIGPIPE when the
+ * other end is gone), or exactly n bytes from it, through short counts and
+ * EINTR: 0, or -1 (errno set; 0 for the end of the input). */
 int fs_write_all(int fd, const void *p, size_t n);
+int fs_send_all(int fd, const void *p, size_t n);
 int fs_read_exact(int fd, void *p, size_t n);
 /* Appends the bytes of the regular file open at fd (not closed) to out, as
  * fs_read_file does, after an fstat of that fd: FS_ENOTREG for anything but a

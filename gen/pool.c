@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
+
 #define RECORD_MAX (256u << 20)
 /* Jobs a worker may hold (the one it works on and those waiting behind it):
  * enough that it goes from page to page without waiting for the parent, few
@@ -250,21 +252,6 @@ static uint32_t S_pop(worker *w)
     return job;
 }
 
-static int S_send_full(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Queues up to `want` jobs from jobs[*next..n) and sends the worker every
  * queued job it has not had, in one send (a few bytes, so all or nothing). */
 static void S_feed(worker *w, const size_t *jobs, size_t n, size_t *next, size_t want)
@@ -280,7 +267,7 @@ static void S_feed(worker *w, const size_t *jobs, size_t n, size_t *next, size_t
     for (int i = w->nsent; i < w->qlen; i++)
         msg[k++] = w->q[S_at(w, i)];
     bool idle = w->nsent == 0;
-    if (S_send_full(w->ctl_fd, msg, (size_t)k * sizeof *msg) == 0) {
+    if (fs_send_all(w->ctl_fd, msg, (size_t)k * sizeof *msg) == 0) {
         double now = S_now();
         for (int i = w->nsent; i < w->qlen; i++)
             w->sent[S_at(w, i)] = now;

@@ -168,7 +168,7 @@ static bool S_send(int fd, char kind, const char *p, size_t n)
     char head[1 + sizeof(size_t)];
     head[0] = kind;
     memcpy(head + 1, &n, sizeof n);
-    return fs_write_all(fd, head, sizeof head) == 0 && fs_write_all(fd, p, n) == 0;
+    return fs_send_all(fd, head, sizeof head) == 0 && fs_send_all(fd, p, n) == 0;
 }
 
 static bool S_recv(int fd, char *kind, buf *b)
