@@ -76,6 +76,28 @@ static void test_disarmed_in_time(void **state)
     assert_false(fuse_arm(0, S_blown, NULL));
 }
 
+/* A child whose own 2 ms fuse must blow, and tell its time, before it exits 0. */
+static pid_t S_child_blows(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        S_calls = 0;
+        if (!fuse_arm(2000000, S_blown, NULL))
+            _exit(2);
+        S_spin(2000000000LL);
+        _exit(S_calls == 1 && fuse_disarm() >= 2000000 ? 0 : 1);
+    }
+    return pid;
+}
+
+static void S_wait_ok(pid_t pid)
+{
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* A process started with SIGVTALRM blocked (a mask inherited through exec;
  * here a child forked with it blocked) still gets its fuse's signal. */
 static void test_blocked_signal(void **state)
@@ -85,38 +107,17 @@ static void test_blocked_signal(void **state)
     sigemptyset(&vt);
     sigaddset(&vt, SIGVTALRM);
     pthread_sigmask(SIG_BLOCK, &vt, &old);
-    pid_t pid = fork();
-    if (pid == 0) {
-        S_calls = 0;
-        if (!fuse_arm(2000000, S_blown, NULL))
-            _exit(2);
-        S_spin(2000000000LL);
-        _exit(S_calls == 1 ? 0 : 1);
-    }
+    pid_t pid = S_child_blows();
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
+    S_wait_ok(pid);
 }
 
 static void test_forked_child(void **state)
 {
     (void)state;
     assert_true(fuse_arm(1000000000LL, S_blown, NULL));
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* the parent's timer is not the child's: a new one is made */
-        S_calls = 0;
-        if (!fuse_arm(2000000, S_blown, NULL))
-            _exit(2);
-        S_spin(2000000000LL);
-        _exit(S_calls == 1 && fuse_disarm() >= 2000000 ? 0 : 1);
-    }
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
+    /* the parent's timer is not the child's: a new one is made */
+    S_wait_ok(S_child_blows());
     fuse_disarm();
 }
 
