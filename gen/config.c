@@ -29,6 +29,7 @@ void config_defaults(config *c)
     c->tolerance = 0.05;
     c->feed_entries = 20;
     c->paginate = PAGINATE_DEFAULT;
+    c->paginate_tags = PAGINATE_TAGS_DEFAULT;
     c->pagefind = xstrdup("");
     c->search_timeout = 120.0;
     c->limits.page_bytes = 4u << 20;
@@ -85,6 +86,7 @@ static const key_spec S_keys[] = {
     {"build.jobs", K_INT, OFF(jobs), 0, 256},
     {"feed.entries", K_INT, OFF(feed_entries), 1, 10000},
     {"paginate", K_INT, OFF(paginate), 1, PAGINATE_MAX},
+    {"paginate_tags", K_INT, OFF(paginate_tags), 1, PAGINATE_MAX},
     {"search.enabled", K_BOOL, OFF(search), 0, 0},
     {"search.pagefind", K_STRING, OFF(pagefind), 0, 0},
     {"search.timeout", K_NUMBER, OFF(search_timeout), 1, 86400},

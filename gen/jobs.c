@@ -32,6 +32,7 @@ static int S_pager_phase(const render_env *e, const pager_item *it)
 {
     switch (it->kind) {
     case PAGER_SECTION: return e->idx->pages[it->owner]->kind == PAGE_HOME ? 3 : 2;
+    case PAGER_TAGS: return S_KINDS[JOB_TAGS].phase;
     case PAGER_TAG: return S_KINDS[JOB_TAG].phase;
     default: return S_KINDS[JOB_CHECKS].phase;
     }
@@ -43,6 +44,7 @@ static const char *S_pager_file(const render_env *e, const pager_item *it)
     case PAGER_SECTION:
         return e->idx->pages[it->owner]->src ? e->idx->pages[it->owner]->src
                                               : S_KINDS[JOB_PAGER].template;
+    case PAGER_TAGS: return S_KINDS[JOB_TAGS].template;
     case PAGER_TAG: return S_KINDS[JOB_TAG].template;
     default:
         return it->owner + 1 < e->pages_plan->nslots ? S_KINDS[JOB_CHECKS_SECTION].template
@@ -54,6 +56,7 @@ char *jobs_pager_first(const render_env *e, const pager_item *it)
 {
     switch (it->kind) {
     case PAGER_SECTION: return xstrdup(e->idx->pages[it->owner]->url);
+    case PAGER_TAGS: return xstrdup(S_KINDS[JOB_TAGS].url);
     case PAGER_TAG: return xstrdup(e->idx->tags[it->owner].url);
     default:
         return report_path(e->idx, e->report_sections,

@@ -177,8 +177,15 @@ static bool S_sections_item(lua_State *L, void *o, lua_Integer i)
 static const lv_kind S_SECTIONS_VIEW = {"kvsite.sections", "site.sections", NULL, 0, NULL,
                                         S_sections_item, S_sections_len};
 
-/* site.tags: a view of the tags, {name, slug, url, count, pages} each. */
-static size_t S_tags_len(const void *o) { return ((const site_view *)o)->r->e.idx->ntags; }
+/* site.tags: a view of the tags, {name, slug, url, count, pages} each; a
+ * page of the tag index sees some of them (lo, n). */
+typedef struct {
+    lv_head h;
+    renderer *r;
+    size_t lo, n;
+} tags_view;
+
+static size_t S_tags_len(const void *o) { return ((const tags_view *)o)->n; }
 
 static void S_push_tag(renderer *r, size_t t)
 {
@@ -198,16 +205,29 @@ static void S_push_tag(renderer *r, size_t t)
 
 static bool S_tags_item(lua_State *L, void *o, lua_Integer i)
 {
-    renderer *r = ((site_view *)o)->r;
+    const tags_view *v = o;
     (void)L;
-    if (i < 1 || (size_t)i > r->e.idx->ntags)
+    if (i < 1 || (size_t)i > v->n)
         return false;
-    S_push_tag(r, (size_t)i - 1);
+    S_push_tag(v->r, v->lo + (size_t)i - 1);
     return true;
 }
 
 static const lv_kind S_TAGS_VIEW = {"kvsite.tags", "site.tags", NULL, 0, NULL, S_tags_item,
                                     S_tags_len};
+static const lv_kind S_TERMS_VIEW = {"kvsite.terms", "page.terms", NULL, 0, NULL, S_tags_item,
+                                     S_tags_len};
+
+static void S_push_tags(renderer *r, const lv_kind *kind, size_t lo, size_t n)
+{
+    size_t all = r->e.idx->ntags;
+    tags_view *v = lv_new(sandbox_lua(r->sb), kind, sizeof *v, 0, &r->job_gen);
+    v->r = r;
+    v->lo = lo < all ? lo : all;
+    v->n = n < all - v->lo ? n : all - v->lo;
+}
+
+void lv_push_tag_slice(renderer *r, size_t lo, size_t n) { S_push_tags(r, &S_TERMS_VIEW, lo, n); }
 
 static void S_push_site_view(renderer *r, const lv_kind *kind)
 {
@@ -399,7 +419,7 @@ static int S_site_index(lua_State *L)
     } else if (strcmp(k, "menu") == 0) {
         lv_push_page_slice(r, r->e.idx->menu, r->e.idx->nmenu);
     } else if (strcmp(k, "tags") == 0) {
-        S_push_site_view(r, &S_TAGS_VIEW);
+        S_push_tags(r, &S_TAGS_VIEW, 0, r->e.idx->ntags);
     } else if (strcmp(k, "figures") == 0) {
         if (r->e.site_totals)
             S_push_site_figures(r);

@@ -67,6 +67,11 @@ size_t paginate_of(const config *cfg, const page *p)
     return cfg->paginate >= 1 ? (size_t)cfg->paginate : PAGINATE_DEFAULT;
 }
 
+size_t paginate_tags_of(const config *cfg)
+{
+    return cfg->paginate_tags >= 1 ? (size_t)cfg->paginate_tags : PAGINATE_TAGS_DEFAULT;
+}
+
 bool paginate_in_report(const content_index *idx, size_t i)
 {
     return idx->pages[i]->src != NULL && idx->pages[i]->fig_marks;
@@ -103,6 +108,9 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
         content_kids(idx, i, &n);
         S_add(pl, &cap, PAGER_SECTION, i, paginate_count(n, paginate_of(cfg, idx->pages[i])));
     }
+    /* the tag index lists the tags, paginate_tags on each of its pages */
+    if (idx->ntags)
+        S_add(pl, &cap, PAGER_TAGS, 0, paginate_count(idx->ntags, paginate_tags_of(cfg)));
     for (size_t t = 0; t < idx->ntags; t++)
         S_add(pl, &cap, PAGER_TAG, t, paginate_count(idx->tags[t].npages, site_per));
     /* the report: each group's pages with a file, in page order */

@@ -23,6 +23,10 @@
 #include "yv.h"
 
 #define PAGINATE_DEFAULT 10
+/* Tags a page of the tag index (/tags/) lists by default (paginate_tags): a
+ * tag is one short line, so a site's whole cloud stays on one page until it
+ * is large enough to pass a listing's size (about 40 KB at 500). */
+#define PAGINATE_TAGS_DEFAULT 500
 #define PAGINATE_MAX 1000 /* a bigger page defeats the point: 200 KB of listing */
 
 /* Pages of a listing of n entries, per on each (per >= 1): at least 1. */
@@ -42,11 +46,15 @@ int paginate_check(const yv *v, const char *file, int *out, diag_list *dl);
 /* The entries per page of section or home page p: its front matter's
  * paginate when valid, else the site's. */
 size_t paginate_of(const config *cfg, const page *p);
+/* Tags a page of the tag index lists (site.yaml's paginate_tags, else
+ * PAGINATE_TAGS_DEFAULT). */
+size_t paginate_tags_of(const config *cfg);
 
-typedef enum { PAGER_SECTION, PAGER_TAG, PAGER_REPORT } pager_kind;
+typedef enum { PAGER_SECTION, PAGER_TAGS, PAGER_TAG, PAGER_REPORT } pager_kind;
 
 /* An extra listing page: number 2 and up of owner's listing (a page index
- * for a section or home, a tag index, a report slot: see below). */
+ * for a section or home, 0 for the tag index (/tags/: the tags themselves),
+ * a tag's index, a report slot: see below). */
 typedef struct {
     pager_kind kind;
     size_t owner;
@@ -58,7 +66,7 @@ typedef struct {
  * slot g < nslots - 1 is section group g, slot nslots - 1 the root group
  * (or, with one report for all, the only slot). */
 typedef struct {
-    pager_item *items; /* in job order: sections and home, tags, report */
+    pager_item *items; /* in job order: sections and home, the tag index, tags, report */
     size_t nitems;
     size_t *report_number; /* by page: the report page listing its figures (1..) */
     size_t *report_pages;  /* by slot: how many report pages it has */

@@ -650,6 +650,16 @@ static int S_generated_env(lua_State *L)
         const tag *t = &r->e.idx->tags[a->index];
         S_set_listing(r, t->pages, t->npages, (size_t)r->e.cfg->paginate, a->first, a->number);
         render_setstr(L, "tag", t->name);
+    } else if (kind == JOB_TAGS) {
+        /* page.terms: the tags on this page of the index (all without a plan) */
+        size_t n = r->e.idx->ntags,
+               per = r->e.pages_plan ? paginate_tags_of(r->e.cfg) : (n ? n : 1);
+        size_t lo, hi;
+        paginate_bounds(n, per, a->number, &lo, &hi);
+        lv_push_tag_slice(r, lo, hi - lo);
+        lua_setfield(L, -2, "terms");
+        lv_push_paginator(r, a->first, a->number, n, per);
+        lua_setfield(L, -2, "paginator");
     } else if (report && r->e.pages_plan) {
         const paginate_plan_t *pl = r->e.pages_plan;
         size_t slot = paginate_slot(pl, group);
@@ -787,6 +797,8 @@ static void S_render_pager(renderer *r, size_t index, page_record *rec)
     const pager_item *it = &pl->items[index];
     if (it->kind == PAGER_SECTION)
         S_render_page(r, it->owner, r->e.idx->pages[it->owner], it->number, rec);
+    else if (it->kind == PAGER_TAGS)
+        S_render_generated(r, JOB_TAGS, 0, it->number, 0, rec);
     else if (it->kind == PAGER_TAG)
         S_render_generated(r, JOB_TAG, it->owner, it->number, 0, rec);
     else if (it->owner + 1 < pl->nslots)

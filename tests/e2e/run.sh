@@ -2686,6 +2686,48 @@ t_paginate_listing_pages() {
     done
 }
 
+# The tag index paginates like the listings, paginate_tags a page (500 by
+# default: the real site's 39 tags stay on one page): 25 tags and the
+# starter's by 10 are three pages of page.terms, with rel=prev/next, in the
+# sitemap; tags added later move the pages the way a full build does.
+t_paginate_tag_index() {
+    paginated_site || return
+    local i n
+    kv build --strict
+    expect_rc 0
+    expect_no_file site/tags/page/2/index.html
+    printf 'paginate_tags: 10\n' >>"$W/site.yaml"
+    for i in $(seq -w 1 25); do
+        sed -i "s/^tags: \[many\]$/tags: [t$i]/" "$W/content/articles/post-$i.md"
+    done
+    kv build --strict
+    expect_rc 0
+    expect_file site/tags/page/2/index.html
+    expect_file site/tags/page/3/index.html
+    expect_no_file site/tags/page/4/index.html
+    n=$(grep -o '<li><a href="/tags/[^"]*/">#' "$W/site/tags/index.html" | wc -l)
+    [ "$n" = 10 ] || fail "the tag index's first page lists $n tags, not 10"
+    # the starter's own tags sort among t01..t25: 27 or more in all, the last page the rest
+    n=$(grep -o '<li><a href="/tags/[^"]*/">#' "$W/site/tags/page/3/index.html" | wc -l)
+    [ "$n" -ge 1 ] && [ "$n" -le 10 ] || fail "the tag index's last page lists $n tags"
+    expect_grep site/tags/index.html '<link rel="next" href="/tags/page/2/">'
+    expect_grep site/tags/page/2/index.html '<link rel="prev" href="/tags/">'
+    expect_grep site/tags/page/2/index.html 'Page 2 of 3'
+    expect_grep site/sitemap.xml '<loc>https://example.org/tags/page/3/</loc>'
+    # every tag is on exactly one page of the index
+    for i in $(seq -w 1 25); do
+        n=$(cat "$W/site/tags/index.html" "$W"/site/tags/page/*/index.html | grep -c "href=\"/tags/t$i/\"")
+        [ "$n" = 1 ] || fail "tag t$i is on $n pages of the index"
+    done
+    for i in $(seq 26 35); do
+        printf -- '---\ntitle: "Extra %s"\ntags: [x%s]\n---\nText.\n' "$i" "$i" >"$W/content/articles/extra-$i.md"
+    done
+    kv build --strict
+    expect_rc 0
+    expect_file site/tags/page/4/index.html
+    same_as_full tags
+}
+
 # The report lists the figures of 10 pages a page; a figure links to the
 # report page that lists it, and that page has its row.
 t_paginate_report_split() {

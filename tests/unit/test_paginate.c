@@ -128,6 +128,22 @@ static void test_config_bounds(void **state)
         config_free(&c);
         diag_list_free(&dl);
     }
+    /* paginate_tags: the same bounds */
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *yaml = xasprintf("title: t\npaginate_tags: %s\n", bad[i]);
+        tmpdir_put(*state, "site.yaml", yaml);
+        free(yaml);
+        config c;
+        diag_list dl;
+        config_defaults(&c);
+        diag_list_init(&dl);
+        assert_int_equal(config_load(&c, *state, &dl), -1);
+        assert_int_equal(dl.errors, 1);
+        assert_int_equal(dl.v[0].line, 2);
+        assert_non_null(strstr(dl.v[0].msg, "paginate_tags"));
+        config_free(&c);
+        diag_list_free(&dl);
+    }
     tmpdir_put(*state, "site.yaml", "title: t\npaginate: 3\n");
     config c;
     diag_list dl;
@@ -136,6 +152,7 @@ static void test_config_bounds(void **state)
     diag_list_init(&dl);
     assert_int_equal(config_load(&c, *state, &dl), 0);
     assert_int_equal(c.paginate, 3);
+    assert_int_equal(paginate_tags_of(&c), PAGINATE_TAGS_DEFAULT);
     config_free(&c);
     diag_list_free(&dl);
 }
@@ -144,7 +161,7 @@ static void test_config_bounds(void **state)
  * tagged t, section b (no _index.md) with one page. */
 static void S_site(const char *dir, content_index *idx, config *cfg)
 {
-    tmpdir_put(dir, "site.yaml", "title: t\npaginate: 3\n");
+    tmpdir_put(dir, "site.yaml", "title: t\npaginate: 3\npaginate_tags: 3\n");
     tmpdir_put(dir, "content/_index.md", "---\ntitle: Home\n---\n");
     tmpdir_put(dir, "content/a/_index.md", "---\ntitle: A\npaginate: 2\n---\n");
     for (int i = 1; i <= 5; i++) {
@@ -154,7 +171,8 @@ static void S_site(const char *dir, content_index *idx, config *cfg)
                  "---\ntitle: P%d\ndate: 2026-01-0%d\ntags: [t]\n---\n`1 B {= 1}`\n", i, i);
         tmpdir_put(dir, rel, text);
     }
-    tmpdir_put(dir, "content/b/q.md", "---\ntitle: Q\ndate: 2025-06-01\n---\nx\n");
+    tmpdir_put(dir, "content/b/q.md",
+               "---\ntitle: Q\ndate: 2025-06-01\ntags: [u, v, w, x]\n---\nx\n");
     diag_list dl;
     diag_list_init(&dl);
     config_defaults(cfg);
@@ -220,11 +238,12 @@ static void test_plan(void **state)
     paginate_plan(&pl, &idx, &cfg, groups, 0);
     free(groups);
     /* section a: 5 pages by 2 (its own paginate) = 3 pages, 2 extra;
+     * the tag index: 5 tags by 3 = 2 pages, 1 extra, before the tags';
      * tag t: 5 pages by 3 (site.yaml) = 2 pages, 1 extra; home and b: 1 page;
      * the report: the 5 pages with a figure's mark (p1..p5; home, a's
      * _index.md and q have none, b no file) by 3 = 2 pages, 1 extra */
     size_t a = S_at(&idx, "/a/");
-    size_t nsec = 0, ntag = 0, nrep = 0;
+    size_t nsec = 0, nindex = 0, ntag = 0, nrep = 0;
     for (size_t i = 0; i < pl.nitems; i++) {
         const pager_item *it = &pl.items[i];
         assert_true(it->number >= 2);
@@ -232,6 +251,11 @@ static void test_plan(void **state)
             assert_int_equal(it->owner, a);
             assert_int_equal(it->number, 2 + nsec);
             nsec++;
+        } else if (it->kind == PAGER_TAGS) {
+            assert_int_equal(it->owner, 0);
+            assert_int_equal(it->number, 2);
+            assert_int_equal(ntag + nrep, 0);
+            nindex++;
         } else if (it->kind == PAGER_TAG) {
             ntag++;
         } else {
@@ -239,6 +263,7 @@ static void test_plan(void **state)
         }
     }
     assert_int_equal(nsec, 2);
+    assert_int_equal(nindex, 1);
     assert_int_equal(ntag, 1);
     assert_int_equal(pl.nslots, 1);
     assert_int_equal(pl.report_per, 3);
