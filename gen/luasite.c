@@ -235,6 +235,12 @@ static void S_push_site_view(renderer *r, const lv_kind *kind)
     v->r = r;
 }
 
+static int S_cmp_key(const void *a, const void *b, void *keys)
+{
+    char *const *k = keys;
+    return strcmp(k[*(const size_t *)a], k[*(const size_t *)b]);
+}
+
 static void S_push_sources(renderer *r)
 {
     lua_State *L = sandbox_lua(r->sb);
@@ -242,17 +248,12 @@ static void S_push_sources(renderer *r)
     const yv *doc = r->e.src->doc;
     if (!doc || doc->type != YV_MAP)
         return;
-    /* sorted by key for a stable page */
+    /* sorted by key for a stable page (keys are unique: a map's) */
     size_t n = doc->n;
     size_t *order = xmalloc((n + 1) * sizeof *order);
     for (size_t i = 0; i < n; i++)
         order[i] = i;
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(doc->keys[order[j - 1]], doc->keys[order[j]]) > 0; j--) {
-            size_t t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
+    qsort_r(order, n, sizeof *order, S_cmp_key, (void *)doc->keys);
     for (size_t i = 0; i < n; i++) {
         const yv *e = doc->items[order[i]];
         if (luadata_push(L, e) != 0)

@@ -1250,7 +1250,7 @@ config_case() {
 }
 
 t_config_unknown_key() {
-    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, paginate, search, limits
+    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, paginate, paginate_tags, search, limits
 site.yaml:4:3: error: unknown key "page_byte" in limits; known keys: page_bytes, front_matter_bytes, data_bytes, template_bytes, output_bytes, files, page_tags, depth, lua_instructions, lua_memory, page_timeout, build_timeout, worker_memory' config_case <<'EOF'
 title: X
 colour: red
@@ -2589,6 +2589,45 @@ t_theme_menu_order() {
     got=$(nav_order site/alpha/page/index.html)
     [ "$got" = "/zeta/ /articles/ /alpha/ /sources/ /checks/ " ] || fail "menu after the edits: $got"
     expect_grep site/articles/first-figures/index.html '<li><a href="/alpha/">Omega</a>'
+    same_as_full menu
+}
+
+# The default theme's menu shows 8 entries of site.menu at most: with 12
+# sections, 7 and "More…" to the home page, which then lists them all with
+# its pager; every page's header is the same size whatever the number of
+# sections. params.menu_max raises the cap.
+nav_links() { # nav_links FILE: every link of the menu, in order
+    sed -n '/class="site-nav"/,/<\/nav>/p' "$W/$1" | grep -o 'href="[^"]*"' | sed 's/href="\(.*\)"/\1/' | tr '\n' ' '
+}
+t_theme_menu_capped() {
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/project
+    mkdir -p "$(dirname "$W")"
+    "$KVSITE" new "$W" --lang en >/dev/null 2>&1 || { fail "kvsite new failed"; return; }
+    local d
+    for d in $(seq -w 1 11); do
+        mkdir -p "$W/content/s$d"
+        printf -- '---\ntitle: Section %s\nweight: %d\n---\n' "$d" "$((10#$d))" >"$W/content/s$d/_index.md"
+        printf -- '---\ntitle: In %s\n---\nText.\n' "$d" >"$W/content/s$d/page.md"
+    done
+    kv build --strict
+    expect_rc 0
+    local got
+    got=$(nav_links site/s11/page/index.html)
+    [ "$got" = "/articles/ /s01/ /s02/ /s03/ /s04/ /s05/ /s06/ /#all-pages /sources/ /checks/ " ] ||
+        fail "capped menu: $got"
+    expect_grep site/index.html '<h2 id="all-pages">All pages</h2>'
+    expect_grep site/index.html '<a href="/s09/">Section 09</a>'
+    expect_file site/page/2/index.html
+    expect_grep site/page/2/index.html '<h2 id="all-pages">All pages</h2>'
+    expect_grep site/page/2/index.html '<a href="/s11/">Section 11</a>'
+    printf 'params:\n  menu_max: 20\n' >>"$W/site.yaml"
+    kv build --strict
+    expect_rc 0
+    got=$(nav_links site/s11/page/index.html)
+    [ "$got" = "/articles/ /s01/ /s02/ /s03/ /s04/ /s05/ /s06/ /s07/ /s08/ /s09/ /s10/ /s11/ /sources/ /checks/ " ] ||
+        fail "menu_max 20: $got"
+    expect_no_grep site/index.html 'id="all-pages"'
     same_as_full menu
 }
 
