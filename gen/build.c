@@ -726,8 +726,22 @@ static void S_feed_and_sitemap(build_state *s)
     S_emit(s, "feed.xml", &b);
     buf_clear(&b);
     if (feed_absolute(&s->cfg)) {
-        feed_sitemap(&b, &s->cfg, &s->idx, s->records, s->njobs);
+        /* past the protocol's 50,000 URLs a file, parts and an index */
+        buf names = BUF_INIT;
+        size_t parts = feed_sitemap_files(&names, s->records, s->njobs);
+        const char *name = buf_cstr(&names) + sizeof "sitemap.xml";
+        for (size_t k = 1; k <= parts; k++, name += strlen(name) + 1) {
+            buf_clear(&b); /* the part's path is kvsite's (collide_check) */
+            feed_sitemap(&b, &s->cfg, &s->idx, s->records, s->njobs, k);
+            S_emit(s, name, &b);
+        }
+        buf_clear(&b);
+        if (parts)
+            feed_sitemap_index(&b, &s->cfg, parts);
+        else
+            feed_sitemap(&b, &s->cfg, &s->idx, s->records, s->njobs, 0);
         S_emit(s, "sitemap.xml", &b);
+        buf_free(&names);
     } else if (s->cfg.base_url_line > 0) {
         /* said where base_url is set to a path; the default "/" builds quietly */
         diag_add(&s->dl, DIAG_NOTE, "site.yaml", s->cfg.base_url_line, s->cfg.base_url_col,

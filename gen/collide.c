@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "content.h"
+#include "feed.h"
 #include "fsutil.h"
 #include "jobs.h"
 #include "nfd.h"
@@ -403,6 +404,20 @@ int collide_check(const render_env *e, const collide_files *assets, diag_list *d
     }
     S_claim(&cs, "/feed.xml", NULL, xstrdup("the feed"), 0, 0, false);
     S_claim(&cs, "/sitemap.xml", NULL, xstrdup("the sitemap"), 0, 0, false);
+    /* its parts, past FEED_SITEMAP_MAX pages (feed.h): every page a job makes */
+    size_t pages = 0;
+    for (size_t j = 0; j < njobs; j++) {
+        size_t i;
+        job_kind k = render_job_kind(e, j, &i);
+        if (k == JOB_PAGE ? strmap_get(&idx->by_url, idx->pages[i]->url) == idx->pages[i]
+                          : k != JOB_404 && k != JOB_CHECKS_JSON && jobs_present(e, k, have_404))
+            pages++;
+    }
+    for (size_t k = 1; pages > FEED_SITEMAP_MAX && k <= (pages - 1) / FEED_SITEMAP_MAX + 1; k++) {
+        char *path = xasprintf("/sitemap%zu.xml", k);
+        S_claim(&cs, path, NULL, xasprintf("part %zu of the sitemap", k), 0, 0, false);
+        free(path);
+    }
     for (size_t i = 0; i < assets->n; i++) {
         char *path = xasprintf("/assets/%s", assets->v[i]);
         S_claim(&cs, path, xasprintf("templates/assets/%s", assets->v[i]), NULL, 0, 0, false);

@@ -1,5 +1,6 @@
 #include "feed.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -92,16 +93,59 @@ void feed_atom(buf *out, const config *c, const content_index *idx, const page_r
     free(order);
 }
 
+/* Whether job j made a page the sitemap lists. */
+static bool S_in_sitemap(const page_record *r)
+{
+    size_t un = r->url ? strlen(r->url) : 0;
+    /* not a page: 404.html, checks.json */
+    return r->done && un > 0 && r->url[un - 1] == '/' && r->out_bytes > 0;
+}
+
+size_t feed_sitemap_files(buf *names, const page_record *records, size_t njobs)
+{
+    size_t n = 0;
+    for (size_t j = 0; j < njobs; j++)
+        n += S_in_sitemap(&records[j]);
+    buf_put(names, "sitemap.xml", sizeof "sitemap.xml");
+    size_t parts = n > FEED_SITEMAP_MAX ? (n - 1) / FEED_SITEMAP_MAX + 1 : 0;
+    for (size_t k = 1; k <= parts; k++) {
+        char name[48];
+        int len = snprintf(name, sizeof name, "sitemap%zu.xml", k);
+        buf_put(names, name, (size_t)len + 1);
+    }
+    return parts;
+}
+
+void feed_sitemap_index(buf *out, const config *cfg, size_t nparts)
+{
+    buf_puts(out, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+                  "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+    for (size_t k = 1; k <= nparts; k++) {
+        buf_puts(out, "  <sitemap><loc>");
+        S_xml(out, cfg->base_url);
+        char name[48];
+        snprintf(name, sizeof name, "sitemap%zu.xml", k);
+        buf_puts(out, name);
+        buf_puts(out, "</loc></sitemap>\n");
+    }
+    buf_puts(out, "</sitemapindex>\n");
+}
+
 void feed_sitemap(buf *out, const config *cfg, const content_index *idx,
-                  const page_record *records, size_t njobs)
+                  const page_record *records, size_t njobs, size_t part)
 {
     buf_puts(out, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
                   "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+    size_t first = part ? (part - 1) * FEED_SITEMAP_MAX : 0, seen = 0;
     for (size_t j = 0; j < njobs; j++) {
         const page_record *r = &records[j];
-        size_t un = r->url ? strlen(r->url) : 0;
-        if (!r->done || un == 0 || r->url[un - 1] != '/' || r->out_bytes == 0)
-            continue; /* not a page: 404.html, checks.json */
+        if (!S_in_sitemap(r))
+            continue;
+        size_t at = seen++;
+        if (at < first)
+            continue;
+        if (part && at >= first + FEED_SITEMAP_MAX)
+            break;
         buf_puts(out, "  <url><loc>");
         S_xml(out, cfg->base_url);
         S_xml(out, r->url + 1);

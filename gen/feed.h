@@ -22,9 +22,23 @@ void feed_atom(buf *out, const config *cfg, const content_index *idx, const page
  * writes no sitemap.xml and says so in a note (README: base_url). */
 bool feed_absolute(const config *cfg);
 
-/* The sitemap: every job that made a page (a URL ending in "/"), with the
- * page's date as lastmod. */
+/* URLs one sitemap file may list (the sitemap protocol's limit, as its 50 MB
+ * is: sitemaps.org). A site with more has sitemap.xml as an index of
+ * sitemap1.xml, sitemap2.xml, ..., each listing this many (Zola's way). */
+#define FEED_SITEMAP_MAX 50000
+
+/* The sitemap's files, NUL-separated, appended to names: sitemap.xml, then
+ * sitemap1.xml ... when the site's pages are more than FEED_SITEMAP_MAX.
+ * Returns how many of those parts there are (0: sitemap.xml lists the pages
+ * itself). */
+size_t feed_sitemap_files(buf *names, const page_record *records, size_t njobs);
+
+/* Sitemap part (1..) of the pages, or with part 0 all of them: every job
+ * that made a page (a URL ending in "/"), with the page's date as lastmod. */
 void feed_sitemap(buf *out, const config *cfg, const content_index *idx,
-                  const page_record *records, size_t njobs);
+                  const page_record *records, size_t njobs, size_t part);
+
+/* The sitemap index of nparts parts (sitemap.xml when the pages need parts). */
+void feed_sitemap_index(buf *out, const config *cfg, size_t nparts);
 
 #endif

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "feed.h"
 #include "frontmatter.h"
 #include "fsutil.h"
 #include "paths.h"
@@ -748,8 +749,8 @@ void incr_writer_start(incr_writer *w, incr *inc)
     w->job_stamps = xcalloc(inc->njobs + 1, sizeof *w->job_stamps);
     S_job_outputs(inc, -1, &w->list, w->job_stamps);
     buf_put(&w->list, buf_cstr(&inc->out->extras), inc->out->extras.len);
-    static const char fixed[] = "feed.xml\0sitemap.xml";
-    buf_put(&w->list, fixed, sizeof fixed);
+    buf_put(&w->list, "feed.xml", sizeof "feed.xml");
+    feed_sitemap_files(&w->list, inc->records, inc->njobs);
     w->started = pthread_create(&w->thread, NULL, S_writer_main, w) == 0;
 }
 

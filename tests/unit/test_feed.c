@@ -171,7 +171,7 @@ static void test_sitemap(void **state)
     S_site(&s);
     s.recs[3].out_bytes = 0; /* failed: no file, not listed */
     buf b = BUF_INIT;
-    feed_sitemap(&b, &s.cfg, &s.idx, s.recs, 6);
+    feed_sitemap(&b, &s.cfg, &s.idx, s.recs, 6, 0);
     const char *x = buf_cstr(&b);
     assert_non_null(strstr(x, "<url><loc>https://example.org/</loc></url>\n"));
     assert_non_null(strstr(x, "<url><loc>https://example.org/old/</loc>"
@@ -187,6 +187,61 @@ static void test_sitemap(void **state)
     S_free(&s);
 }
 
+/* Past FEED_SITEMAP_MAX pages: sitemap.xml is an index of parts of at most
+ * that many URLs each, every page in exactly one, in job order. */
+static void test_sitemap_parts(void **state)
+{
+    (void)state;
+    site s;
+    S_site(&s);
+    buf names = BUF_INIT;
+    assert_int_equal(feed_sitemap_files(&names, s.recs, 6), 0);
+    assert_int_equal(names.len, sizeof "sitemap.xml");
+    buf_free(&names);
+    size_t n = 2 * FEED_SITEMAP_MAX + 1 + 1; /* and one that is not a page */
+    page_record *recs = calloc(n, sizeof *recs);
+    assert_non_null(recs);
+    for (size_t j = 0; j < n; j++) {
+        recs[j].done = 1;
+        recs[j].out_bytes = 1;
+        recs[j].url = j == 7 ? xstrdup("/404.html") : xasprintf("/p%zu/", j);
+    }
+    s.idx.npages = 0; /* generated pages: no lastmod */
+    assert_int_equal(feed_sitemap_files(&names, recs, n), 3);
+    static const char want[] = "sitemap.xml\0sitemap1.xml\0sitemap2.xml\0sitemap3.xml";
+    assert_int_equal(names.len, sizeof want);
+    assert_memory_equal(names.ptr, want, sizeof want);
+    buf_free(&names);
+    size_t total = 0;
+    for (size_t k = 1; k <= 3; k++) {
+        buf b = BUF_INIT;
+        feed_sitemap(&b, &s.cfg, &s.idx, recs, n, k);
+        size_t urls = 0;
+        for (const char *x = buf_cstr(&b); (x = strstr(x, "<url>")); x++)
+            urls++;
+        assert_int_equal(urls, k < 3 ? FEED_SITEMAP_MAX : 1);
+        total += urls;
+        if (k == 2) { /* the 50,001st page is the first of part 2: p50001 (p7 is not one) */
+            char first[64];
+            snprintf(first, sizeof first, "<url><loc>https://example.org/p%d/</loc>",
+                     FEED_SITEMAP_MAX + 1);
+            assert_non_null(strstr(buf_cstr(&b), first));
+        }
+        buf_free(&b);
+    }
+    assert_int_equal(total, n - 1);
+    buf b = BUF_INIT;
+    feed_sitemap_index(&b, &s.cfg, 3);
+    assert_non_null(strstr(buf_cstr(&b), "<sitemapindex "));
+    assert_non_null(strstr(buf_cstr(&b), "<sitemap><loc>https://example.org/sitemap3.xml</loc></sitemap>\n"));
+    assert_null(strstr(buf_cstr(&b), "sitemap4.xml"));
+    buf_free(&b);
+    for (size_t j = 0; j < n; j++)
+        free(recs[j].url);
+    free(recs);
+    S_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_atom_undated),
         cmocka_unit_test(test_absolute),
         cmocka_unit_test(test_sitemap),
+        cmocka_unit_test(test_sitemap_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
