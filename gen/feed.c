@@ -101,6 +101,12 @@ static bool S_in_sitemap(const page_record *r)
     return r->done && un > 0 && r->url[un - 1] == '/' && r->out_bytes > 0;
 }
 
+/* "sitemap<k>.xml" into name (48 bytes); its length. */
+static size_t S_part_name(char *name, size_t k)
+{
+    return (size_t)snprintf(name, 48, "sitemap%zu.xml", k);
+}
+
 size_t feed_sitemap_files(buf *names, const page_record *records, size_t njobs)
 {
     size_t n = 0;
@@ -110,8 +116,7 @@ size_t feed_sitemap_files(buf *names, const page_record *records, size_t njobs)
     size_t parts = n > FEED_SITEMAP_MAX ? (n - 1) / FEED_SITEMAP_MAX + 1 : 0;
     for (size_t k = 1; k <= parts; k++) {
         char name[48];
-        int len = snprintf(name, sizeof name, "sitemap%zu.xml", k);
-        buf_put(names, name, (size_t)len + 1);
+        buf_put(names, name, S_part_name(name, k) + 1);
     }
     return parts;
 }
@@ -124,8 +129,7 @@ void feed_sitemap_index(buf *out, const config *cfg, size_t nparts)
         buf_puts(out, "  <sitemap><loc>");
         S_xml(out, cfg->base_url);
         char name[48];
-        snprintf(name, sizeof name, "sitemap%zu.xml", k);
-        buf_puts(out, name);
+        buf_put(out, name, S_part_name(name, k));
         buf_puts(out, "</loc></sitemap>\n");
     }
     buf_puts(out, "</sitemapindex>\n");
