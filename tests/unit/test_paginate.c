@@ -107,43 +107,32 @@ static void test_check_bounds(void **state)
     }
 }
 
-/* site.yaml's paginate: the same bounds, at its line and column. */
+/* site.yaml's paginate and paginate_tags: the same bounds, at the key's line
+ * and column. */
 static void test_config_bounds(void **state)
 {
     static const char *const bad[] = {"0", "-1", "1001", "many"};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char *yaml = xasprintf("title: t\npaginate: %s\n", bad[i]);
-        tmpdir_put(*state, "site.yaml", yaml);
-        free(yaml);
-        config c;
-        diag_list dl;
-        config_defaults(&c);
-        diag_list_init(&dl);
-        assert_int_equal(config_load(&c, *state, &dl), -1);
-        assert_int_equal(dl.errors, 1);
-        assert_string_equal(dl.v[0].file, "site.yaml");
-        assert_int_equal(dl.v[0].line, 2);
-        assert_int_equal(dl.v[0].col, 1); /* config.c's errors are at the key */
-        assert_non_null(strstr(dl.v[0].msg, "paginate must be"));
-        config_free(&c);
-        diag_list_free(&dl);
-    }
-    /* paginate_tags: the same bounds */
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char *yaml = xasprintf("title: t\npaginate_tags: %s\n", bad[i]);
-        tmpdir_put(*state, "site.yaml", yaml);
-        free(yaml);
-        config c;
-        diag_list dl;
-        config_defaults(&c);
-        diag_list_init(&dl);
-        assert_int_equal(config_load(&c, *state, &dl), -1);
-        assert_int_equal(dl.errors, 1);
-        assert_int_equal(dl.v[0].line, 2);
-        assert_non_null(strstr(dl.v[0].msg, "paginate_tags"));
-        config_free(&c);
-        diag_list_free(&dl);
-    }
+    static const char *const keys[] = {"paginate", "paginate_tags"};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            char *yaml = xasprintf("title: t\n%s: %s\n", keys[k], bad[i]);
+            tmpdir_put(*state, "site.yaml", yaml);
+            free(yaml);
+            config c;
+            diag_list dl;
+            config_defaults(&c);
+            diag_list_init(&dl);
+            assert_int_equal(config_load(&c, *state, &dl), -1);
+            assert_int_equal(dl.errors, 1);
+            assert_string_equal(dl.v[0].file, "site.yaml");
+            assert_int_equal(dl.v[0].line, 2);
+            assert_int_equal(dl.v[0].col, 1); /* config.c's errors are at the key */
+            char *want = xasprintf("%s must be", keys[k]);
+            assert_non_null(strstr(dl.v[0].msg, want));
+            free(want);
+            config_free(&c);
+            diag_list_free(&dl);
+        }
     tmpdir_put(*state, "site.yaml", "title: t\npaginate: 3\n");
     config c;
     diag_list dl;
