@@ -2563,14 +2563,19 @@ EOF
 # sections by weight, then title; a nested section is not in it. An edited
 # title or weight reorders it on every page, in an incremental build as in a
 # full one.
+# starter_site: a new project in $W from `kvsite new --lang en` (the default theme)
+starter_site() {
+    NCOPY=$((NCOPY + 1))
+    W=$TMP/$NCOPY-$CASE/project
+    mkdir -p "$(dirname "$W")"
+    "$KVSITE" new "$W" --lang en >/dev/null 2>&1 || { fail "kvsite new failed"; return 1; }
+}
+
 nav_order() { # nav_order FILE: the menu's section paths, in order
     grep -o '<li><a href="/[a-z]*/"' "$W/$1" | sed 's/.*href="\(.*\)"/\1/' | tr '\n' ' '
 }
 t_theme_menu_order() {
-    NCOPY=$((NCOPY + 1))
-    W=$TMP/$NCOPY-$CASE/project
-    mkdir -p "$(dirname "$W")"
-    "$KVSITE" new "$W" --lang en >/dev/null 2>&1 || { fail "kvsite new failed"; return; }
+    starter_site || return
     local d
     for d in zeta alpha; do
         mkdir -p "$W/content/$d/inner"
@@ -2601,10 +2606,7 @@ nav_links() { # nav_links FILE: every link of the menu, in order
     sed -n '/class="site-nav"/,/<\/nav>/p' "$W/$1" | grep -o 'href="[^"]*"' | sed 's/href="\(.*\)"/\1/' | tr '\n' ' '
 }
 t_theme_menu_capped() {
-    NCOPY=$((NCOPY + 1))
-    W=$TMP/$NCOPY-$CASE/project
-    mkdir -p "$(dirname "$W")"
-    "$KVSITE" new "$W" --lang en >/dev/null 2>&1 || { fail "kvsite new failed"; return; }
+    starter_site || return
     local d
     for d in $(seq -w 1 11); do
         mkdir -p "$W/content/s$d"
@@ -2641,10 +2643,7 @@ nav_current() { # nav_current FILE: the menu items marked current
     grep -o '<li><a href="[^"]*" aria-current="page"' "$W/$1" | sed 's/.*href="\([^"]*\)".*/\1/' | tr '\n' ' '
 }
 t_theme_cached_header() {
-    NCOPY=$((NCOPY + 1))
-    W=$TMP/$NCOPY-$CASE/project
-    mkdir -p "$(dirname "$W")"
-    "$KVSITE" new "$W" --lang en >/dev/null 2>&1 || { fail "kvsite new failed"; return; }
+    starter_site || return
     mkdir -p "$W/content/notes"
     printf -- '---\ntitle: Notes\n---\n' >"$W/content/notes/_index.md"
     printf -- '---\ntitle: A note\ntags: [x]\n---\nText.\n' >"$W/content/notes/a.md"
@@ -2676,10 +2675,7 @@ t_theme_cached_header() {
 # A starter site (the default theme) with 25 articles, each with a tag and
 # a figure: paginate 10 splits every listing of them in three.
 paginated_site() {
-    NCOPY=$((NCOPY + 1))
-    W=$TMP/$NCOPY-$CASE/project
-    mkdir -p "$(dirname "$W")"
-    "$KVSITE" new "$W" --lang en >/dev/null 2>&1 || { fail "kvsite new failed"; return 1; }
+    starter_site || return 1
     local i
     for i in $(seq -w 1 25); do
         printf -- '---\ntitle: "Post %s"\ndate: 2026-02-%s\ntags: [many]\n---\nHalf: `50%% {= %d/(2*%d)}`.\n' \
