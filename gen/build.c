@@ -432,6 +432,7 @@ static void S_load(build_state *s)
     content_load(&s->idx, o->root, &s->cfg, &copts, &s->dl);
     S_trace(s, "content loaded");
     sources_load(&s->src, o->root, s->cfg.limits.data_bytes, &s->dl);
+    sources_set_per(&s->src, (size_t)s->cfg.paginate_sources);
     S_trace(s, "sources loaded");
 }
 
@@ -453,7 +454,7 @@ static void S_plan(build_state *s)
     /* the listings' pages, once for the build: workers read the plan */
     s->groups = report_groups(&s->idx, s->report_sections, s->nreport_sections);
     s->env.report_groups = s->groups;
-    paginate_plan(&s->pages_plan, &s->idx, &s->cfg, s->groups, s->nreport_sections);
+    paginate_plan(&s->pages_plan, &s->idx, &s->cfg, &s->src, s->groups, s->nreport_sections);
     s->env.pages_plan = &s->pages_plan;
     /* every output file has one producer: said before anything renders */
     collide_list_assets(o->root, &s->cfg, &s->template_assets, &s->dl);

@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "fsutil.h"
 #include "paginate.h"
+#include "sources.h"
 #include "theme.h"
 
 #define CONFIG_FILE "site.yaml"
@@ -30,6 +31,7 @@ void config_defaults(config *c)
     c->feed_entries = 20;
     c->paginate = PAGINATE_DEFAULT;
     c->paginate_tags = PAGINATE_TAGS_DEFAULT;
+    c->paginate_sources = SOURCES_PER_PAGE_DEFAULT;
     c->pagefind = xstrdup("");
     c->search_timeout = 120.0;
     c->limits.page_bytes = 4u << 20;
@@ -87,6 +89,7 @@ static const key_spec S_keys[] = {
     {"feed.entries", K_INT, OFF(feed_entries), 1, 10000},
     {"paginate", K_INT, OFF(paginate), 1, PAGINATE_MAX},
     {"paginate_tags", K_INT, OFF(paginate_tags), 1, PAGINATE_MAX},
+    {"paginate_sources", K_INT, OFF(paginate_sources), 1, PAGINATE_MAX},
     {"search.enabled", K_BOOL, OFF(search), 0, 0},
     {"search.pagefind", K_STRING, OFF(pagefind), 0, 0},
     {"search.timeout", K_NUMBER, OFF(search_timeout), 1, 86400},

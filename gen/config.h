@@ -46,6 +46,7 @@ typedef struct {
     int feed_entries;        /* feed.entries */
     int paginate;            /* entries per listing page (paginate.h) */
     int paginate_tags;       /* tags per page of the tag index (paginate.h) */
+    int paginate_sources;    /* entries per page of the sources page (sources.h) */
     bool search;             /* search.enabled: a Pagefind index (search.h) */
     char *pagefind;          /* search.pagefind: the program, "" for pagefind on PATH */
     double search_timeout;   /* search.timeout: seconds Pagefind may take */

@@ -406,9 +406,10 @@ static void S_markup(fig_ctx *c, const figure *f, const char *value, const char 
     buf *u = &c->tmp; /* the source's URL, escaped (c->tmp is free by now) */
     buf_clear(u);
     if (f->tier == FIG_CITED && f->ok) {
+        char *at = sources_path(c->src, f->expr);
         S_put_html(u, c->base_path);
-        buf_puts(u, "/sources/#");
-        S_put_html(u, f->expr);
+        S_put_html(u, at);
+        free(at);
     }
     figmark m = {
         .f = f,
@@ -682,11 +683,12 @@ void fig_span(fig_ctx *c, const char *lit, size_t len, int line, int col, bool i
                 diag_error(c->dl, c->file, line, col, "cited source \"%s\" is not in %s", key,
                            SOURCES_FILE);
             } else if (!in_link) {
+                char *at = sources_path(c->src, key);
                 BUF_PUT_LIT(enter, "<a class=\"cite\" href=\"");
                 S_put_html(enter, c->base_path);
-                BUF_PUT_LIT(enter, "/sources/#");
-                S_put_html(enter, key);
+                S_put_html(enter, at);
                 BUF_PUT_LIT(enter, "\">");
+                free(at);
                 BUF_PUT_LIT(exit, "</a>");
             }
             return;

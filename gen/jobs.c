@@ -34,6 +34,7 @@ static int S_pager_phase(const render_env *e, const pager_item *it)
     case PAGER_SECTION: return e->idx->pages[it->owner]->kind == PAGE_HOME ? 3 : 2;
     case PAGER_TAGS: return S_KINDS[JOB_TAGS].phase;
     case PAGER_TAG: return S_KINDS[JOB_TAG].phase;
+    case PAGER_SOURCES: return S_KINDS[JOB_SOURCES].phase;
     default: return S_KINDS[JOB_CHECKS].phase;
     }
 }
@@ -46,6 +47,7 @@ static const char *S_pager_file(const render_env *e, const pager_item *it)
                                               : S_KINDS[JOB_PAGER].template;
     case PAGER_TAGS: return S_KINDS[JOB_TAGS].template;
     case PAGER_TAG: return S_KINDS[JOB_TAG].template;
+    case PAGER_SOURCES: return S_KINDS[JOB_SOURCES].template;
     default:
         return it->owner + 1 < e->pages_plan->nslots ? S_KINDS[JOB_CHECKS_SECTION].template
                                                       : S_KINDS[JOB_CHECKS].template;
@@ -58,6 +60,7 @@ char *jobs_pager_first(const render_env *e, const pager_item *it)
     case PAGER_SECTION: return xstrdup(e->idx->pages[it->owner]->url);
     case PAGER_TAGS: return xstrdup(S_KINDS[JOB_TAGS].url);
     case PAGER_TAG: return xstrdup(e->idx->tags[it->owner].url);
+    case PAGER_SOURCES: return xstrdup(S_KINDS[JOB_SOURCES].url);
     default:
         return report_path(e->idx, e->report_sections,
                            it->owner + 1 < e->pages_plan->nslots ? it->owner

@@ -235,37 +235,73 @@ static void S_push_site_view(renderer *r, const lv_kind *kind)
     v->r = r;
 }
 
-static int S_cmp_key(const void *a, const void *b, void *keys)
-{
-    char *const *k = keys;
-    return strcmp(k[*(const size_t *)a], k[*(const size_t *)b]);
-}
+/* site.sources and page.sources: views of the bibliography in the sources
+ * page's order (sources.h, made once at load), each entry a table made when
+ * read: its fields from sources.yaml, its key, and entry_url (where the
+ * sources pages list it, with the base path). */
+typedef struct {
+    lv_head h;
+    renderer *r;
+    size_t lo, n;
+} sources_view;
 
-static void S_push_sources(renderer *r)
+static size_t S_sources_len(const void *o) { return ((const sources_view *)o)->n; }
+
+static void S_push_source(renderer *r, size_t i)
 {
     lua_State *L = sandbox_lua(r->sb);
-    lua_newtable(L);
-    const yv *doc = r->e.src->doc;
-    if (!doc || doc->type != YV_MAP)
-        return;
-    /* sorted by key for a stable page (keys are unique: a map's) */
-    size_t n = doc->n;
-    size_t *order = xmalloc((n + 1) * sizeof *order);
-    for (size_t i = 0; i < n; i++)
-        order[i] = i;
-    qsort_r(order, n, sizeof *order, S_cmp_key, (void *)doc->keys);
-    for (size_t i = 0; i < n; i++) {
-        const yv *e = doc->items[order[i]];
-        if (luadata_push(L, e) != 0)
-            lua_error(L);
-        if (!lua_istable(L, -1)) {
-            lua_pop(L, 1);
-            continue;
-        }
-        render_setstr(L, "key", doc->keys[order[i]]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    free(order);
+    const char *key = NULL;
+    const yv *e = sources_at(r->e.src, i, &key);
+    if (!e || luadata_push(L, e) != 0)
+        lua_error(L);
+    render_setstr(L, "key", key);
+    char *at = sources_path(r->e.src, key);
+    char *url = xasprintf("%s%s", r->e.cfg->base_path, at);
+    render_setstr(L, "entry_url", url);
+    free(url);
+    free(at);
+}
+
+static bool S_sources_item(lua_State *L, void *o, lua_Integer i)
+{
+    const sources_view *v = o;
+    (void)L;
+    if (i < 1 || (size_t)i > v->n)
+        return false;
+    S_push_source(v->r, v->lo + (size_t)i - 1);
+    return true;
+}
+
+static const lv_kind S_SOURCES_VIEW = {"kvsite.sources", "site.sources", NULL, 0, NULL,
+                                       S_sources_item, S_sources_len};
+static const lv_kind S_PAGE_SOURCES_VIEW = {"kvsite.page_sources", "page.sources", NULL, 0,
+                                            NULL, S_sources_item, S_sources_len};
+
+static void S_push_sources(renderer *r, const lv_kind *kind, size_t lo, size_t n)
+{
+    size_t all = sources_count(r->e.src);
+    sources_view *v = lv_new(sandbox_lua(r->sb), kind, sizeof *v, 0, &r->job_gen);
+    v->r = r;
+    v->lo = lo < all ? lo : all;
+    v->n = n < all - v->lo ? n : all - v->lo;
+}
+
+void lv_push_source_slice(renderer *r, size_t lo, size_t n)
+{
+    S_push_sources(r, &S_PAGE_SOURCES_VIEW, lo, n);
+}
+
+/* site.source(key): the entry of key (as site.sources has it), nil for none. */
+static int S_site_source(lua_State *L)
+{
+    renderer *r = lua_touserdata(L, lua_upvalueindex(1));
+    const char *key = luaL_checkstring(L, 1);
+    size_t at = (size_t)(uintptr_t)strmap_get(&r->e.src->pos, key);
+    if (!at)
+        lua_pushnil(L);
+    else
+        S_push_source(r, at - 1);
+    return 1;
 }
 
 /* site.section(name): the section page of folder name ("notes", "a/b";
@@ -427,7 +463,7 @@ static int S_site_index(lua_State *L)
         else
             lv_push_figures(r, REPORT_GROUP_ALL, 0, SIZE_MAX);
     } else if (strcmp(k, "sources") == 0) {
-        S_push_sources(r);
+        S_push_sources(r, &S_SOURCES_VIEW, 0, sources_count(r->e.src));
     } else {
         return 0;
     }
@@ -466,7 +502,8 @@ void lv_push_site(renderer *r)
     } helpers[] = {{"section", S_site_section},
                    {"page", S_site_page},
                    {"pages_by_tag", S_site_pages_by_tag},
-                   {"page_with_template", S_site_page_with_template}};
+                   {"page_with_template", S_site_page_with_template},
+                   {"source", S_site_source}};
     for (size_t i = 0; i < sizeof helpers / sizeof *helpers; i++) {
         lua_pushlightuserdata(L, r);
         lua_pushcclosure(L, helpers[i].fn, 1);

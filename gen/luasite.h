@@ -24,6 +24,9 @@ void lv_push_report(renderer *r, size_t group, size_t number, size_t part);
 /* Pushes a view of n tags of site.tags from the lo-th (0-based): a page of
  * the tag index, its page.terms. */
 void lv_push_tag_slice(renderer *r, size_t lo, size_t n);
+/* Pushes a view of n entries of site.sources from the lo-th (0-based): a
+ * page of the sources page, its page.sources. */
+void lv_push_source_slice(renderer *r, size_t lo, size_t n);
 /* Pushes a listing's paginator: {number, total_pages, per_page, total (the
  * entries), first, last, prev, next (URLs with the base path; prev and next
  * nil at the ends)}. first_path: the listing's first page ("/posts/"). */

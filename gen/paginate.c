@@ -6,41 +6,6 @@
 #include "buf.h"
 #include "report.h"
 
-size_t paginate_count(size_t n, size_t per)
-{
-    if (per == 0)
-        per = PAGINATE_DEFAULT;
-    return n == 0 ? 1 : (n - 1) / per + 1;
-}
-
-void paginate_bounds(size_t n, size_t per, size_t number, size_t *lo, size_t *hi)
-{
-    if (per == 0)
-        per = PAGINATE_DEFAULT;
-    size_t last = paginate_count(n, per);
-    if (number < 1)
-        number = 1;
-    if (number > last)
-        number = last;
-    *lo = (number - 1) * per;
-    if (*lo > n)
-        *lo = n;
-    *hi = n - *lo > per ? *lo + per : n;
-}
-
-size_t paginate_number_of(size_t pos, size_t per)
-{
-    return pos / (per ? per : PAGINATE_DEFAULT) + 1;
-}
-
-char *paginate_path(const char *first, size_t number)
-{
-    if (number <= 1)
-        return xstrdup(first);
-    size_t n = strlen(first);
-    return xasprintf("%s%spage/%zu/", first, n && first[n - 1] == '/' ? "" : "/", number);
-}
-
 int paginate_check(const yv *v, const char *file, int *out, diag_list *dl)
 {
     if (v->type != YV_INT) {
@@ -96,7 +61,7 @@ static void S_add(paginate_plan_t *pl, size_t *cap, pager_kind kind, size_t owne
 }
 
 void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *cfg,
-                   const size_t *groups, size_t nsections)
+                   const sources *src, const size_t *groups, size_t nsections)
 {
     memset(pl, 0, sizeof *pl);
     size_t cap = 0;
@@ -113,6 +78,9 @@ void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *
         S_add(pl, &cap, PAGER_TAGS, 0, paginate_count(idx->ntags, paginate_tags_of(cfg)));
     for (size_t t = 0; t < idx->ntags; t++)
         S_add(pl, &cap, PAGER_TAG, t, paginate_count(idx->tags[t].npages, site_per));
+    /* the sources page lists the sources, sources_per on each of its pages */
+    if (src && sources_present(src))
+        S_add(pl, &cap, PAGER_SOURCES, 0, paginate_count(sources_count(src), sources_per(src)));
     /* the report: each group's pages with a file, in page order */
     pl->nslots = nsections + 1;
     pl->report_per = site_per;

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "content.h"
 #include "diag.h"
+#include "sources.h"
 #include "yv.h"
 
 #define PAGINATE_DEFAULT 10
@@ -50,11 +51,11 @@ size_t paginate_of(const config *cfg, const page *p);
  * PAGINATE_TAGS_DEFAULT). */
 size_t paginate_tags_of(const config *cfg);
 
-typedef enum { PAGER_SECTION, PAGER_TAGS, PAGER_TAG, PAGER_REPORT } pager_kind;
+typedef enum { PAGER_SECTION, PAGER_TAGS, PAGER_TAG, PAGER_SOURCES, PAGER_REPORT } pager_kind;
 
 /* An extra listing page: number 2 and up of owner's listing (a page index
  * for a section or home, 0 for the tag index (/tags/: the tags themselves),
- * a tag's index, a report slot: see below). */
+ * a tag's index, 0 for the sources page, a report slot: see below). */
 typedef struct {
     pager_kind kind;
     size_t owner;
@@ -66,7 +67,8 @@ typedef struct {
  * slot g < nslots - 1 is section group g, slot nslots - 1 the root group
  * (or, with one report for all, the only slot). */
 typedef struct {
-    pager_item *items; /* in job order: sections and home, the tag index, tags, report */
+    pager_item *items; /* in job order: sections and home, the tag index, tags, sources,
+                        * report */
     size_t nitems;
     size_t *report_number; /* by page: the report page listing its figures (1..) */
     size_t *report_pages;  /* by slot: how many report pages it has */
@@ -83,9 +85,9 @@ typedef struct {
 } paginate_plan_t;
 
 /* groups: report_groups() by page; nsections: the report's section count
- * (0: one report for all). */
+ * (0: one report for all); src: the sources (NULL: none). */
 void paginate_plan(paginate_plan_t *pl, const content_index *idx, const config *cfg,
-                   const size_t *groups, size_t nsections);
+                   const sources *src, const size_t *groups, size_t nsections);
 void paginate_plan_free(paginate_plan_t *pl);
 /* The pages report page number (1..) of slot lists (those whose
  * report_number is number, in page order): *n of them; NULL for none. A

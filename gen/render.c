@@ -326,8 +326,9 @@ static void S_scan_links(renderer *r, const buf *html, const char *tfile, page_r
         if (f->tier == FIG_CITED) {
             /* checked as the page's own link, at the figure: the sources
              * page must have the key's anchor (an unknown key has its error) */
-            buf_puts(&u, "/sources/#");
-            buf_puts(&u, f->expr);
+            char *at = sources_path(r->e.src, f->expr);
+            buf_puts(&u, at);
+            free(at);
             if (f->ok && !strmap_get(&seen, buf_cstr(&u))) {
                 rec->links = xrealloc(rec->links, (rec->nlinks + 1) * sizeof *rec->links);
                 rec->links[rec->nlinks++] = (md_link){xstrdup(buf_cstr(&u)), f->line, f->col, NULL};
@@ -623,6 +624,24 @@ typedef struct {
     size_t part;        /* the report page's part (paginate.h): 0.. */
 } generated_env_args;
 
+/* On the page table at the top of the stack: page.<field>, the n things an
+ * index lists (the tag index's tags, the sources) on this page of it, per a
+ * page (all of them without a plan), pushed by push_slice; and
+ * page.paginator. */
+static void S_set_index_slice(renderer *r, const generated_env_args *a, size_t n, size_t per,
+                              void (*push_slice)(renderer *, size_t, size_t), const char *field)
+{
+    lua_State *L = sandbox_lua(r->sb);
+    if (!r->e.pages_plan)
+        per = n ? n : 1;
+    size_t lo, hi;
+    paginate_bounds(n, per, a->number, &lo, &hi);
+    push_slice(r, lo, hi - lo);
+    lua_setfield(L, -2, field);
+    lv_push_paginator(r, a->first, a->number, n, per);
+    lua_setfield(L, -2, "paginator");
+}
+
 /* The variables of a generated page (tags, sources, report, 404), protected. */
 static int S_generated_env(lua_State *L)
 {
@@ -651,15 +670,13 @@ static int S_generated_env(lua_State *L)
         S_set_listing(r, t->pages, t->npages, (size_t)r->e.cfg->paginate, a->first, a->number);
         render_setstr(L, "tag", t->name);
     } else if (kind == JOB_TAGS) {
-        /* page.terms: the tags on this page of the index (all without a plan) */
-        size_t n = r->e.idx->ntags,
-               per = r->e.pages_plan ? paginate_tags_of(r->e.cfg) : (n ? n : 1);
-        size_t lo, hi;
-        paginate_bounds(n, per, a->number, &lo, &hi);
-        lv_push_tag_slice(r, lo, hi - lo);
-        lua_setfield(L, -2, "terms");
-        lv_push_paginator(r, a->first, a->number, n, per);
-        lua_setfield(L, -2, "paginator");
+        /* page.terms: the tags on this page of the index */
+        S_set_index_slice(r, a, r->e.idx->ntags, paginate_tags_of(r->e.cfg), lv_push_tag_slice,
+                          "terms");
+    } else if (kind == JOB_SOURCES) {
+        /* page.sources: the entries on this page of the sources page */
+        S_set_index_slice(r, a, sources_count(r->e.src), sources_per(r->e.src),
+                          lv_push_source_slice, "sources");
     } else if (report && r->e.pages_plan) {
         const paginate_plan_t *pl = r->e.pages_plan;
         size_t slot = paginate_slot(pl, group);
@@ -801,6 +818,8 @@ static void S_render_pager(renderer *r, size_t index, page_record *rec)
         S_render_generated(r, JOB_TAGS, 0, it->number, 0, rec);
     else if (it->kind == PAGER_TAG)
         S_render_generated(r, JOB_TAG, it->owner, it->number, 0, rec);
+    else if (it->kind == PAGER_SOURCES)
+        S_render_generated(r, JOB_SOURCES, 0, it->number, 0, rec);
     else if (it->owner + 1 < pl->nslots)
         S_render_generated(r, JOB_CHECKS_SECTION, it->owner, it->number, it->part, rec);
     else

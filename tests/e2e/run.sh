@@ -1251,7 +1251,7 @@ config_case() {
 }
 
 t_config_unknown_key() {
-    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, paginate, paginate_tags, search, limits
+    WANT='site.yaml:2:1: error: unknown key "colour"; known keys: title, base_url, language, description, author, theme, params, content, markdown, figures, build, feed, paginate, paginate_tags, paginate_sources, search, limits
 site.yaml:4:3: error: unknown key "page_byte" in limits; known keys: page_bytes, front_matter_bytes, data_bytes, template_bytes, output_bytes, files, page_tags, depth, lua_instructions, lua_memory, page_timeout, build_timeout, worker_memory' config_case <<'EOF'
 title: X
 colour: red
@@ -2762,6 +2762,67 @@ t_paginate_tag_index() {
     expect_rc 0
     expect_file site/tags/page/4/index.html
     same_as_full tags
+}
+
+# The sources page paginates by key, paginate_sources a page (100 by
+# default: the real site's sources stay on one page): 25 sources and the
+# starter's by 10 are three pages of page.sources; a cited figure links to
+# the page that lists its source, which names 20 citing pages and counts
+# the rest; site.sources is a view (the menu reads its length on every page).
+t_paginate_sources() {
+    paginated_site || return
+    local i n
+    kv build --strict
+    expect_rc 0
+    expect_no_file site/sources/page/2/index.html
+    expect_grep site/articles/first-figures/index.html 'href="/sources/#qwen25card"'
+    printf 'paginate_sources: 10\n' >>"$W/site.yaml"
+    for i in $(seq -w 1 25); do
+        printf 'k%s:\n  title: "Source %s"\n  year: 2024\n' "$i" "$i" >>"$W/checks/sources.yaml"
+        printf '\nCited: `7 GB {cite k25}`.\n' >>"$W/content/articles/post-$i.md"
+    done
+    kv build --strict
+    expect_rc 0
+    expect_file site/sources/page/2/index.html
+    expect_file site/sources/page/3/index.html
+    expect_no_file site/sources/page/4/index.html
+    # k01..k25 then qwen25card: 10, 10, 6
+    n=$(grep -c '<li id="k[0-9]*" class="source">' "$W/site/sources/index.html")
+    [ "$n" = 10 ] || fail "the sources page's first page lists $n entries, not 10"
+    expect_grep site/sources/page/3/index.html '<li id="qwen25card" class="source">'
+    expect_grep site/sources/page/3/index.html '<li id="k25" class="source">'
+    expect_grep site/articles/first-figures/index.html 'href="/sources/page/3/#qwen25card"'
+    expect_grep site/articles/post-07/index.html 'href="/sources/page/3/#k25"'
+    expect_grep site/sources/page/2/index.html '<link rel="prev" href="/sources/">'
+    expect_grep site/sources/page/2/index.html 'Page 2 of 3'
+    expect_grep site/sources/page/3/index.html '<ol class="sources" start="21">'
+    expect_grep site/sitemap.xml '<loc>https://example.org/sources/page/3/</loc>'
+    # 25 pages cite k25: 20 named, the rest counted
+    n=$(grep -A 3 'id="k25" class="source">' "$W/site/sources/page/3/index.html" |
+        grep '<p class="source-by">' | grep -o '<a href="/articles/post-[0-9]*/">' | wc -l)
+    [ "$n" = 20 ] || fail "k25's entry names $n citing pages, not 20"
+    expect_grep site/sources/page/3/index.html ', and 5 more pages'
+    # every source is on exactly one page
+    for i in $(seq -w 1 25); do
+        n=$(cat "$W/site/sources/index.html" "$W"/site/sources/page/*/index.html | grep -c "<li id=\"k$i\" class=\"source\">")
+        [ "$n" = 1 ] || fail "source k$i is on $n pages of the sources page"
+    done
+    # sources added before the others move them, and the figures' links
+    # with them: the incremental build writes what a full build writes
+    for i in 1 2 3 4 5 6; do
+        printf 'a0%s:\n  title: "First %s"\n' "$i" "$i" >>"$W/checks/sources.yaml"
+    done
+    kv build --strict
+    expect_rc 0
+    expect_grep site/articles/post-07/index.html 'href="/sources/page/4/#k25"'
+    expect_grep site/sources/page/4/index.html '<li id="k25" class="source">'
+    expect_grep site/sources/page/2/index.html '<li id="k10" class="source">'
+    same_as_full sources
+    printf 'paginate_sources: 0\n' >>"$W/site.yaml"
+    kv build
+    expect_rc 2
+    grep -q '^site.yaml:[0-9]*:[0-9]*: error: .*paginate_sources' "$W.err" ||
+        fail "no error for paginate_sources: 0: $(head -n 3 "$W.err")"
 }
 
 # The report lists the figures of 10 pages a page; a figure links to the

@@ -241,7 +241,7 @@ static void test_unknown_top_level_key(void **state)
     S_expect_error(state, "title: x\ntitel: y\n", 2, 1,
                    "unknown key \"titel\"; known keys: title, base_url, language, description, "
                    "author, theme, params, content, markdown, figures, build, feed, paginate, "
-                   "paginate_tags, search, limits");
+                   "paginate_tags, paginate_sources, search, limits");
 }
 
 static void test_unknown_key_in_section(void **state)
@@ -262,7 +262,7 @@ static void test_dotted_key_is_unknown(void **state)
     S_expect_error(state, "markdown.unsafe: true\n", 1, 1,
                    "unknown key \"markdown.unsafe\"; known keys: title, base_url, language, "
                    "description, author, theme, params, content, markdown, figures, build, feed, paginate, "
-                   "paginate_tags, search, limits");
+                   "paginate_tags, paginate_sources, search, limits");
 }
 
 /* content.allow_active: a list of non-empty strings, kept as the YAML list */

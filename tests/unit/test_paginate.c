@@ -150,7 +150,10 @@ static void test_config_bounds(void **state)
  * tagged t, section b (no _index.md) with one page. */
 static void S_site(const char *dir, content_index *idx, config *cfg)
 {
-    tmpdir_put(dir, "site.yaml", "title: t\npaginate: 3\npaginate_tags: 3\n");
+    tmpdir_put(dir, "site.yaml", "title: t\npaginate: 3\npaginate_tags: 3\npaginate_sources: 3\n");
+    tmpdir_put(dir, "checks/sources.yaml",
+               "s1: {title: A}\ns2: {title: B}\ns3: {title: C}\ns4: {title: D}\n"
+               "s5: {title: E}\ns6: {title: F}\ns7: {title: G}\n");
     tmpdir_put(dir, "content/_index.md", "---\ntitle: Home\n---\n");
     tmpdir_put(dir, "content/a/_index.md", "---\ntitle: A\npaginate: 2\n---\n");
     for (int i = 1; i <= 5; i++) {
@@ -223,16 +226,23 @@ static void test_plan(void **state)
     config cfg;
     S_site(*state, &idx, &cfg);
     size_t *groups = report_groups(&idx, NULL, 0);
+    sources src;
+    diag_list dl;
+    diag_list_init(&dl);
+    assert_int_equal(sources_load(&src, *state, 1 << 20, &dl), 0);
+    sources_set_per(&src, (size_t)cfg.paginate_sources);
     paginate_plan_t pl;
-    paginate_plan(&pl, &idx, &cfg, groups, 0);
+    paginate_plan(&pl, &idx, &cfg, &src, groups, 0);
     free(groups);
     /* section a: 5 pages by 2 (its own paginate) = 3 pages, 2 extra;
      * the tag index: 5 tags by 3 = 2 pages, 1 extra, before the tags';
      * tag t: 5 pages by 3 (site.yaml) = 2 pages, 1 extra; home and b: 1 page;
+     * the sources: 7 by 3 (paginate_sources) = 3 pages, 2 extra, after the
+     * tags';
      * the report: the 5 pages with a figure's mark (p1..p5; home, a's
      * _index.md and q have none, b no file) by 3 = 2 pages, 1 extra */
     size_t a = S_at(&idx, "/a/");
-    size_t nsec = 0, nindex = 0, ntag = 0, nrep = 0;
+    size_t nsec = 0, nindex = 0, ntag = 0, nsrc = 0, nrep = 0;
     for (size_t i = 0; i < pl.nitems; i++) {
         const pager_item *it = &pl.items[i];
         assert_true(it->number >= 2);
@@ -247,6 +257,12 @@ static void test_plan(void **state)
             nindex++;
         } else if (it->kind == PAGER_TAG) {
             ntag++;
+        } else if (it->kind == PAGER_SOURCES) {
+            assert_int_equal(it->owner, 0);
+            assert_int_equal(it->number, 2 + nsrc);
+            assert_int_equal(ntag, 1);
+            assert_int_equal(nrep, 0);
+            nsrc++;
         } else {
             nrep++;
         }
@@ -254,6 +270,13 @@ static void test_plan(void **state)
     assert_int_equal(nsec, 2);
     assert_int_equal(nindex, 1);
     assert_int_equal(ntag, 1);
+    assert_int_equal(nsrc, 2);
+    /* s7 is the seventh by key, on page 3 */
+    char *at = sources_path(&src, "s7");
+    assert_string_equal(at, "/sources/page/3/#s7");
+    free(at);
+    sources_free(&src);
+    diag_list_free(&dl);
     assert_int_equal(pl.nslots, 1);
     assert_int_equal(pl.report_per, 3);
     assert_int_equal(pl.report_pages[0], 2);
@@ -337,7 +360,7 @@ static void test_plan_parts(void **state)
     S_site(*state, &idx, &cfg);
     size_t *groups = report_groups(&idx, NULL, 0);
     paginate_plan_t pl;
-    paginate_plan(&pl, &idx, &cfg, groups, 0);
+    paginate_plan(&pl, &idx, &cfg, NULL, groups, 0);
     /* report page 1 counts 3 pages, page 2 the last 2 */
     size_t before = pl.nitems, rows1 = paginate_rows_of(&pl, 0, 1), rows = paginate_rows_of(&pl, 0, 2);
     assert_int_equal(rows1, PAGINATE_REPORT_ROWS / 3);

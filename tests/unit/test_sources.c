@@ -113,12 +113,77 @@ static void test_errors(void **state)
     diag_list_free(&dl);
 }
 
+/* The sources page's order is by key, made once at load; each entry's path
+ * names the page of the sources page that lists it, per entries a page. */
+static void test_order_and_paths(void **state)
+{
+    S_write(state, "zeta:\n  title: Z\nalpha:\n  title: A\nmid:\n  title: M\n"
+                   "beta:\n  title: B\ngamma:\n  title: G\n");
+    sources s;
+    diag_list dl;
+    diag_list_init(&dl);
+    assert_int_equal(sources_load(&s, *state, 1 << 20, &dl), 0);
+    assert_int_equal(sources_count(&s), 5);
+    static const char *const sorted[] = {"alpha", "beta", "gamma", "mid", "zeta"};
+    for (size_t i = 0; i < 5; i++) {
+        const char *key = NULL;
+        const yv *e = sources_at(&s, i, &key);
+        assert_non_null(e);
+        assert_string_equal(key, sorted[i]);
+        assert_ptr_equal(e, sources_get(&s, key));
+    }
+    const char *none = NULL;
+    assert_null(sources_at(&s, 5, &none));
+    /* the default: every entry on the first page */
+    assert_int_equal(sources_per(&s), SOURCES_PER_PAGE_DEFAULT);
+    char *p = sources_path(&s, "zeta");
+    assert_string_equal(p, "/sources/#zeta");
+    free(p);
+    /* two a page: alpha beta | gamma mid | zeta */
+    sources_set_per(&s, 2);
+    static const struct {
+        const char *key, *path;
+    } paths[] = {{"alpha", "/sources/#alpha"},
+                 {"beta", "/sources/#beta"},
+                 {"gamma", "/sources/page/2/#gamma"},
+                 {"mid", "/sources/page/2/#mid"},
+                 {"zeta", "/sources/page/3/#zeta"},
+                 {"nokey", "/sources/#nokey"}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        p = sources_path(&s, paths[i].key);
+        assert_string_equal(p, paths[i].path);
+        free(p);
+    }
+    sources_free(&s);
+    diag_list_free(&dl);
+}
+
+/* An entry that is not one (an error) is left out of the order. */
+static void test_order_skips_invalid(void **state)
+{
+    S_write(state, "b:\n  title: B\nbad: 3\na:\n  title: A\n");
+    sources s;
+    diag_list dl;
+    diag_list_init(&dl);
+    assert_int_equal(sources_load(&s, *state, 1 << 20, &dl), -1);
+    assert_int_equal(sources_count(&s), 2);
+    const char *key = NULL;
+    assert_non_null(sources_at(&s, 0, &key));
+    assert_string_equal(key, "a");
+    assert_non_null(sources_at(&s, 1, &key));
+    assert_string_equal(key, "b");
+    sources_free(&s);
+    diag_list_free(&dl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_absent, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_entries, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_errors, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_order_and_paths, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_order_skips_invalid, S_setup, S_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
