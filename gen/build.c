@@ -639,7 +639,9 @@ static void S_render(build_state *s)
      * only the forking thread: a lock another one held stays held); a full
      * build never joins the kept records' checker otherwise */
     incr_join_threads(&s->inc);
+    S_trace(s, "kept outputs checked");
     hl_preload_join();
+    S_trace(s, "highlighting preloaded");
     for (int phase = 1; phase <= 4; phase++) {
         double tp = S_now();
         if (s->figs && figstore_flush(s->figs) != 0)

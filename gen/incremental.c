@@ -502,10 +502,13 @@ void incr_reuse_jobs(incr *inc, const size_t *jobs, size_t n, int outfd, int thr
  * stamp (STAMP_SEED for a job without a file): a full build's workers stat
  * what they write; an incremental build swapped in the staging folder, whose
  * copies of even the files it did not write are other inodes, so every file
- * is stat'ed in dir (0, unknown, without one). Returns the sum of the stamps. */
+ * is stat'ed in dir (0, unknown, without one), by two threads when there are
+ * many (stamp_files_at). Returns the sum of the stamps. */
 static uint64_t S_job_outputs(incr *inc, int dir, buf *list, uint64_t *job_stamps)
 {
     uint64_t sum = 0;
+    char **rels = xmalloc((inc->njobs + 1) * sizeof *rels);
+    size_t *of = xmalloc((inc->njobs + 1) * sizeof *of), n = 0;
     for (size_t j = 0; j < inc->njobs; j++) {
         const page_record *r = &inc->records[j];
         job_stamps[j] = STAMP_SEED;
@@ -513,12 +516,28 @@ static uint64_t S_job_outputs(incr *inc, int dir, buf *list, uint64_t *job_stamp
             continue;
         char *rel = output_rel(r->url);
         buf_put(list, rel, strlen(rel) + 1);
-        job_stamps[j] = r->out_stamp && !inc->out->incremental ? r->out_stamp
-                        : dir < 0                                ? 0
-                                                                 : stamp_file_at(STAMP_SEED, dir, rel);
-        sum += job_stamps[j];
-        free(rel);
+        if (r->out_stamp && !inc->out->incremental) {
+            job_stamps[j] = r->out_stamp;
+            sum += job_stamps[j];
+            free(rel);
+        } else if (dir < 0) {
+            job_stamps[j] = 0;
+            free(rel);
+        } else {
+            rels[n] = rel;
+            of[n++] = j;
+        }
     }
+    uint64_t *stamps = xmalloc((n + 1) * sizeof *stamps);
+    stamp_files_at(dir, rels, n, stamps);
+    for (size_t i = 0; i < n; i++) {
+        job_stamps[of[i]] = stamps[i];
+        sum += stamps[i];
+        free(rels[i]);
+    }
+    free(stamps);
+    free(of);
+    free(rels);
     return sum;
 }
 

@@ -121,6 +121,22 @@ static void S_stat_names(int dirfd, char **names, size_t n, struct stat *st, boo
         pthread_join(t, NULL);
 }
 
+void stamp_files_at(int dirfd, char **paths, size_t n, uint64_t *stamps)
+{
+    struct stat *st = xmalloc((S_CHUNK + 1) * sizeof *st);
+    bool *ok = xmalloc(S_CHUNK + 1);
+    for (size_t at = 0; at < n; at += S_CHUNK) {
+        size_t k = n - at < S_CHUNK ? n - at : S_CHUNK;
+        S_stat_names(dirfd, paths + at, k, st, ok);
+        for (size_t i = 0; i < k; i++) {
+            uint64_t h = stamp_str(STAMP_SEED, paths[at + i]);
+            stamps[at + i] = ok[i] ? S_stat(h, &st[i]) : stamp_str(h, "(missing)");
+        }
+    }
+    free(ok);
+    free(st);
+}
+
 uint64_t stamp_entry(const char *key, const struct stat *st)
 {
     return S_stat(stamp_str(STAMP_SEED, key), st) | 1;

@@ -40,6 +40,10 @@ uint64_t stamp_entry(const char *key, const struct stat *st);
 uint64_t stamp_file(uint64_t h, const char *path);
 /* The same for path relative to the open folder dirfd. */
 uint64_t stamp_file_at(uint64_t h, int dirfd, const char *path);
+/* stamp_file_at(STAMP_SEED, dirfd, paths[i]) of each of n paths, into
+ * stamps[i]; two threads take the stats when there are many (the pages of a
+ * site: a kernel path walk each). */
+void stamp_files_at(int dirfd, char **paths, size_t n, uint64_t *stamps);
 /* A file's stamp (as stamp_file_at gives it) from a stat already made. */
 uint64_t stamp_of_stat(uint64_t h, const char *path, const struct stat *st);
 /* Adds n bytes (FNV-1a, a 64-bit word at a step): the one hash of the build's

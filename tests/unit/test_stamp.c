@@ -397,6 +397,40 @@ static void test_sum_of_entries(void **state)
     S_seen_free(&e);
 }
 
+/* stamp_files_at is stamp_file_at for each name, across its chunks and its
+ * two threads, a missing file included. */
+static void test_files_at_is_file_at(void **state)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/out", (char *)*state);
+    assert_int_equal(mkdir(path, 0777), 0);
+    enum { N = 5000 };
+    char **names = malloc(N * sizeof *names);
+    assert_non_null(names);
+    for (int i = 0; i < N; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "out/p%04d.html", i);
+        if (i != 2049) /* one missing, in the second chunk */
+            S_put(state, rel, rel);
+        names[i] = strdup(rel);
+    }
+    int dir = open(*state, O_RDONLY | O_DIRECTORY);
+    assert_true(dir >= 0);
+    uint64_t *got = malloc(N * sizeof *got);
+    assert_non_null(got);
+    stamp_files_at(dir, names, N, got);
+    for (int i = 0; i < N; i++)
+        if (got[i] != stamp_file_at(STAMP_SEED, dir, names[i]))
+            fail_msg("the stamp of %s is not stamp_file_at's", names[i]);
+    assert_true(got[2049] != got[2048]);
+    stamp_files_at(dir, names, 0, got); /* none: nothing to do */
+    close(dir);
+    for (int i = 0; i < N; i++)
+        free(names[i]);
+    free(names);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +445,7 @@ int main(void)
                                         S_teardown),
         cmocka_unit_test_setup_teardown(test_many_names, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_sum_of_entries, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_files_at_is_file_at, S_setup, S_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
