@@ -72,10 +72,13 @@ void links_decode_attr(const char *v, size_t n, buf *out)
         char c;
     } named[] = {{"amp;", '&'}, {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''}};
     for (size_t i = 0; i < n; i++) {
-        if (v[i] != '&') {
-            buf_putc(out, v[i]);
-            continue;
-        }
+        /* the text up to the next reference, in one piece */
+        const char *amp = memchr(v + i, '&', n - i);
+        size_t run = amp ? (size_t)(amp - v) - i : n - i;
+        buf_put(out, v + i, run);
+        i += run;
+        if (i == n)
+            break;
         const char *s = v + i + 1;
         size_t left = n - i - 1, used = 0;
         if (left >= 2 && s[0] == '#') {
@@ -158,9 +161,8 @@ static void S_id(scan_state *st, const char *v, size_t n)
     page_record *rec = st->rec;
     buf_clear(&st->u);
     links_decode_attr(v, n, &st->u);
-    if (strmap_get(&st->ids, buf_cstr(&st->u)))
-        return;
-    strmap_put(&st->ids, buf_cstr(&st->u), (void *)1);
+    if (strmap_put(&st->ids, buf_cstr(&st->u), (void *)1))
+        return; /* seen on this page already */
     if (rec->nids == st->ids_cap)
         rec->ids = xrealloc(rec->ids, (st->ids_cap = st->ids_cap ? st->ids_cap * 2 : 64) *
                                           sizeof *rec->ids);
@@ -191,9 +193,8 @@ static void S_link(scan_state *st, const char *v, size_t vn)
     if (!links_target_into(v, vn, o->base_path, o->page_url, &st->t))
         return;
     const char *target = buf_cstr(&st->t);
-    if (strmap_get(st->seen, target))
-        return;
-    strmap_put(st->seen, target, (void *)1);
+    if (strmap_put(st->seen, target, (void *)1))
+        return; /* seen on this page already */
     page_record *rec = st->rec;
     if (rec->nlinks == st->links_cap)
         rec->links = xrealloc(rec->links, (st->links_cap = st->links_cap ? st->links_cap * 2 : 16) *
@@ -210,8 +211,13 @@ static const char *S_attributes(scan_state *st, const char *p, const char *end)
             p++;
         if (p >= end || *p == '>')
             return p;
+        /* the name: to a space, '/', '>' or '=' (a name may start with '=') */
+        static const unsigned char stop[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1,
+                                                ['\f'] = 1, ['/'] = 1,  ['>'] = 1,  ['='] = 1};
         const char *name = p;
-        while (p < end && !S_space(*p) && *p != '/' && *p != '>' && (*p != '=' || p == name))
+        if (*p == '=')
+            p++;
+        while (p < end && !stop[(unsigned char)*p])
             p++;
         size_t nn = (size_t)(p - name);
         while (p < end && S_space(*p))

@@ -47,7 +47,8 @@ typedef struct {
 } links_scan_opts;
 
 /* Adds to rec->links every href and src target of html[0..len) not in seen
- * (each then added to seen; the caller owns seen and its keys' copies), and
+ * (each then added to seen, with a non-NULL value as every value there must
+ * be; the caller owns seen and its keys' copies), and
  * to rec->ids every id attribute's value not noted before. Linear in len. */
 void links_scan_html(const char *html, size_t len, const links_scan_opts *o, strmap *seen,
                      page_record *rec);

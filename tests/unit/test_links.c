@@ -72,6 +72,12 @@ static void test_decode(void **state)
     S_decode("&nosuch; & &#; &#x;", "&nosuch; & &#; &#x;");
     S_decode("&#0;", "\xef\xbf\xbd");
     S_decode("&#99999999999;", "&#99999999999;"); /* more than 8 digits: left as is */
+    /* the text between references comes in whole runs */
+    S_decode("", "");
+    S_decode("no references at all", "no references at all");
+    S_decode("&amp;", "&");
+    S_decode("tail &", "tail &");
+    S_decode("&amp;&amp;x&lt;", "&&x<");
 }
 
 static char **S_scan(const char *html, size_t *n, page_record *rec)
@@ -120,13 +126,14 @@ static void test_scan(void **state)
                       "<script>var s = '<a href=\"/script/\">';</script>"
                       "<p>href=\"/text/\"</p>"
                       "<a href=\"#top\">t</a><a href=\"https://example.com/\">e</a>"
+                      "<a =href=\"/eq/\" data=x>no</a><div\tid=\"y\"/>"
                       "<h2 id=\"h&amp;1\">h</h2><div id=x id='y'></div><a href='/open",
                       &n, &rec);
     const char *want[] = {"/d/", "/s/", "/u/", "/i.png", "/q/#f", "/checks/#p-9", "/p/#top"};
     assert_int_equal(n, sizeof want / sizeof *want);
     for (size_t i = 0; i < n; i++)
         assert_string_equal(v[i], want[i]);
-    const char *ids[] = {"h&1", "x", "y"};
+    const char *ids[] = {"y", "h&1", "x"};
     assert_int_equal(rec.nids, 3);
     for (size_t i = 0; i < rec.nids; i++)
         assert_string_equal(rec.ids[i], ids[i]);
