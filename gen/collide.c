@@ -413,10 +413,10 @@ int collide_check(const render_env *e, const collide_files *assets, diag_list *d
                           : k != JOB_404 && k != JOB_CHECKS_JSON && jobs_present(e, k, have_404))
             pages++;
     }
-    for (size_t k = 1; pages > FEED_SITEMAP_MAX && k <= (pages - 1) / FEED_SITEMAP_MAX + 1; k++) {
-        char *path = xasprintf("/sitemap%zu.xml", k);
+    for (size_t k = 1; k <= feed_sitemap_parts(pages); k++) {
+        char path[FEED_PART_NAME + 1] = "/";
+        feed_sitemap_part_name(path + 1, k);
         S_claim(&cs, path, NULL, xasprintf("part %zu of the sitemap", k), 0, 0, false);
-        free(path);
     }
     for (size_t i = 0; i < assets->n; i++) {
         char *path = xasprintf("/assets/%s", assets->v[i]);

@@ -101,10 +101,14 @@ static bool S_in_sitemap(const page_record *r)
     return r->done && un > 0 && r->url[un - 1] == '/' && r->out_bytes > 0;
 }
 
-/* "sitemap<k>.xml" into name (48 bytes); its length. */
-static size_t S_part_name(char *name, size_t k)
+size_t feed_sitemap_parts(size_t pages)
 {
-    return (size_t)snprintf(name, 48, "sitemap%zu.xml", k);
+    return pages > FEED_SITEMAP_MAX ? (pages - 1) / FEED_SITEMAP_MAX + 1 : 0;
+}
+
+size_t feed_sitemap_part_name(char name[FEED_PART_NAME], size_t k)
+{
+    return (size_t)snprintf(name, FEED_PART_NAME, "sitemap%zu.xml", k);
 }
 
 size_t feed_sitemap_files(buf *names, const page_record *records, size_t njobs)
@@ -113,10 +117,10 @@ size_t feed_sitemap_files(buf *names, const page_record *records, size_t njobs)
     for (size_t j = 0; j < njobs; j++)
         n += S_in_sitemap(&records[j]);
     buf_put(names, "sitemap.xml", sizeof "sitemap.xml");
-    size_t parts = n > FEED_SITEMAP_MAX ? (n - 1) / FEED_SITEMAP_MAX + 1 : 0;
+    size_t parts = feed_sitemap_parts(n);
     for (size_t k = 1; k <= parts; k++) {
-        char name[48];
-        buf_put(names, name, S_part_name(name, k) + 1);
+        char name[FEED_PART_NAME];
+        buf_put(names, name, feed_sitemap_part_name(name, k) + 1);
     }
     return parts;
 }
@@ -128,8 +132,8 @@ void feed_sitemap_index(buf *out, const config *cfg, size_t nparts)
     for (size_t k = 1; k <= nparts; k++) {
         buf_puts(out, "  <sitemap><loc>");
         S_xml(out, cfg->base_url);
-        char name[48];
-        buf_put(out, name, S_part_name(name, k));
+        char name[FEED_PART_NAME];
+        buf_put(out, name, feed_sitemap_part_name(name, k));
         buf_puts(out, "</loc></sitemap>\n");
     }
     buf_puts(out, "</sitemapindex>\n");

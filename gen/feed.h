@@ -27,6 +27,13 @@ bool feed_absolute(const config *cfg);
  * sitemap1.xml, sitemap2.xml, ..., each listing this many (Zola's way). */
 #define FEED_SITEMAP_MAX 50000
 
+/* How many sitemap parts a site of this many pages has (0: none, sitemap.xml
+ * lists them itself), and part k's file name ("sitemap<k>.xml", into a buffer
+ * of FEED_PART_NAME bytes; its length). */
+size_t feed_sitemap_parts(size_t pages);
+#define FEED_PART_NAME 48
+size_t feed_sitemap_part_name(char name[FEED_PART_NAME], size_t k);
+
 /* The sitemap's files, NUL-separated, appended to names: sitemap.xml, then
  * sitemap1.xml ... when the site's pages are more than FEED_SITEMAP_MAX.
  * Returns how many of those parts there are (0: sitemap.xml lists the pages

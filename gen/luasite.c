@@ -152,41 +152,41 @@ void lv_push_paginator(renderer *r, const char *first_path, size_t number, size_
 
 /* ---------- site ---------- */
 
-
-/* site.sections: a view of the section pages, each made when read. */
-typedef struct {
-    lv_head h;
-    renderer *r;
-} site_view;
-
-static size_t S_sections_len(const void *o)
-{
-    return ((const site_view *)o)->r->e.idx->nsections;
-}
-
-static bool S_sections_item(lua_State *L, void *o, lua_Integer i)
-{
-    renderer *r = ((site_view *)o)->r;
-    (void)L;
-    if (i < 1 || (size_t)i > r->e.idx->nsections)
-        return false;
-    lv_push_section_obj(r, r->e.idx->sections[i - 1]);
-    return true;
-}
-
-static const lv_kind S_SECTIONS_VIEW = {"kvsite.sections", "site.sections", NULL, 0, NULL,
-                                        S_sections_item, S_sections_len};
-
-/* site.tags: a view of the tags, {name, slug, url, count, pages} each; a
- * page of the tag index sees some of them (lo, n). */
+/* A view of n of a site-wide list's entries from the lo-th (all of them for
+ * site.sections, site.tags and site.sources, a page's for page.terms and
+ * page.sources), each pushed when read by push(r, index). */
 typedef struct {
     lv_head h;
     renderer *r;
     size_t lo, n;
-} tags_view;
+    void (*push)(renderer *r, size_t i);
+} slice_view;
 
-static size_t S_tags_len(const void *o) { return ((const tags_view *)o)->n; }
+static size_t S_slice_len(const void *o) { return ((const slice_view *)o)->n; }
 
+static bool S_slice_item(lua_State *L, void *o, lua_Integer i)
+{
+    const slice_view *v = o;
+    (void)L;
+    if (i < 1 || (size_t)i > v->n)
+        return false;
+    v->push(v->r, v->lo + (size_t)i - 1);
+    return true;
+}
+
+/* Pushes a view of entries [lo, lo + n) of a list of all entries, clamped. */
+static void S_push_slice(renderer *r, const lv_kind *kind, void (*push)(renderer *, size_t),
+                         size_t all, size_t lo, size_t n)
+{
+    slice_view *v = lv_new(sandbox_lua(r->sb), kind, sizeof *v, 0, &r->job_gen);
+    v->r = r;
+    v->push = push;
+    v->lo = lo < all ? lo : all;
+    v->n = n < all - v->lo ? n : all - v->lo;
+}
+
+/* site.tags: a view of the tags, {name, slug, url, count, pages} each; a
+ * page of the tag index sees some of them. */
 static void S_push_tag(renderer *r, size_t t)
 {
     lua_State *L = sandbox_lua(r->sb);
@@ -203,50 +203,29 @@ static void S_push_tag(renderer *r, size_t t)
     lua_setfield(L, -2, "pages");
 }
 
-static bool S_tags_item(lua_State *L, void *o, lua_Integer i)
+static const lv_kind S_TAGS_VIEW = {"kvsite.tags", "site.tags", NULL, 0, NULL, S_slice_item,
+                                    S_slice_len};
+static const lv_kind S_TERMS_VIEW = {"kvsite.terms", "page.terms", NULL, 0, NULL, S_slice_item,
+                                     S_slice_len};
+
+void lv_push_tag_slice(renderer *r, size_t lo, size_t n)
 {
-    const tags_view *v = o;
-    (void)L;
-    if (i < 1 || (size_t)i > v->n)
-        return false;
-    S_push_tag(v->r, v->lo + (size_t)i - 1);
-    return true;
+    S_push_slice(r, &S_TERMS_VIEW, S_push_tag, r->e.idx->ntags, lo, n);
 }
 
-static const lv_kind S_TAGS_VIEW = {"kvsite.tags", "site.tags", NULL, 0, NULL, S_tags_item,
-                                    S_tags_len};
-static const lv_kind S_TERMS_VIEW = {"kvsite.terms", "page.terms", NULL, 0, NULL, S_tags_item,
-                                     S_tags_len};
-
-static void S_push_tags(renderer *r, const lv_kind *kind, size_t lo, size_t n)
+/* site.sections: a view of the section pages, each made when read. */
+static void S_push_section_at(renderer *r, size_t i)
 {
-    size_t all = r->e.idx->ntags;
-    tags_view *v = lv_new(sandbox_lua(r->sb), kind, sizeof *v, 0, &r->job_gen);
-    v->r = r;
-    v->lo = lo < all ? lo : all;
-    v->n = n < all - v->lo ? n : all - v->lo;
+    lv_push_section_obj(r, r->e.idx->sections[i]);
 }
 
-void lv_push_tag_slice(renderer *r, size_t lo, size_t n) { S_push_tags(r, &S_TERMS_VIEW, lo, n); }
-
-static void S_push_site_view(renderer *r, const lv_kind *kind)
-{
-    site_view *v = lv_new(sandbox_lua(r->sb), kind, sizeof *v, 0, &r->job_gen);
-    v->r = r;
-}
+static const lv_kind S_SECTIONS_VIEW = {"kvsite.sections", "site.sections", NULL, 0, NULL,
+                                        S_slice_item, S_slice_len};
 
 /* site.sources and page.sources: views of the bibliography in the sources
  * page's order (sources.h, made once at load), each entry a table made when
  * read: its fields from sources.yaml, its key, and entry_url (where the
  * sources pages list it, with the base path). */
-typedef struct {
-    lv_head h;
-    renderer *r;
-    size_t lo, n;
-} sources_view;
-
-static size_t S_sources_len(const void *o) { return ((const sources_view *)o)->n; }
-
 static void S_push_source(renderer *r, size_t i)
 {
     lua_State *L = sandbox_lua(r->sb);
@@ -262,33 +241,14 @@ static void S_push_source(renderer *r, size_t i)
     free(at);
 }
 
-static bool S_sources_item(lua_State *L, void *o, lua_Integer i)
-{
-    const sources_view *v = o;
-    (void)L;
-    if (i < 1 || (size_t)i > v->n)
-        return false;
-    S_push_source(v->r, v->lo + (size_t)i - 1);
-    return true;
-}
-
 static const lv_kind S_SOURCES_VIEW = {"kvsite.sources", "site.sources", NULL, 0, NULL,
-                                       S_sources_item, S_sources_len};
+                                       S_slice_item, S_slice_len};
 static const lv_kind S_PAGE_SOURCES_VIEW = {"kvsite.page_sources", "page.sources", NULL, 0,
-                                            NULL, S_sources_item, S_sources_len};
-
-static void S_push_sources(renderer *r, const lv_kind *kind, size_t lo, size_t n)
-{
-    size_t all = sources_count(r->e.src);
-    sources_view *v = lv_new(sandbox_lua(r->sb), kind, sizeof *v, 0, &r->job_gen);
-    v->r = r;
-    v->lo = lo < all ? lo : all;
-    v->n = n < all - v->lo ? n : all - v->lo;
-}
+                                            NULL, S_slice_item, S_slice_len};
 
 void lv_push_source_slice(renderer *r, size_t lo, size_t n)
 {
-    S_push_sources(r, &S_PAGE_SOURCES_VIEW, lo, n);
+    S_push_slice(r, &S_PAGE_SOURCES_VIEW, S_push_source, sources_count(r->e.src), lo, n);
 }
 
 /* site.source(key): the entry of key (as site.sources has it), nil for none. */
@@ -296,11 +256,11 @@ static int S_site_source(lua_State *L)
 {
     renderer *r = lua_touserdata(L, lua_upvalueindex(1));
     const char *key = luaL_checkstring(L, 1);
-    size_t at = (size_t)(uintptr_t)strmap_get(&r->e.src->pos, key);
-    if (!at)
-        lua_pushnil(L);
+    size_t at;
+    if (sources_find(r->e.src, key, &at))
+        S_push_source(r, at);
     else
-        S_push_source(r, at - 1);
+        lua_pushnil(L);
     return 1;
 }
 
@@ -452,18 +412,20 @@ static int S_site_index(lua_State *L)
     if (strcmp(k, "pages") == 0) {
         lv_push_page_slice(r, r->e.idx->by_date, r->e.idx->nby_date);
     } else if (strcmp(k, "sections") == 0) {
-        S_push_site_view(r, &S_SECTIONS_VIEW);
+        S_push_slice(r, &S_SECTIONS_VIEW, S_push_section_at, r->e.idx->nsections, 0,
+                     r->e.idx->nsections);
     } else if (strcmp(k, "menu") == 0) {
         lv_push_page_slice(r, r->e.idx->menu, r->e.idx->nmenu);
     } else if (strcmp(k, "tags") == 0) {
-        S_push_tags(r, &S_TAGS_VIEW, 0, r->e.idx->ntags);
+        S_push_slice(r, &S_TAGS_VIEW, S_push_tag, r->e.idx->ntags, 0, r->e.idx->ntags);
     } else if (strcmp(k, "figures") == 0) {
         if (r->e.site_totals)
             S_push_site_figures(r);
         else
             lv_push_figures(r, REPORT_GROUP_ALL, 0, SIZE_MAX);
     } else if (strcmp(k, "sources") == 0) {
-        S_push_sources(r, &S_SOURCES_VIEW, 0, sources_count(r->e.src));
+        size_t n = sources_count(r->e.src);
+        S_push_slice(r, &S_SOURCES_VIEW, S_push_source, n, 0, n);
     } else {
         return 0;
     }

@@ -98,10 +98,19 @@ const yv *sources_at(const sources *s, size_t i, const char **key)
     return s->doc->items[s->order[i]];
 }
 
-char *sources_path(const sources *s, const char *key)
+bool sources_find(const sources *s, const char *key, size_t *i)
 {
     size_t at = (size_t)(uintptr_t)strmap_get(&s->pos, key);
-    char *listing = paginate_path("/sources/", at ? paginate_number_of(at - 1, sources_per(s)) : 1);
+    if (at)
+        *i = at - 1;
+    return at != 0;
+}
+
+char *sources_path(const sources *s, const char *key)
+{
+    size_t at;
+    char *listing =
+        paginate_path("/sources/", sources_find(s, key, &at) ? paginate_number_of(at, sources_per(s)) : 1);
     char *path = xasprintf("%s#%s", listing, key);
     free(listing);
     return path;

@@ -39,6 +39,8 @@ size_t sources_per(const sources *s);
 /* Entries, and the i-th of them by key (0-based; its key in *key). */
 size_t sources_count(const sources *s);
 const yv *sources_at(const sources *s, size_t i, const char **key);
+/* Whether key is an entry; its place in the order into *i. */
+bool sources_find(const sources *s, const char *key, size_t *i);
 /* The site path of key's entry on the sources pages, "/sources/#key" or
  * "/sources/page/N/#key" (without the base path): what a cited figure and
  * the report link to. Malloc'ed. */

@@ -2684,15 +2684,22 @@ paginated_site() {
     printf 'base_url: "https://example.org/"\npaginate: 10\n' >>"$W/site.yaml"
 }
 
+# listing_pages DIR N: the listing at site/DIR/ has pages 1 to N, no more
+listing_pages() {
+    local k
+    expect_file "site/$1/index.html"
+    for ((k = 2; k <= $2; k++)); do
+        expect_file "site/$1/page/$k/index.html"
+    done
+    expect_no_file "site/$1/page/$(($2 + 1))/index.html"
+}
+
 t_paginate_listing_pages() {
     paginated_site || return
     kv build --strict
     expect_rc 0
     # 26 articles (the starter's and 25), newest first: 10, 10, 6
-    expect_file site/articles/index.html
-    expect_file site/articles/page/2/index.html
-    expect_file site/articles/page/3/index.html
-    expect_no_file site/articles/page/4/index.html
+    listing_pages articles 3
     local n f u
     for f in site/articles/index.html site/articles/page/2/index.html; do
         n=$(grep -c 'class="pl-title"' "$W/$f")
@@ -2738,9 +2745,7 @@ t_paginate_tag_index() {
     done
     kv build --strict
     expect_rc 0
-    expect_file site/tags/page/2/index.html
-    expect_file site/tags/page/3/index.html
-    expect_no_file site/tags/page/4/index.html
+    listing_pages tags 3
     n=$(grep -o '<li><a href="/tags/[^"]*/">#' "$W/site/tags/index.html" | wc -l)
     [ "$n" = 10 ] || fail "the tag index's first page lists $n tags, not 10"
     # the starter's own tags sort among t01..t25: 27 or more in all, the last page the rest
@@ -2783,9 +2788,7 @@ t_paginate_sources() {
     done
     kv build --strict
     expect_rc 0
-    expect_file site/sources/page/2/index.html
-    expect_file site/sources/page/3/index.html
-    expect_no_file site/sources/page/4/index.html
+    listing_pages sources 3
     # k01..k25 then qwen25card: 10, 10, 6
     n=$(grep -c '<li id="k[0-9]*" class="source">' "$W/site/sources/index.html")
     [ "$n" = 10 ] || fail "the sources page's first page lists $n entries, not 10"
