@@ -1052,6 +1052,7 @@ int build_run(const build_opts *o)
         S_plan(&s);
         S_choose(&s);
         S_render(&s);
+        output_scan_published(&s.out); /* no worker forks from here on */
         S_collect(&s);
         S_cache_start(&s);
         S_feed_and_sitemap(&s);

@@ -346,15 +346,11 @@ static void *S_scan_staging(void *arg)
     return NULL;
 }
 
-/* The scan thread: the staging folder, then the published output. */
-static void *S_scan_both(void *arg)
+static void *S_scan_published_main(void *arg)
 {
-    output *o = arg;
-    S_scan_staging(&o->scan);
-    if (!atomic_load_explicit(&o->scan.stop, memory_order_relaxed)) {
-        S_scan_staging(&o->published);
-        o->published.done = !atomic_load_explicit(&o->scan.stop, memory_order_relaxed);
-    }
+    output_scan *sc = arg;
+    S_scan_staging(sc);
+    sc->done = !atomic_load_explicit(&sc->stop, memory_order_relaxed);
     return NULL;
 }
 
@@ -372,8 +368,28 @@ void output_scan_start(output *o)
 {
     output_scan *sc = &o->scan;
     S_scan_reset(sc, o->staging);
-    S_scan_reset(&o->published, o->out_abs);
-    sc->started = pthread_create(&sc->thread, NULL, S_scan_both, o) == 0;
+    sc->started = pthread_create(&sc->thread, NULL, S_scan_staging, sc) == 0;
+}
+
+void output_scan_published(output *o)
+{
+    output_scan *sc = &o->published;
+    if (sc->started || !o->staging || o->incremental || !o->had_output)
+        return;
+    S_scan_reset(sc, o->out_abs);
+    sc->started = pthread_create(&sc->thread, NULL, S_scan_published_main, sc) == 0;
+}
+
+/* Waits for the published output's walk, stopping it first unless wanted. */
+static void S_published_join(output *o, bool wanted)
+{
+    output_scan *sc = &o->published;
+    if (!sc->started)
+        return;
+    if (!wanted)
+        atomic_store(&sc->stop, true);
+    pthread_join(sc->thread, NULL);
+    sc->started = false;
 }
 
 void output_scan_stop(output *o)
@@ -555,7 +571,8 @@ static void S_write_mark(const output *o, const buf *changed)
 
 int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl)
 {
-    bool scanned = o->published.done; /* before the pages rendered (output_scan_start) */
+    S_published_join(o, true);
+    bool scanned = o->published.done; /* while the site was finished (output_scan_published) */
     if (S_swap(o) != 0) {
         S_publish_error(o, dl, errno);
         return -1;
@@ -724,6 +741,7 @@ void output_done(output *o)
     if (o->scan.started)
         pthread_join(o->scan.thread, NULL);
     o->scan.started = false;
+    S_published_join(o, false);
     buf_free(&o->scan.files);
     buf_free(&o->scan.empty_dirs);
     buf_free(&o->published.files);

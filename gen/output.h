@@ -122,12 +122,13 @@ typedef struct {
     uint64_t extra_bytes; /* their bytes as output_write counts them */
     uint64_t cap;      /* limits.output_bytes, for output_dest_of */
     output_scan scan;
-    /* The published output's files, walked by the staging scan's thread
-     * after the staging folder, while the content loads: after the swap they
-     * are the staging folder's, which output_publish would otherwise walk
-     * then, on the critical path. Done before the workers fork: no thread
-     * runs while they start (a fork copies only the forking thread, and an
-     * allocator lock another thread held would never be released). */
+    /* The published output's files: after the swap they are the staging
+     * folder's, which the mark lists against the new output's. Walked in a
+     * thread of its own once the workers are done (no thread runs while they
+     * fork: a fork copies only the forking thread, and an allocator lock
+     * another thread held would never be released), beside the parent's own
+     * work on the rendered site (the feed, the link check), while the
+     * second core would idle. */
     output_scan published;
 } output;
 
@@ -146,9 +147,12 @@ int output_state_dir(const output *o, diag_list *dl);
  * Malloc'ed. */
 char *output_side_path(const output *o, const char *what);
 
-/* Starts scanning the staging folder in a thread of its own, then the
- * published output. */
+/* Starts scanning the staging folder in a thread of its own. */
 void output_scan_start(output *o);
+/* A full build that had an output, once no more workers fork: starts walking
+ * the published output in a thread of its own; output_publish waits for it
+ * (and walks it then when it was not started). */
+void output_scan_published(output *o);
 /* Stops a scan that is not needed (nothing to build). */
 void output_scan_stop(output *o);
 /* Waits for the scan (or makes it now when no thread runs it: then the

@@ -397,6 +397,57 @@ static void test_scan_sweep_publish(void **state)
     diag_list_free(&dl);
 }
 
+/* The published output walked in a thread once the pages are rendered
+ * (output_scan_published): the mark lists what it held and the new output
+ * lacks, folders deep; a build that fails instead stops and joins the walk. */
+static void test_scan_published_thread(void **state)
+{
+    S_mkdir(state, "proj");
+    S_mkdir(state, "proj/site");
+    S_mkdir(state, "proj/site/a");
+    S_mkdir(state, "proj/site/a/b");
+    S_put(state, "proj/site/a/b/deep.html", "old");
+    S_put(state, "proj/site/kept.html", "old bytes");
+    for (int round = 0; round < 2; round++) {
+        diag_list dl;
+        diag_list_init(&dl);
+        output o;
+        assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
+        output_scan_start(&o);
+        output_scan_finish(&o);
+        output_dest d = output_dest_of(&o);
+        uint64_t bytes = 0;
+        assert_int_equal(output_write(&d, "kept.html", "new bytes", 9, NULL, &dl, &bytes, NULL),
+                         1);
+        output_note(&o, "kept.html");
+        output_scan_published(&o);
+        output_scan_published(&o); /* once */
+        if (round == 0) {
+            output_sweep(&o);
+            static const char fresh[] = "kept.html";
+            assert_int_equal(output_publish(&o, fresh, sizeof fresh, &dl), 0);
+            char *mark = S_path(state, "proj/.kvsite/site.synced");
+            buf m = BUF_INIT;
+            assert_int_equal(fs_read_file(mark, 1 << 20, &m), FS_OK);
+            static const char want[] = "kvsite-synced 1\nkept.html\0a/b/deep.html";
+            assert_int_equal(m.len, sizeof want);
+            assert_memory_equal(m.ptr, want, sizeof want);
+            buf_free(&m);
+            free(mark);
+        } else {
+            output_discard(&o); /* a failed build: no publish */
+        }
+        assert_int_equal(dl.n, 0);
+        output_done(&o);
+        output_unlock(&o);
+        output_free(&o);
+        diag_list_free(&dl);
+    }
+    char *got = S_get(state, "proj/site/kept.html");
+    assert_string_equal(got, "new bytes");
+    free(got);
+}
+
 /* A link planted in the staging folder empties it before anything is written. */
 static void test_scan_planted_link(void **state)
 {
@@ -531,6 +582,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_setup_lock_and_staging, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_state_dir_refused, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_scan_sweep_publish, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_scan_published_thread, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_scan_planted_link, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_publish_incremental, S_setup, S_teardown),
     };
