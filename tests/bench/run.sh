@@ -122,39 +122,55 @@ declare -A WALL CPU RSS STATUS BIG
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# measure KEY PRE -- CMD...: REPEAT runs under GNU time; PRE (a shell snippet)
-# runs before each one, untimed. Median wall, user+sys and max RSS per column.
-# Wall is read around the run from $EPOCHREALTIME (bash 5, microseconds).
-# GNU time's %M is the peak RSS of the child, or of any descendant it waited
-# for, whichever is largest (wait4 rusage), in KiB.
-measure() {
+declare -A SAMPLES_W SAMPLES_C SAMPLES_R
+# sample KEY PRE -- CMD...: one run under GNU time, PRE (a shell snippet)
+# before it, untimed; its wall, user+sys and max RSS added to KEY's samples.
+# 1 (the failure said, STATUS set) when CMD fails. Wall is read around the
+# run from $EPOCHREALTIME (bash 5, microseconds). GNU time's %M is the peak
+# RSS of the child, or of any descendant it waited for, whichever is largest
+# (wait4 rusage), in KiB.
+sample() {
     local key=$1 pre=$2
     shift 3
-    local walls=() cpus=() rsss=() i rc line u s m t0 t1
+    local rc line u s m t0 t1
     local log=$OUT/logs/$key tf=$OUT/logs/$key.time
+    eval "$pre"
+    t0=$EPOCHREALTIME
+    /usr/bin/time -f '%e %U %S %M' -o "$tf" "$@" >"$log.out" 2>"$log.err"
+    rc=$?
+    t1=$EPOCHREALTIME
+    line=$(tail -n1 "$tf")
+    if [ $rc != 0 ]; then
+        STATUS[$key]="exit $rc"
+        fail "$key: exit status $rc (log: $log.err); last lines:"
+        tail -n5 "$log.err" | sed 's/^/    /'
+        return 1
+    fi
+    read -r _ u s m <<<"$line"
+    # wall from bash's microsecond clock: %e has only 10 ms steps
+    SAMPLES_W[$key]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') "
+    SAMPLES_C[$key]+="$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }') "
+    SAMPLES_R[$key]+="$(awk -v m="$m" 'BEGIN { printf "%.1f", m / 1024 }') "
+}
+# summarize KEY: the medians of KEY's samples
+summarize() {
+    local key=$1
+    # shellcheck disable=SC2086 # the samples are a list
+    WALL[$key]=$(median ${SAMPLES_W[$key]})
+    # shellcheck disable=SC2086
+    CPU[$key]=$(median ${SAMPLES_C[$key]})
+    # shellcheck disable=SC2086
+    RSS[$key]=$(median ${SAMPLES_R[$key]})
+}
+# measure KEY PRE -- CMD...: REPEAT samples in a row, their medians.
+measure() {
+    local key=$1 i
     STATUS[$key]=ok
+    SAMPLES_W[$key]="" SAMPLES_C[$key]="" SAMPLES_R[$key]=""
     for ((i = 1; i <= REPEAT; i++)); do
-        eval "$pre"
-        t0=$EPOCHREALTIME
-        /usr/bin/time -f '%e %U %S %M' -o "$tf" "$@" >"$log.out" 2>"$log.err"
-        rc=$?
-        t1=$EPOCHREALTIME
-        line=$(tail -n1 "$tf")
-        if [ $rc != 0 ]; then
-            STATUS[$key]="exit $rc"
-            fail "$key: exit status $rc (log: $log.err); last lines:"
-            tail -n5 "$log.err" | sed 's/^/    /'
-            return 1
-        fi
-        read -r _ u s m <<<"$line"
-        # wall from bash's microsecond clock: %e has only 10 ms steps
-        walls+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
-        cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')")
-        rsss+=("$(awk -v m="$m" 'BEGIN { printf "%.1f", m / 1024 }')")
+        sample "$@" || return 1
     done
-    WALL[$key]=$(median "${walls[@]}")
-    CPU[$key]=$(median "${cpus[@]}")
-    RSS[$key]=$(median "${rsss[@]}")
+    summarize "$key"
 }
 
 # count PAGES_DIR: rendered regular pages (pretty URLs: sNN/pNNNNN/index.html)
@@ -207,6 +223,40 @@ kvsite_run() { # kvsite_run KEY PROJECT PAGES JOBS
         fail "$key: kvsite wrote $n of $pages pages"
         STATUS[$key]="$n pages"
     fi
+}
+
+# kvsite_turns KEY:PROJECT:PAGES...: full rebuilds (-j2) of several projects,
+# timed in turns (each one's first, then each one's second, ...), so that the
+# machine's drift over the minutes a row takes falls on every project alike:
+# their ratios (a theme against the minimal templates, 20,000 pages against
+# 10,000) are taken side by side. The untimed builds first, as kvsite_run's.
+kvsite_turns() {
+    [ $have_kvsite = 1 ] || { for spec in "$@"; do STATUS[${spec%%:*}]=missing; done; return; }
+    local spec key dir pages i n
+    for spec in "$@"; do
+        IFS=: read -r key dir pages <<<"$spec"
+        "$KVSITE" build -C "$dir" -j 2 --no-cache >/dev/null 2>&1
+        "$KVSITE" build -C "$dir" -j 2 --no-cache >/dev/null 2>&1
+        STATUS[$key]=ok SAMPLES_W[$key]="" SAMPLES_C[$key]="" SAMPLES_R[$key]=""
+    done
+    settle
+    for ((i = 1; i <= REPEAT; i++)); do
+        for spec in "$@"; do
+            IFS=: read -r key dir pages <<<"$spec"
+            [ "${STATUS[$key]}" = ok ] || continue
+            sample "$key" ":" -- "$KVSITE" build -C "$dir" -j 2 --no-cache
+        done
+    done
+    for spec in "$@"; do
+        IFS=: read -r key dir pages <<<"$spec"
+        [ "${STATUS[$key]}" = ok ] || continue
+        summarize "$key"
+        n=$(count_pages "$dir/site")
+        if [ "$n" != "$pages" ]; then
+            fail "$key: kvsite wrote $n of $pages pages"
+            STATUS[$key]="$n pages"
+        fi
+    done
 }
 
 # The floor: every page body (front matter stripped), concatenated in path
@@ -293,30 +343,35 @@ use_theme() { # use_theme PROJECT theme|repo|minimal
               cp -R "$ROOT/templates" "$1/templates" ;;
     esac
 }
-for n in $BUNDLED_SIZES; do
-    for shape in one twenty; do
-        secs=20
-        [ $shape = one ] && secs=1
-        for kind in plain figures; do
+for shape in one twenty; do
+    secs=20
+    [ $shape = one ] && secs=1
+    for kind in plain figures; do
+        flag=()
+        [ $kind = figures ] && flag=(--figures)
+        turns=()
+        for n in $BUNDLED_SIZES; do
             dir=$OUT/$kind-$shape-$n
-            flag=()
-            [ $kind = figures ] && flag=(--figures)
             note "== $n pages, $kind, $shape section(s), bundled templates"
             gen "$dir" "$n" "${flag[@]}" --sections $secs || { fail "gencorpus $n $kind $shape failed"; continue; }
             if [ $shape = one ] && [ $kind = plain ]; then
                 hugo_run "hugo-$kind-$shape-$n" "$dir/hugo" "$n"
-                kvsite_run "kv-min-$kind-$shape-$n" "$dir/kvsite" "$n" 2
                 rm -rf "$dir/hugo/public"
                 cp -R "$dir/kvsite" "$dir/kvsite-repo"
                 use_theme "$dir/kvsite-repo" repo
-                kvsite_run "kv-repo-$kind-$shape-$n" "$dir/kvsite-repo" "$n" 2
-                rm -rf "$dir/kvsite-repo"
+                cp -R "$dir/kvsite" "$dir/kvsite-min"
+                turns+=("kv-min-$kind-$shape-$n:$dir/kvsite-min:$n" "kv-repo-$kind-$shape-$n:$dir/kvsite-repo:$n")
             fi
             use_theme "$dir/kvsite" theme
-            kvsite_run "kv-theme-$kind-$shape-$n" "$dir/kvsite" "$n" 2
+            turns+=("kv-theme-$kind-$shape-$n:$dir/kvsite:$n")
+        done
+        note "== $kind, $shape section(s): ${#turns[@]} projects built in turns"
+        kvsite_turns "${turns[@]}"
+        for n in $BUNDLED_SIZES; do
+            dir=$OUT/$kind-$shape-$n
             # the largest HTML file of a listing, report or page
             big=$(find "$dir/kvsite/site" -name index.html -printf '%s %P\n' 2>/dev/null | sort -n | tail -n 1)
-            note "  largest page: ${big:-none}"
+            note "  $n pages, largest page: ${big:-none}"
             BIG[$kind-$shape-$n]=${big%% *}
             rm -rf "$dir"
         done
