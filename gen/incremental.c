@@ -163,9 +163,9 @@ bool incr_input_stamp_known(incr *inc, strmap *kept, uint64_t content_sum, size_
     inc->stamps = *kept;
     strmap_init(kept);
     for (size_t i = 0; i < inc->stamps.cap; i++) {
-        const char *key = inc->stamps.keys[i];
+        const char *key = inc->stamps.slots[i].key;
         if (key && strncmp(key, "content/", 8) != 0 && strncmp(key, "?content/", 9) != 0)
-            inc->stamps.vals[i] = NULL;
+            inc->stamps.slots[i].val = NULL;
     }
     inc->content_sum = content_sum;
     inc->content_entries = entries;

@@ -18,13 +18,11 @@ void strmap_free(strmap *m) { strmap_free_with(m, NULL); }
 void strmap_free_with(strmap *m, void (*free_val)(void *))
 {
     for (size_t i = 0; i < m->cap; i++) {
-        if (free_val && m->keys[i] && m->vals[i])
-            free_val(m->vals[i]);
-        free(m->keys[i]);
+        if (free_val && m->slots[i].key && m->slots[i].val)
+            free_val(m->slots[i].val);
+        free(m->slots[i].key);
     }
-    free(m->keys);
-    free(m->vals);
-    free(m->hashes);
+    free(m->slots);
     strmap_init(m);
 }
 
@@ -32,7 +30,7 @@ static size_t S_slot(const strmap *m, const char *key, uint32_t h)
 {
     size_t mask = m->cap - 1;
     size_t i = (size_t)h & mask;
-    while (m->keys[i] && (m->hashes[i] != h || strcmp(m->keys[i], key) != 0))
+    while (m->slots[i].key && (m->slots[i].hash != h || strcmp(m->slots[i].key, key) != 0))
         i = (i + 1) & mask;
     return i;
 }
@@ -42,7 +40,7 @@ void *strmap_get(const strmap *m, const char *key)
     if (m->cap == 0)
         return NULL;
     size_t i = S_slot(m, key, S_hash(key));
-    return m->keys[i] ? m->vals[i] : NULL;
+    return m->slots[i].key ? m->slots[i].val : NULL;
 }
 
 static void S_rehash(strmap *m, size_t cap)
@@ -50,24 +48,18 @@ static void S_rehash(strmap *m, size_t cap)
     strmap old = *m;
     m->cap = cap;
     m->len = 0;
-    m->keys = xcalloc(cap, sizeof *m->keys);
-    m->vals = xcalloc(cap, sizeof *m->vals);
-    m->hashes = xcalloc(cap, sizeof *m->hashes);
+    m->slots = xcalloc(cap, sizeof *m->slots);
     for (size_t i = 0; i < old.cap; i++) {
-        if (!old.keys[i])
+        if (!old.slots[i].key)
             continue;
         /* the keys are distinct: the first free slot from the hash's */
-        size_t j = (size_t)old.hashes[i] & (cap - 1);
-        while (m->keys[j])
+        size_t j = (size_t)old.slots[i].hash & (cap - 1);
+        while (m->slots[j].key)
             j = (j + 1) & (cap - 1);
-        m->keys[j] = old.keys[i];
-        m->vals[j] = old.vals[i];
-        m->hashes[j] = old.hashes[i];
+        m->slots[j] = old.slots[i];
         m->len++;
     }
-    free(old.keys);
-    free(old.vals);
-    free(old.hashes);
+    free(old.slots);
 }
 
 void strmap_reserve(strmap *m, size_t n)
@@ -85,14 +77,13 @@ void *strmap_put(strmap *m, const char *key, void *val)
         S_rehash(m, m->cap ? m->cap * 2 : 64);
     uint32_t h = S_hash(key);
     size_t i = S_slot(m, key, h);
-    if (m->keys[i]) {
-        void *prev = m->vals[i];
-        m->vals[i] = val;
+    strmap_slot *sl = &m->slots[i];
+    if (sl->key) {
+        void *prev = sl->val;
+        sl->val = val;
         return prev;
     }
-    m->keys[i] = xstrdup(key);
-    m->vals[i] = val;
-    m->hashes[i] = h;
+    *sl = (strmap_slot){xstrdup(key), val, h};
     m->len++;
     return NULL;
 }

@@ -24,7 +24,7 @@ static void test_empty(void **state)
     assert_null(strmap_get(&m, ""));
     strmap_free(&m);
     strmap_free(&m); /* twice is harmless */
-    assert_null(m.keys);
+    assert_null(m.slots);
 }
 
 static void test_put_get_replace(void **state)
@@ -107,7 +107,7 @@ static void test_many_keys_rehash(void **state)
     /* every key present exactly once in the slots */
     size_t seen = 0;
     for (size_t i = 0; i < m.cap; i++)
-        if (m.keys[i])
+        if (m.slots[i].key)
             seen++;
     assert_int_equal(seen, NKEYS);
     /* replacing after growth still finds the same slot */
@@ -192,7 +192,7 @@ static void test_free_with(void **state)
     assert_int_equal(S_freed[3], 1);
     assert_int_equal(S_freed[4], 100);
     assert_int_equal(S_freed[0] + S_freed[5] + S_freed[6] + S_freed[7], 0);
-    assert_null(m.keys);
+    assert_null(m.slots);
     assert_int_equal(m.len, 0);
     strmap_free_with(&m, S_count_free); /* an empty map: nothing */
     assert_int_equal(S_freed[1], 1);
