@@ -548,7 +548,7 @@ void links_check_stats(const page_record *records, size_t njobs, const bool *onl
     strmap_init(&pages);
     strmap_init(&reported);
     id_cache ids = {.st = fs, .stats = st};
-    record_links_buf own = {0};
+    record_links_buf own = {.in_order = true}; /* page after page */
     buf path = BUF_INIT;
     for (size_t j = 0; j < njobs; j++) {
         const page_record *r = &records[j];

@@ -452,6 +452,7 @@ void record_links_buf_free(record_links_buf *lb)
     free(lb->links);
     free(lb->block);
     buf_free(&lb->raw);
+    fs_window_free(&lb->win);
     memset(lb, 0, sizeof *lb);
 }
 
@@ -463,14 +464,20 @@ int record_links(const page_record *r, const figstore *st, record_links_buf *lb,
         *links = r->links;
         return 0;
     }
-    if (!st || figstore_read(st, r->links_at, r->links_len, &lb->raw) != 0)
+    size_t n = r->links_len;
+    const char *p = NULL;
+    if (!st)
         return -1;
-    size_t n = lb->raw.len;
+    if (lb->in_order ? figstore_view(st, &lb->win, r->links_at, n, &p) != 0
+                     : figstore_read(st, r->links_at, n, &lb->raw) != 0)
+        return -1;
+    if (!lb->in_order)
+        p = lb->raw.ptr;
     free(lb->ids);
     free(lb->links);
     free(lb->block);
     /* each string takes its length + 1 <= its 4 + length bytes there */
-    reader rd = {{lb->raw.ptr, lb->raw.ptr + n, false}, xmalloc(n + 1), 0, n};
+    reader rd = {{p, p + n, false}, xmalloc(n + 1), 0, n};
     rd.block[n] = '\0';
     page_record got;
     S_get_links(&rd, &got, true);

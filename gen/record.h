@@ -84,6 +84,11 @@ typedef struct {
     md_link *links;
     char *block; /* their strings */
     buf raw;     /* their encoding */
+    /* Set by a reader that goes through the records about in the order the
+     * store got them (the link check, page after page): their encodings are
+     * read through win, one pread serving dozens of records, not one each */
+    bool in_order;
+    fs_window win;
 } record_links_buf;
 
 void record_links_buf_free(record_links_buf *lb);

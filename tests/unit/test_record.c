@@ -705,10 +705,10 @@ static void test_digest_ignores_what_pages_cannot_read(void **state)
  * report page's links to 200,000 figures' rows were most of the parent's
  * memory): record_links reads them back, in memory or stored, pending or
  * flushed; the stored record encodes to the same bytes; a store that does
- * not hold them is an error, and the encoding then one no decoder takes. */
-static void test_links_in_a_store(void **state)
+ * not hold them is an error, and the encoding then one no decoder takes.
+ * The same read one record at a time or through a window (in_order). */
+static void S_links_in_a_store(bool in_order)
 {
-    (void)state;
     figstore st;
     assert_int_equal(figstore_open(&st, "/tmp"), 0);
     page_record r, stored, other;
@@ -722,7 +722,7 @@ static void test_links_in_a_store(void **state)
     assert_int_equal(stored.nids, 3);
     assert_int_equal(stored.nlinks, 2);
     assert_true(stored.links_len > 0 && stored.links_at > other.links_at);
-    record_links_buf lb = {0};
+    record_links_buf lb = {.in_order = in_order};
     char *const *ids;
     const md_link *links;
     assert_int_equal(record_links(&r, &st, &lb, &ids, &links), 0); /* its own */
@@ -759,6 +759,56 @@ static void test_links_in_a_store(void **state)
     record_free(&other);
     buf_free(&enc);
     buf_free(&again);
+    figstore_close(&st);
+}
+
+static void test_links_in_a_store(void **state)
+{
+    (void)state;
+    S_links_in_a_store(false);
+}
+
+static void test_links_in_a_store_in_order(void **state)
+{
+    (void)state;
+    S_links_in_a_store(true);
+}
+
+/* Read through a window, many records come back whole in any order (the
+ * link check goes by job, the store by arrival): forward, backward, and
+ * across the window's end. */
+static void test_links_window_any_order(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    figstore st;
+    assert_int_equal(figstore_open(&st, "/tmp"), 0);
+    page_record r;
+    S_full(&r);
+    buf enc = BUF_INIT;
+    record_encode(&r, NULL, &enc);
+    page_record *v = xcalloc(N, sizeof *v);
+    for (size_t i = 0; i < N; i++)
+        assert_int_equal(record_decode(enc.ptr, enc.len, &st, &v[i]), 0);
+    assert_true(v[N - 1].links_at > FIGSTORE_WINDOW); /* more than one window */
+    assert_int_equal(figstore_flush(&st), 0);
+    record_links_buf lb = {.in_order = true};
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t k = 0; k < N; k++) {
+            size_t i = pass == 0 ? k : N - 1 - k;
+            char *const *ids;
+            const md_link *links;
+            assert_int_equal(record_links(&v[i], &st, &lb, &ids, &links), 0);
+            assert_string_equal(ids[2], r.ids[2]);
+            assert_string_equal(links[1].target, r.links[1].target);
+        }
+    }
+    record_links_buf_free(&lb);
+    for (size_t i = 0; i < N; i++)
+        record_free(&v[i]);
+    free(v);
+    record_free(&r);
+    buf_free(&enc);
     figstore_close(&st);
 }
 
@@ -895,6 +945,8 @@ int main(void)
         cmocka_unit_test(test_digest_ignores_what_pages_cannot_read),
         cmocka_unit_test(test_figures_in_a_store),
         cmocka_unit_test(test_links_in_a_store),
+        cmocka_unit_test(test_links_in_a_store_in_order),
+        cmocka_unit_test(test_links_window_any_order),
         cmocka_unit_test(test_inputs_shared),
         cmocka_unit_test(test_link_files_shared),
     };
