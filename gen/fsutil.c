@@ -83,6 +83,21 @@ int fs_read_file(const char *path, size_t max, buf *out)
     return rc;
 }
 
+int fs_read_regular(const char *path, size_t max, buf *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT ? FS_ENOENT : FS_EOTHER;
+    struct stat st;
+    int rc = fstat(fd, &st) != 0 ? FS_EOTHER
+             : !S_ISREG(st.st_mode) ? FS_ENOTREG
+                                    : S_read_open(fd, &st, max, out);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
 int fs_read_exact(int fd, void *p, size_t n)
 {
     char *c = p;
@@ -362,7 +377,15 @@ static int S_write_close(int fd, const void *data, size_t len)
 
 int fs_write_file(const char *path, const void *data, size_t len)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    /* O_NONBLOCK: a FIFO without a reader fails the open (ENXIO) instead of
+     * waiting for one; only a regular file is written */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
     return fd < 0 ? -1 : S_write_close(fd, data, len);
 }
 
@@ -439,9 +462,13 @@ bool fs_exists(const char *path)
 
 /* True when the file at path (from dirfd) holds exactly data; *out (may be
  * NULL) gets its stat then. */
+/* Opening to compare: a FIFO or device planted where a file was must not
+ * block the open (O_NONBLOCK; fstat then tells it is not a regular file). */
+#define S_CMP_FLAGS (O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+
 bool fs_same_at(int dirfd, const char *path, const void *data, size_t len, struct stat *out)
 {
-    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = openat(dirfd, path, S_CMP_FLAGS);
     if (fd < 0)
         return false;
     struct stat st;
@@ -468,8 +495,8 @@ bool fs_same_at(int dirfd, const char *path, const void *data, size_t len, struc
 
 bool fs_same_files(const char *a, const char *b)
 {
-    int fa = open(a, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    int fb = fa < 0 ? -1 : open(b, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fa = open(a, S_CMP_FLAGS);
+    int fb = fa < 0 ? -1 : open(b, S_CMP_FLAGS);
     struct stat sa, sb;
     bool same = fb >= 0 && fstat(fa, &sa) == 0 && fstat(fb, &sb) == 0 && S_ISREG(sa.st_mode) &&
                 S_ISREG(sb.st_mode) && sa.st_size == sb.st_size;
@@ -590,7 +617,7 @@ void fs_stream_open(fs_stream *w, const char *path, const char *old)
     w->out = -1;
     w->path = xstrdup(path);
     w->in_place = old == NULL;
-    w->cmp = open(old ? old : path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    w->cmp = open(old ? old : path, S_CMP_FLAGS);
     struct stat st;
     if (w->cmp >= 0 && (fstat(w->cmp, &st) != 0 || !S_ISREG(st.st_mode))) {
         close(w->cmp);
@@ -700,7 +727,7 @@ int fs_stream_close(fs_stream *w, struct stat *st, bool *written)
 int fs_sync_copy(const char *from, const char *to, size_t *copied)
 {
     buf b = BUF_INIT;
-    int rc = fs_read_file(from, (size_t)1 << 34, &b);
+    int rc = fs_read_regular(from, (size_t)1 << 34, &b);
     if (rc != FS_OK) {
         if (rc == FS_ETOOBIG)
             errno = EFBIG;

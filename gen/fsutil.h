@@ -24,6 +24,10 @@ char *fs_join(const char *a, const char *b);
 /* Appends the file's bytes to out. Returns FS_OK, FS_ENOENT, FS_ETOOBIG (more than
  * max bytes) or FS_EOTHER with errno set. */
 int fs_read_file(const char *path, size_t max, buf *out);
+/* fs_read_file for a file kvsite keeps (its state folder's, an output's):
+ * only a regular file, not through a link; a FIFO or device put in its
+ * place is FS_ENOTREG, not waited on (a FIFO's open waits for a writer). */
+int fs_read_regular(const char *path, size_t max, buf *out);
 /* Human text for a status of fs_read_file and the fs_*_beneath readers
  * (errno-based for FS_EOTHER). */
 const char *fs_strerror(int status, size_t max);
@@ -78,7 +82,9 @@ int fs_read_beneath(int dir, const char *rel, size_t max, buf *out);
 int fs_read_in(const char *root, const char *rel, size_t max, buf *out);
 /* mkdir -p; returns 0 or -1 with errno set. */
 int fs_mkdir_p(const char *path);
-/* Creates or truncates path and writes len bytes; 0 or -1 with errno. */
+/* Creates or truncates path and writes len bytes; 0 or -1 with errno (also
+ * for a link, FIFO or device standing there: refused, not followed or
+ * waited on). */
 int fs_write_file(const char *path, const void *data, size_t len);
 /* Copies a regular file; 0 or -1 with errno. */
 int fs_copy_file(const char *from, const char *to, size_t *copied);

@@ -220,7 +220,7 @@ bool incr_up_to_date(incr *inc, char *counts, buf *warnings)
     const char *path = inc->stamp_path;
     uint64_t in_stamp = inc->in_stamp;
     buf text = BUF_INIT;
-    if (fs_read_file(path, 16u << 20, &text) != FS_OK) {
+    if (fs_read_regular(path, 16u << 20, &text) != FS_OK) {
         buf_free(&text);
         return false;
     }

@@ -346,6 +346,7 @@ static void *S_scan_staging(void *arg)
     return NULL;
 }
 
+/* The published output's walk (output_scan_published): done unless stopped. */
 static void *S_scan_published_main(void *arg)
 {
     output_scan *sc = arg;
@@ -543,7 +544,7 @@ static void S_publish_error(output *o, diag_list *dl, int err)
 static bool S_read_mark(const char *path, buf *dirty)
 {
     buf text = BUF_INIT;
-    bool ok = fs_read_file(path, (size_t)1 << 30, &text) == FS_OK &&
+    bool ok = fs_read_regular(path, (size_t)1 << 30, &text) == FS_OK &&
               text.len >= sizeof S_MARK_HEAD - 1 &&
               memcmp(text.ptr, S_MARK_HEAD, sizeof S_MARK_HEAD - 1) == 0 &&
               (text.len == sizeof S_MARK_HEAD - 1 || text.ptr[text.len - 1] == '\0');
@@ -562,6 +563,7 @@ static void S_write_mark(const output *o, const buf *changed)
     buf text = BUF_INIT;
     buf_puts(&text, S_MARK_HEAD);
     buf_put(&text, changed->ptr, changed->len);
+    unlink(tmp); /* a side file of ours: whatever stands there goes */
     if (fs_write_file(tmp, text.ptr, text.len) != 0 || rename(tmp, mark) != 0)
         unlink(tmp);
     buf_free(&text);

@@ -317,7 +317,7 @@ static int S_lock(S_server *s, char **out_abs)
             rc = 2;
         } else if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
             buf says = BUF_INIT;
-            fs_read_file(s->lock_path, 4096, &says);
+            fs_read_regular(s->lock_path, 4096, &says);
             char *nl = strchr(buf_cstr(&says), '\n');
             if (nl)
                 *nl = '\0';

@@ -2094,6 +2094,56 @@ t_full_build_mark_old_files() {
     cmp -s <(listing "$W/site") "$W.want" || fail "the incremental build after a full one differs from a full build"
 }
 
+# A FIFO planted in the published output where a page goes: a build compares
+# the page with what is there and must not block opening it (a FIFO's open
+# waits for a writer); the new output has the page as a file. A full build,
+# then an incremental one (which compares its changed pages with the output).
+t_fifo_in_output() {
+    fresh good
+    many_notes 3
+    kv build
+    expect_rc 0
+    local f=site/notes/bulk1/index.html
+    rm "$W/$f" && mkfifo "$W/$f"
+    kv build --no-cache
+    expect_rc 0
+    [ -f "$W/$f" ] && [ ! -p "$W/$f" ] || fail "the full build left $f a FIFO"
+    expect_grep "$f" 'Bulk note 1.'
+    f=site/notes/bulk2/index.html
+    rm "$W/$f" && mkfifo "$W/$f"
+    printf '\nEdited.\n' >>"$W/content/notes/bulk2.md"
+    kv build
+    expect_rc 0
+    grep -q '1 rendered' "$W.err" || fail "not incremental: $(tail -n 1 "$W.err")"
+    [ -f "$W/$f" ] && [ ! -p "$W/$f" ] || fail "the incremental build left $f a FIFO"
+    expect_grep "$f" 'Edited.'
+}
+
+# FIFOs in place of the files kvsite keeps beside the output (its cache, the
+# up-to-date stamp, the mark of the staging folder): read without waiting on
+# them, taken as absent (a full build), and replaced by files again.
+t_fifo_in_state() {
+    fresh good
+    many_notes 2
+    kv build
+    expect_rc 0
+    local k
+    for k in cache stamp synced; do
+        rm -f "$W/.kvsite/site.$k" && mkfifo "$W/.kvsite/site.$k"
+    done
+    printf '\nEdited.\n' >>"$W/content/notes/bulk1.md"
+    kv build
+    expect_rc 0
+    grep -q 'rendered' "$W.err" && fail "an incremental build from a FIFO cache: $(tail -n 1 "$W.err")"
+    expect_grep site/notes/bulk1/index.html 'Edited.'
+    for k in cache stamp; do
+        [ -f "$W/.kvsite/site.$k" ] || fail "site.$k is not a file again"
+    done
+    kv build
+    expect_rc 0
+    grep -q 'up to date' "$W.err" || fail "not up to date after the build: $(tail -n 1 "$W.err")"
+}
+
 # A publish that fails (a folder of the output that cannot be changed, even by
 # root: chattr +i) says the previous output is unchanged only when it is; the
 # output is the old one or the new one either way.

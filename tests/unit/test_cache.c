@@ -377,6 +377,25 @@ static void test_save_errors(void **state)
     assert_int_equal(S_count_entries(f->dir), 1);
     assert_int_equal(access(inner, F_OK), 0);
     free(inner);
+
+    /* a FIFO or a link where the file goes: replaced by the cache, the open
+     * not waiting for a reader */
+    const char *others[] = {"fifo", "link"};
+    for (size_t k = 0; k < 2; k++) {
+        sprintf(p, "%s/%s", f->dir, others[k]);
+        if (k == 0)
+            assert_int_equal(mkfifo(p, 0644), 0);
+        else
+            assert_int_equal(symlink("/etc/passwd", p), 0);
+        assert_int_equal(cache_save(&s.c, p, NULL), 0);
+        struct stat st;
+        assert_int_equal(lstat(p, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        cache c;
+        assert_int_equal(cache_load(&c, p, 1 << 20), 0);
+        cache_free(&c);
+        unlink(p);
+    }
     free(p);
     S_unmake(&s);
 }

@@ -1336,6 +1336,48 @@ static void test_same_files(void **state)
     free(none);
 }
 
+/* A FIFO where kvsite compares or reads a file of its own (an output, the
+ * state folder): not waited on (no writer comes; a blocking open would hang
+ * here), not the same as any bytes, not a regular file. */
+static void test_fifo_not_waited_on(void **state)
+{
+    char *fifo = S_path(state, "pipe"), *f = S_path(state, "f");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    S_put(f, "", 0);
+    assert_false(fs_same_at(AT_FDCWD, fifo, "", 0, NULL));
+    assert_false(fs_same_files(fifo, f));
+    assert_false(fs_same_files(f, fifo));
+    assert_int_equal(fs_write_file(fifo, "x", 1), -1); /* refused, not waited on */
+    buf b = BUF_INIT;
+    assert_int_equal(fs_read_regular(fifo, 100, &b), FS_ENOTREG);
+    char *to = S_path(state, "copy");
+    assert_int_equal(fs_sync_copy(fifo, to, NULL), -1);
+    /* a stream compared against it: not a file, so written anew */
+    char *to2 = S_path(state, "copy2");
+    fs_stream w;
+    fs_stream_open(&w, to2, fifo);
+    assert_int_equal(w.cmp, -1);
+    assert_int_equal(fs_stream_write(&w, "x", 1), 0);
+    bool written = false;
+    assert_int_equal(fs_stream_close(&w, NULL, &written), 0);
+    assert_true(written);
+    free(to2);
+    /* a regular file reads; a link to one does not */
+    S_put(f, "bytes", 5);
+    assert_int_equal(fs_read_regular(f, 100, &b), FS_OK);
+    assert_string_equal(buf_cstr(&b), "bytes");
+    char *l = S_path(state, "l");
+    assert_int_equal(symlink(f, l), 0);
+    buf_clear(&b);
+    assert_int_equal(fs_read_regular(l, 100, &b), FS_EOTHER);
+    assert_int_equal(fs_read_regular(to, 100, &b), FS_ENOENT);
+    buf_free(&b);
+    free(fifo);
+    free(f);
+    free(to);
+    free(l);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, S_setup, S_teardown)
 
 int main(void)
@@ -1381,6 +1423,7 @@ int main(void)
         T(test_beneath_swap_for_a_link),
         T(test_each_entry),
         T(test_same_files),
+        T(test_fifo_not_waited_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
