@@ -70,32 +70,31 @@ static int S_read_open(int fd, const struct stat *st, size_t max, buf *out)
     return FS_OK;
 }
 
-int fs_read_file(const char *path, size_t max, buf *out)
+/* path's bytes (S_read_open), opened with extra flags; with regular, only a
+ * regular file's (FS_ENOTREG otherwise). */
+static int S_read_path(const char *path, int flags, bool regular, size_t max, buf *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
     if (fd < 0)
         return errno == ENOENT ? FS_ENOENT : FS_EOTHER;
     struct stat st;
-    int rc = fstat(fd, &st) != 0 ? FS_EOTHER : S_read_open(fd, &st, max, out);
+    int rc = fstat(fd, &st) != 0             ? FS_EOTHER
+             : regular && !S_ISREG(st.st_mode) ? FS_ENOTREG
+                                               : S_read_open(fd, &st, max, out);
     int e = errno;
     close(fd);
     errno = e;
     return rc;
 }
 
+int fs_read_file(const char *path, size_t max, buf *out)
+{
+    return S_read_path(path, 0, false, max, out);
+}
+
 int fs_read_regular(const char *path, size_t max, buf *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0)
-        return errno == ENOENT ? FS_ENOENT : FS_EOTHER;
-    struct stat st;
-    int rc = fstat(fd, &st) != 0 ? FS_EOTHER
-             : !S_ISREG(st.st_mode) ? FS_ENOTREG
-                                    : S_read_open(fd, &st, max, out);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
+    return S_read_path(path, O_NOFOLLOW | O_NONBLOCK, true, max, out);
 }
 
 int fs_read_exact(int fd, void *p, size_t n)
@@ -460,11 +459,12 @@ bool fs_exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
-/* True when the file at path (from dirfd) holds exactly data; *out (may be
- * NULL) gets its stat then. */
 /* Opening to compare: a FIFO or device planted where a file was must not
  * block the open (O_NONBLOCK; fstat then tells it is not a regular file). */
 #define S_CMP_FLAGS (O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+
+/* True when the file at path (from dirfd) holds exactly data; *out (may be
+ * NULL) gets its stat then. */
 
 bool fs_same_at(int dirfd, const char *path, const void *data, size_t len, struct stat *out)
 {
