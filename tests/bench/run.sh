@@ -225,7 +225,7 @@ kvsite_run() { # kvsite_run KEY PROJECT PAGES JOBS
     fi
 }
 
-# kvsite_turns KEY:PROJECT:PAGES...: full rebuilds (-j2) of several projects,
+# kvsite_turns KEY:PAGES:PROJECT...: full rebuilds (-j2) of several projects,
 # timed in turns (each one's first, then each one's second, ...), so that the
 # machine's drift over the minutes a row takes falls on every project alike:
 # their ratios (a theme against the minimal templates, 20,000 pages against
@@ -234,7 +234,7 @@ kvsite_turns() {
     [ $have_kvsite = 1 ] || { for spec in "$@"; do STATUS[${spec%%:*}]=missing; done; return; }
     local spec key dir pages i n
     for spec in "$@"; do
-        IFS=: read -r key dir pages <<<"$spec"
+        IFS=: read -r key pages dir <<<"$spec" # the folder last: it may hold a colon
         "$KVSITE" build -C "$dir" -j 2 --no-cache >/dev/null 2>&1
         "$KVSITE" build -C "$dir" -j 2 --no-cache >/dev/null 2>&1
         STATUS[$key]=ok SAMPLES_W[$key]="" SAMPLES_C[$key]="" SAMPLES_R[$key]=""
@@ -242,13 +242,13 @@ kvsite_turns() {
     settle
     for ((i = 1; i <= REPEAT; i++)); do
         for spec in "$@"; do
-            IFS=: read -r key dir pages <<<"$spec"
+            IFS=: read -r key pages dir <<<"$spec"
             [ "${STATUS[$key]}" = ok ] || continue
             sample "$key" ":" -- "$KVSITE" build -C "$dir" -j 2 --no-cache
         done
     done
     for spec in "$@"; do
-        IFS=: read -r key dir pages <<<"$spec"
+        IFS=: read -r key pages dir <<<"$spec"
         [ "${STATUS[$key]}" = ok ] || continue
         summarize "$key"
         n=$(count_pages "$dir/site")
@@ -360,10 +360,10 @@ for shape in one twenty; do
                 cp -R "$dir/kvsite" "$dir/kvsite-repo"
                 use_theme "$dir/kvsite-repo" repo
                 cp -R "$dir/kvsite" "$dir/kvsite-min"
-                turns+=("kv-min-$kind-$shape-$n:$dir/kvsite-min:$n" "kv-repo-$kind-$shape-$n:$dir/kvsite-repo:$n")
+                turns+=("kv-min-$kind-$shape-$n:$n:$dir/kvsite-min" "kv-repo-$kind-$shape-$n:$n:$dir/kvsite-repo")
             fi
             use_theme "$dir/kvsite" theme
-            turns+=("kv-theme-$kind-$shape-$n:$dir/kvsite:$n")
+            turns+=("kv-theme-$kind-$shape-$n:$n:$dir/kvsite")
         done
         note "== $kind, $shape section(s): ${#turns[@]} projects built in turns"
         kvsite_turns "${turns[@]}"
