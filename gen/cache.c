@@ -334,24 +334,7 @@ static int S_save(const cache *c, const char *path, const cache_encoders *enc, b
      * (0.1 s at the end of a build of 200,000 figures). The magic is written
      * last: until then the file reads as no cache, so a build killed halfway
      * leaves nothing that could be taken for one. */
-    /* whatever else stands there (a link, a FIFO: O_NONBLOCK fails its open
-     * without a reader, ENXIO, instead of waiting) is removed, once */
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-    int fd = open(path, flags, 0666);
-    struct stat st;
-    for (int again = 1; again >= 0; again--) {
-        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-            break;
-        bool other = fd >= 0 || errno == ELOOP || errno == ENXIO;
-        if (fd >= 0) {
-            close(fd);
-            fd = -1;
-            errno = EINVAL;
-        }
-        if (!again || !other || unlink(path) != 0)
-            break;
-        fd = open(path, flags, 0666);
-    }
+    int fd = fs_open_own(path, false); /* never through a link or another name */
     FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
     if (!f) {
         if (fd >= 0)

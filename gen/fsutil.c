@@ -374,17 +374,39 @@ static int S_write_close(int fd, const void *data, size_t len)
     return close(fd) != 0 ? -1 : 0;
 }
 
-int fs_write_file(const char *path, const void *data, size_t len)
+int fs_open_own(const char *path, bool empty)
 {
     /* O_NONBLOCK: a FIFO without a reader fails the open (ENXIO) instead of
-     * waiting for one; only a regular file is written */
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
-    struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-        close(fd);
-        errno = EINVAL;
-        return -1;
+     * waiting for one; no O_TRUNC: what is there is looked at first */
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    for (int tries = 0; tries < 2; tries++) {
+        int fd = open(path, flags, 0666);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink <= 1) {
+            if (!empty || ftruncate(fd, 0) == 0)
+                return fd;
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (fd < 0 && errno != ELOOP && errno != ENXIO)
+            return -1; /* a folder among them: EISDIR, the caller's to judge */
+        if (fd >= 0)
+            close(fd);
+        /* a link, a FIFO, or a file with other names: removed (its other
+         * names and a link's target untouched), then a new file */
+        if (unlink(path) != 0 && errno != ENOENT)
+            return -1;
+        flags |= O_EXCL;
     }
+    errno = EEXIST;
+    return -1;
+}
+
+int fs_write_file(const char *path, const void *data, size_t len)
+{
+    int fd = fs_open_own(path, true);
     return fd < 0 ? -1 : S_write_close(fd, data, len);
 }
 
@@ -570,15 +592,17 @@ static int S_make_parents(const char *path)
     return rc;
 }
 
+/* fs_open_own, the folders made first when they are missing, and a folder
+ * standing where the file goes removed (an output's). */
 static int S_open_for_write(const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
-    if (fd < 0 && (errno == EISDIR || errno == ELOOP || errno == ENOTDIR || errno == ENOENT)) {
-        if (errno == EISDIR || errno == ELOOP)
+    int fd = fs_open_own(path, true);
+    if (fd < 0 && (errno == EISDIR || errno == ENOTDIR || errno == ENOENT)) {
+        if (errno == EISDIR)
             fs_remove_tree(path);
         if (S_make_parents(path) != 0)
             return -1;
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+        fd = fs_open_own(path, true);
     }
     return fd;
 }
@@ -623,6 +647,10 @@ void fs_stream_open(fs_stream *w, const char *path, const char *old)
         close(w->cmp);
         w->cmp = -1;
     }
+    /* a file with other names is not written in place (they would change
+     * too): its bytes are compared, and a new file made when they differ */
+    if (w->cmp >= 0 && w->in_place && st.st_nlink > 1)
+        w->in_place = false;
 }
 
 static void S_stream_fail(fs_stream *w)

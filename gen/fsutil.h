@@ -82,9 +82,15 @@ int fs_read_beneath(int dir, const char *rel, size_t max, buf *out);
 int fs_read_in(const char *root, const char *rel, size_t max, buf *out);
 /* mkdir -p; returns 0 or -1 with errno set. */
 int fs_mkdir_p(const char *path);
-/* Creates or truncates path and writes len bytes; 0 or -1 with errno (also
- * for a link, FIFO or device standing there: refused, not followed or
- * waited on). */
+/* Opens path for writing a file of kvsite's own (an output, a state file),
+ * never through what stands there: a link, a FIFO, any file that is not
+ * regular, or a regular one with other names (a hard link: writing would
+ * change them too) is unlinked and a new file made in its place. With
+ * empty, the file is truncated; without, its old bytes stay until written
+ * over (the caller truncates at the end). The fd, or -1 with errno (EISDIR:
+ * a folder stands there; ENOENT, ENOTDIR: a folder is missing). */
+int fs_open_own(const char *path, bool empty);
+/* fs_open_own, then len bytes; 0 or -1 with errno. */
 int fs_write_file(const char *path, const void *data, size_t len);
 /* Copies a regular file; 0 or -1 with errno. */
 int fs_copy_file(const char *from, const char *to, size_t *copied);

@@ -2144,6 +2144,39 @@ t_fifo_in_state() {
     grep -q 'up to date' "$W.err" || fail "not up to date after the build: $(tail -n 1 "$W.err")"
 }
 
+# Hard links planted where kvsite writes: in the staging folder a full build
+# rewrites (a page that changed), and in place of its cache, stamp and mark.
+# A write through one would change the file outside the project that it
+# names too, and publish it: each is replaced by a new file instead.
+t_hardlink_planted() {
+    fresh good
+    many_notes 2
+    kv build
+    expect_rc 0
+    kv build --no-cache
+    expect_rc 0
+    local victim=$W.victim f=notes/bulk1/index.html k
+    printf 'precious\n' >"$victim"
+    rm "$W/.kvsite/site.prev/$f" && ln "$victim" "$W/.kvsite/site.prev/$f"
+    printf '\nEdited.\n' >>"$W/content/notes/bulk1.md"
+    kv build --no-cache
+    expect_rc 0
+    [ "$(cat "$victim")" = precious ] || fail "the full build wrote through a hard link in the staging folder"
+    expect_grep "site/$f" 'Edited.'
+    [ "$(stat -c %h "$W/site/$f")" = 1 ] || fail "the published page is a hard link"
+    for k in cache stamp synced; do
+        rm -f "$W/.kvsite/site.$k" && ln "$victim" "$W/.kvsite/site.$k"
+    done
+    printf '\nAgain.\n' >>"$W/content/notes/bulk1.md"
+    kv build
+    expect_rc 0
+    [ "$(cat "$victim")" = precious ] || fail "a state file was written through a hard link"
+    expect_grep "site/$f" 'Again.'
+    kv build
+    expect_rc 0
+    grep -q 'up to date' "$W.err" || fail "not up to date after the build: $(tail -n 1 "$W.err")"
+}
+
 # A publish that fails (a folder of the output that cannot be changed, even by
 # root: chattr +i) says the previous output is unchanged only when it is; the
 # output is the old one or the new one either way.

@@ -345,22 +345,97 @@ static void test_write_file(void **state)
     free(dir);
 }
 
-static void test_write_refuses_symlink(void **state)
+/* fs_write_file writes a file of kvsite's own (fs_open_own): never through
+ * a link, a FIFO or a hard link standing there, each replaced by a new file
+ * (their targets and other names untouched); a folder there is an error. */
+static void test_write_replaces_what_stands_there(void **state)
 {
     S_put_rel(state, "target", "precious");
     char *target = S_path(state, "target");
-    char *link = S_path(state, "link");
-    assert_int_equal(symlink(target, link), 0);
-    errno = 0;
-    assert_int_equal(fs_write_file(link, "overwritten", 11), -1);
-    assert_int_equal(errno, ELOOP);
+    const char *names[] = {"link", "fifo", "hard"};
+    for (size_t k = 0; k < 3; k++) {
+        char *p = S_path(state, names[k]);
+        if (k == 0)
+            assert_int_equal(symlink(target, p), 0);
+        else if (k == 1)
+            assert_int_equal(mkfifo(p, 0644), 0); /* no reader: not waited on */
+        else
+            assert_int_equal(link(target, p), 0);
+        assert_int_equal(fs_write_file(p, "overwritten", 11), 0);
+        struct stat st;
+        assert_int_equal(lstat(p, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_nlink, 1);
+        size_t n = 0;
+        char *s = S_slurp(p, &n);
+        assert_int_equal(n, 11);
+        free(s);
+        s = S_slurp(target, &n);
+        assert_int_equal(n, 8);
+        assert_memory_equal(s, "precious", 8);
+        free(s);
+        free(p);
+    }
+    /* without emptying, a file's old bytes stay until written over */
+    int fd = fs_open_own(target, false);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "PR", 2), 2);
+    close(fd);
     size_t n = 0;
     char *s = S_slurp(target, &n);
     assert_int_equal(n, 8);
-    assert_memory_equal(s, "precious", 8);
+    assert_memory_equal(s, "PRecious", 8);
     free(s);
+    char *dir = S_path(state, "adir");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    errno = 0;
+    assert_int_equal(fs_write_file(dir, "x", 1), -1);
+    assert_int_equal(errno, EISDIR);
+    free(dir);
     free(target);
-    free(link);
+}
+
+/* An output with another name (a hard link planted in the staging folder,
+ * or the output copied with cp -al): rewritten as a new file, whole
+ * (fs_sync_file) or by a stream that first meets a difference halfway, and
+ * the other name keeps its bytes. */
+static void test_outputs_not_through_hard_links(void **state)
+{
+    char *f = S_path(state, "f"), *g = S_path(state, "g");
+    char big[100000];
+    memset(big, 'a', sizeof big);
+    for (int round = 0; round < 2; round++) {
+        unlink(f);
+        unlink(g);
+        S_put(f, big, sizeof big);
+        assert_int_equal(link(f, g), 0);
+        big[70000] = 'b';
+        if (round == 0) {
+            assert_int_equal(fs_sync_file(f, big, sizeof big), 0);
+        } else {
+            fs_stream w;
+            fs_stream_open(&w, f, NULL);
+            assert_int_equal(fs_stream_write(&w, big, sizeof big), 0);
+            bool written = false;
+            assert_int_equal(fs_stream_close(&w, NULL, &written), 0);
+            assert_true(written);
+        }
+        size_t n = 0;
+        char *s = S_slurp(f, &n);
+        assert_int_equal(n, sizeof big);
+        assert_memory_equal(s, big, sizeof big);
+        free(s);
+        big[70000] = 'a';
+        s = S_slurp(g, &n);
+        assert_int_equal(n, sizeof big);
+        assert_memory_equal(s, big, sizeof big);
+        free(s);
+        struct stat st;
+        assert_int_equal(stat(f, &st), 0);
+        assert_int_equal(st.st_nlink, 1);
+    }
+    free(f);
+    free(g);
 }
 
 static void test_copy_file(void **state)
@@ -1347,7 +1422,6 @@ static void test_fifo_not_waited_on(void **state)
     assert_false(fs_same_at(AT_FDCWD, fifo, "", 0, NULL));
     assert_false(fs_same_files(fifo, f));
     assert_false(fs_same_files(f, fifo));
-    assert_int_equal(fs_write_file(fifo, "x", 1), -1); /* refused, not waited on */
     buf b = BUF_INIT;
     assert_int_equal(fs_read_regular(fifo, 100, &b), FS_ENOTREG);
     char *to = S_path(state, "copy");
@@ -1395,7 +1469,8 @@ int main(void)
         T(test_mkdir_p_existing_file_fails),
         cmocka_unit_test(test_mkdir_p_empty_path),
         T(test_write_file),
-        T(test_write_refuses_symlink),
+        T(test_write_replaces_what_stands_there),
+        T(test_outputs_not_through_hard_links),
         T(test_copy_file),
         T(test_copy_errors),
         T(test_remove_tree_keeps_symlink_targets),
