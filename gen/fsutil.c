@@ -614,8 +614,12 @@ int fs_sync_file(const char *path, const void *data, size_t len)
 
 int fs_sync_file_stat(const char *path, const void *data, size_t len, struct stat *st)
 {
-    if (fs_same_at(AT_FDCWD, path, data, len, st))
+    struct stat here;
+    if (fs_same_at(AT_FDCWD, path, data, len, &here) && here.st_nlink <= 1) {
+        if (st)
+            *st = here;
         return 0;
+    }
     return fs_put_file_stat(path, data, len, st);
 }
 

@@ -61,7 +61,12 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
         *bytes += counted;
         return 0;
     }
-    if (d->dir_fd > 0 && fs_same_at(d->dir_fd, rel, data, len, st)) {
+    /* the same bytes stay, unless the file has other names (a hard link
+     * planted there would be published as a page: written anew) */
+    struct stat here;
+    if (d->dir_fd > 0 && fs_same_at(d->dir_fd, rel, data, len, &here) && here.st_nlink <= 1) {
+        if (st)
+            *st = here;
         *bytes += counted;
         return 1;
     }

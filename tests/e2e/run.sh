@@ -2164,6 +2164,16 @@ t_hardlink_planted() {
     [ "$(cat "$victim")" = precious ] || fail "the full build wrote through a hard link in the staging folder"
     expect_grep "site/$f" 'Edited.'
     [ "$(stat -c %h "$W/site/$f")" = 1 ] || fail "the published page is a hard link"
+    # one with the page's own bytes: published, it would follow the other name
+    local same=$W.same g=notes/bulk2/index.html
+    kv build --no-cache
+    expect_rc 0
+    cp "$W/.kvsite/site.prev/$g" "$same"
+    rm "$W/.kvsite/site.prev/$g" && ln "$same" "$W/.kvsite/site.prev/$g"
+    kv build --no-cache
+    expect_rc 0
+    [ "$(stat -c %h "$W/site/$g")" = 1 ] || fail "a hard link with the page's bytes was published"
+    cmp -s "$same" "$W/site/$g" || fail "$g changed"
     for k in cache stamp synced; do
         rm -f "$W/.kvsite/site.$k" && ln "$victim" "$W/.kvsite/site.$k"
     done
