@@ -383,7 +383,7 @@ int fs_open_own(const char *path, bool empty)
         int fd = open(path, flags, 0666);
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink <= 1) {
-            if (!empty || ftruncate(fd, 0) == 0)
+            if (!empty || st.st_size == 0 || ftruncate(fd, 0) == 0)
                 return fd;
             int e = errno;
             close(fd);
