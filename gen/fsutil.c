@@ -390,12 +390,13 @@ int fs_open_own(const char *path, bool empty)
             errno = e;
             return -1;
         }
-        if (fd < 0 && errno != ELOOP && errno != ENXIO)
+        if (fd < 0 && errno != ELOOP && errno != ENXIO && errno != EACCES)
             return -1; /* a folder among them: EISDIR, the caller's to judge */
         if (fd >= 0)
             close(fd);
-        /* a link, a FIFO, or a file with other names: removed (its other
-         * names and a link's target untouched), then a new file */
+        /* a link, a FIFO, a file with other names or one that may not be
+         * written: removed (its other names and a link's target untouched),
+         * then a new file */
         if (unlink(path) != 0 && errno != ENOENT)
             return -1;
         flags |= O_EXCL;

@@ -84,8 +84,9 @@ int fs_read_in(const char *root, const char *rel, size_t max, buf *out);
 int fs_mkdir_p(const char *path);
 /* Opens path for writing a file of kvsite's own (an output, a state file),
  * never through what stands there: a link, a FIFO, any file that is not
- * regular, or a regular one with other names (a hard link: writing would
- * change them too) is unlinked and a new file made in its place. With
+ * regular, a regular one with other names (a hard link: writing would
+ * change them too) or one this user may not write is unlinked and a new
+ * file made in its place (the folder's permission decides). With
  * empty, the file is truncated; without, its old bytes stay until written
  * over (the caller truncates at the end). The fd, or -1 with errno (EISDIR:
  * a folder stands there; ENOENT, ENOTDIR: a folder is missing). */

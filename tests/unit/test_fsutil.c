@@ -352,15 +352,19 @@ static void test_write_replaces_what_stands_there(void **state)
 {
     S_put_rel(state, "target", "precious");
     char *target = S_path(state, "target");
-    const char *names[] = {"link", "fifo", "hard"};
-    for (size_t k = 0; k < 3; k++) {
+    const char *names[] = {"link", "fifo", "hard", "readonly"};
+    for (size_t k = 0; k < 4; k++) {
         char *p = S_path(state, names[k]);
         if (k == 0)
             assert_int_equal(symlink(target, p), 0);
         else if (k == 1)
             assert_int_equal(mkfifo(p, 0644), 0); /* no reader: not waited on */
-        else
+        else if (k == 2)
             assert_int_equal(link(target, p), 0);
+        else { /* (as root, writable all the same) */
+            S_put(p, "old", 3);
+            assert_int_equal(chmod(p, 0444), 0);
+        }
         assert_int_equal(fs_write_file(p, "overwritten", 11), 0);
         struct stat st;
         assert_int_equal(lstat(p, &st), 0);
