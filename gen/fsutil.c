@@ -652,10 +652,12 @@ void fs_stream_open(fs_stream *w, const char *path, const char *old)
         close(w->cmp);
         w->cmp = -1;
     }
-    /* a file with other names is not written in place (they would change
-     * too): its bytes are compared, and a new file made when they differ */
-    if (w->cmp >= 0 && w->in_place && st.st_nlink > 1)
-        w->in_place = false;
+    /* a file with other names is not kept nor written in place (they would
+     * change with it): a new file is made, as output_write does */
+    if (w->cmp >= 0 && w->in_place && st.st_nlink > 1) {
+        close(w->cmp);
+        w->cmp = -1;
+    }
 }
 
 static void S_stream_fail(fs_stream *w)

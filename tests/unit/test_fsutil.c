@@ -401,8 +401,8 @@ static void test_write_replaces_what_stands_there(void **state)
 
 /* An output with another name (a hard link planted in the staging folder,
  * or the output copied with cp -al): rewritten as a new file, whole
- * (fs_sync_file) or by a stream that first meets a difference halfway, and
- * the other name keeps its bytes. */
+ * (fs_sync_file) or by a stream, and the other name keeps its bytes; with
+ * the same bytes too, so that the output has no second name. */
 static void test_outputs_not_through_hard_links(void **state)
 {
     char *f = S_path(state, "f"), *g = S_path(state, "g");
@@ -437,6 +437,27 @@ static void test_outputs_not_through_hard_links(void **state)
         struct stat st;
         assert_int_equal(stat(f, &st), 0);
         assert_int_equal(st.st_nlink, 1);
+    }
+    big[70000] = 'b'; /* f's bytes now */
+    for (int round = 0; round < 2; round++) { /* the same bytes */
+        unlink(g);
+        assert_int_equal(link(f, g), 0);
+        if (round == 0) {
+            assert_int_equal(fs_sync_file(f, big, sizeof big), 0);
+        } else {
+            fs_stream w;
+            fs_stream_open(&w, f, NULL);
+            assert_int_equal(fs_stream_write(&w, big, sizeof big), 0);
+            assert_int_equal(fs_stream_close(&w, NULL, NULL), 0);
+        }
+        struct stat st;
+        assert_int_equal(stat(f, &st), 0);
+        assert_int_equal(st.st_nlink, 1);
+        size_t n = 0;
+        char *s = S_slurp(f, &n);
+        assert_int_equal(n, sizeof big);
+        assert_memory_equal(s, big, sizeof big);
+        free(s);
     }
     free(f);
     free(g);
