@@ -621,10 +621,19 @@ void output_unmark(output *o)
     free(mark);
 }
 
+/* Whether the staging folder's old holds the bytes of the output's from and
+ * has no other name (a hard link there would be published: made anew). */
+static bool S_stays(const char *from, const char *old)
+{
+    struct stat st;
+    return lstat(old, &st) == 0 && st.st_nlink <= 1 && fs_same_files(from, old);
+}
+
 /* Makes staging/rel what out/rel is, by way of the incremental folder (whose
  * files are moved in without following links, fs_move_into): a copy there,
  * unless this build wrote its own, or staging/rel gone when the output has
- * no such file. With compare, a staging file with the same bytes stays. */
+ * no such file. With compare, a staging file with the same bytes stays
+ * (S_stays). */
 static int S_sync_one(const output *o, const char *rel, bool compare)
 {
     char *from = fs_join(o->out_abs, rel);
@@ -633,7 +642,7 @@ static int S_sync_one(const output *o, const char *rel, bool compare)
     int rc = 0;
     if (lstat(from, &st) == 0 && S_ISREG(st.st_mode)) {
         char *old = compare ? fs_join(o->staging, rel) : NULL;
-        if (lstat(via, &st) != 0 && !(old && fs_same_files(from, old)))
+        if (lstat(via, &st) != 0 && !(old && S_stays(from, old)))
             rc = fs_sync_copy(from, via, NULL);
         free(old);
     } else if (fs_remove_in(o->staging, rel) != 0 && errno != ENOENT) {

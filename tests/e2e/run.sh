@@ -2174,6 +2174,20 @@ t_hardlink_planted() {
     expect_rc 0
     [ "$(stat -c %h "$W/site/$g")" = 1 ] || fail "a hard link with the page's bytes was published"
     cmp -s "$same" "$W/site/$g" || fail "$g changed"
+    # and an incremental build that brings the staging folder level with the
+    # output file by file (no mark): a hard link there with the output's
+    # bytes is not kept either
+    local h=notes/bulk2/index.html
+    kv build --no-cache
+    expect_rc 0
+    rm -f "$W/.kvsite/site.synced" "$W.same2"
+    cp "$W/site/$h" "$W.same2"
+    rm "$W/.kvsite/site.prev/$h" && ln "$W.same2" "$W/.kvsite/site.prev/$h"
+    printf '\nOnce more.\n' >>"$W/content/notes/bulk1.md"
+    kv build
+    expect_rc 0
+    grep -q '1 rendered' "$W.err" || fail "not incremental: $(tail -n 1 "$W.err")"
+    [ "$(stat -c %h "$W/site/$h")" = 1 ] || fail "the incremental publish kept a hard link"
     for k in cache stamp synced; do
         rm -f "$W/.kvsite/site.$k" && ln "$victim" "$W/.kvsite/site.$k"
     done
