@@ -845,14 +845,93 @@ bool lv_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v
     return false;
 }
 
+/* page.toc: a view too (a page may have thousands of headings), of the
+ * page's result: it expires when the page's job ends. Each item is {level,
+ * id, text, depth}: depth is the level under the page's shallowest heading
+ * (1 for those), what a contents list nests by; a loop that shows only
+ * fields of its items reads them in place (lv_list_reader). */
+typedef struct {
+    lv_head h;
+    const md_heading *toc;
+    size_t n;
+    int top; /* the shallowest level */
+} toc_view;
+
+static size_t S_toc_len(const void *o) { return ((const toc_view *)o)->n; }
+
+enum { TOC_LEVEL, TOC_ID, TOC_TEXT, TOC_DEPTH, TOC_KEYS };
+static const char *const S_TOC_KEYS[TOC_KEYS] = {"level", "id", "text", "depth"};
+
+static int S_toc_key(const char *k)
+{
+    for (int key = 0; key < TOC_KEYS; key++)
+        if (strcmp(k, S_TOC_KEYS[key]) == 0)
+            return key;
+    return -1;
+}
+
+/* An item's field, for the list reader and for its table alike. */
+static tpl_value S_toc_value(const toc_view *v, const md_heading *h, int key)
+{
+    switch (key) {
+    case TOC_LEVEL: return (tpl_value){LUA_TNUMBER, true, NULL, h->level, 0};
+    case TOC_DEPTH: return (tpl_value){LUA_TNUMBER, true, NULL, h->level - v->top + 1, 0};
+    case TOC_ID:
+    case TOC_TEXT: {
+        const char *str = key == TOC_ID ? h->id : h->text;
+        if (str)
+            return (tpl_value){LUA_TSTRING, false, str, 0, 0};
+        break;
+    }
+    default: break;
+    }
+    return (tpl_value){LUA_TNIL, false, NULL, 0, 0};
+}
+
+static bool S_toc_item(lua_State *L, void *o, lua_Integer i)
+{
+    const toc_view *v = o;
+    if (i < 1 || (size_t)i > v->n)
+        return false;
+    lua_createtable(L, 0, TOC_KEYS);
+    for (int key = 0; key < TOC_KEYS; key++) {
+        tpl_value x = S_toc_value(v, &v->toc[i - 1], key);
+        if (x.type == LUA_TNUMBER)
+            lua_pushinteger(L, (lua_Integer)x.i);
+        else if (x.type == LUA_TSTRING)
+            lua_pushlstring(L, x.s, strlen(x.s)); /* not pushstring: see render_setstr */
+        else
+            continue;
+        lua_setfield(L, -2, S_TOC_KEYS[key]);
+    }
+    return true;
+}
+
+static const lv_kind S_TOC_VIEW = {"kvsite.toc", "page.toc", NULL, 0, NULL, S_toc_item,
+                                   S_toc_len};
+
+void lv_push_toc(renderer *r, const md_heading *toc, size_t n)
+{
+    toc_view *v = lv_new(sandbox_lua(r->sb), &S_TOC_VIEW, sizeof *v, 0, &r->job_gen);
+    v->toc = toc;
+    v->n = n;
+    v->top = n ? toc[0].level : 1;
+    for (size_t i = 1; i < n; i++)
+        if (toc[i].level < v->top)
+            v->top = toc[i].level;
+}
+
 /* tpl_list_reader: a report's rows read straight from the figures, without
- * a figure object per row, and a listed page's tags from the page. */
+ * a figure object per row, a listed page's tags from the page, and the
+ * page's contents from its headings. */
 static void *S_open_list(void *ctx, lua_State *L, int list)
 {
     (void)ctx;
     /* expired: NULL, and Lua raises the error */
     void *v = lv_test(L, list, &S_FIGURE_VIEW);
-    return v ? v : lv_test(L, list, &S_TAGS_VIEW);
+    if (!v)
+        v = lv_test(L, list, &S_TAGS_VIEW);
+    return v ? v : lv_test(L, list, &S_TOC_VIEW);
 }
 
 enum { TK_NAME, TK_URL };
@@ -860,8 +939,11 @@ enum { TK_NAME, TK_URL };
 static int S_list_key(void *ctx, void *list, const char *k)
 {
     (void)ctx;
-    if (((const lv_head *)list)->kind == &S_TAGS_VIEW)
+    const lv_kind *kind = ((const lv_head *)list)->kind;
+    if (kind == &S_TAGS_VIEW)
         return strcmp(k, "name") == 0 ? TK_NAME : strcmp(k, "url") == 0 ? TK_URL : -1;
+    if (kind == &S_TOC_VIEW)
+        return S_toc_key(k);
     return S_figure_key(k);
 }
 
@@ -878,6 +960,14 @@ static bool S_list_item(void *ctx, void *list, lua_Integer i, const int *keys, s
         for (size_t j = 0; j < n; j++)
             v[j] = (tpl_value){LUA_TSTRING, false,
                                keys[j] == TK_NAME ? name : S_tag_url(tv->r, name), 0, 0};
+        return true;
+    }
+    if (((const lv_head *)list)->kind == &S_TOC_VIEW) {
+        const toc_view *tv = list;
+        if (i < 1 || (size_t)i > tv->n)
+            return false;
+        for (size_t j = 0; j < n; j++)
+            v[j] = S_toc_value(tv, &tv->toc[i - 1], keys[j]);
         return true;
     }
     figure_view *fv = list;
@@ -915,40 +1005,6 @@ static void S_push_figure(lua_State *L, const figure *f, const char *src, const 
     o->f.anchor = to[5];
     o->src = to[6];
     o->page_url = to[7];
-}
-
-/* page.toc: a view too (a page may have thousands of headings), of the
- * page's result: it expires when the page's job ends. */
-typedef struct {
-    lv_head h;
-    const md_heading *toc;
-    size_t n;
-} toc_view;
-
-static size_t S_toc_len(const void *o) { return ((const toc_view *)o)->n; }
-
-static bool S_toc_item(lua_State *L, void *o, lua_Integer i)
-{
-    const toc_view *v = o;
-    if (i < 1 || (size_t)i > v->n)
-        return false;
-    const md_heading *h = &v->toc[i - 1];
-    lua_createtable(L, 0, 3);
-    lua_pushinteger(L, h->level);
-    lua_setfield(L, -2, "level");
-    render_setstr(L, "id", h->id);
-    render_setstr(L, "text", h->text);
-    return true;
-}
-
-static const lv_kind S_TOC_VIEW = {"kvsite.toc", "page.toc", NULL, 0, NULL, S_toc_item,
-                                   S_toc_len};
-
-void lv_push_toc(renderer *r, const md_heading *toc, size_t n)
-{
-    toc_view *v = lv_new(sandbox_lua(r->sb), &S_TOC_VIEW, sizeof *v, 0, &r->job_gen);
-    v->toc = toc;
-    v->n = n;
 }
 
 /* page.figures: a view of the page's own figures, like page.toc. */
