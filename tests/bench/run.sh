@@ -38,7 +38,7 @@ missed=() # targets missed, printed after the tables
 note() { printf '%s\n' "$*"; }
 fail() { printf 'bench: FAIL: %s\n' "$*"; failures=$((failures + 1)); }
 
-mkdir -p "$OUT/logs" || exit 2
+mkdir -p "$OUT/logs" && : >"$OUT/logs/samples.tsv" || exit 2
 
 # ---- tools: GNU time and Hugo from Debian, installed on demand ----
 apt_updated=0
@@ -148,9 +148,14 @@ sample() {
     fi
     read -r _ u s m <<<"$line"
     # wall from bash's microsecond clock: %e has only 10 ms steps
-    SAMPLES_W[$key]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') "
+    local wall
+    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+    SAMPLES_W[$key]+="$wall "
     SAMPLES_C[$key]+="$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }') "
     SAMPLES_R[$key]+="$(awk -v m="$m" 'BEGIN { printf "%.1f", m / 1024 }') "
+    # every sample in the order taken (key, wall s, user s, sys s, max RSS
+    # KiB): an outlier shows here, not only in a median
+    printf '%s\t%s\t%s\t%s\t%s\n' "$key" "$wall" "$u" "$s" "$m" >>"$OUT/logs/samples.tsv"
 }
 # summarize KEY: the medians of KEY's samples
 summarize() {
@@ -501,6 +506,14 @@ for n in $BUNDLED_SIZES; do
     done
 done
 brow "kv-theme-plain-one-$FULL_SIZE" "kvsite plain one, theme (1 run)" "$FULL_SIZE" "plain-one-$FULL_SIZE"
+note ""
+note "== bundled templates: each run's wall s, in the order taken (all samples: logs/samples.tsv)"
+for n in $BUNDLED_SIZES; do
+    for k in "hugo-plain-one-$n" "kv-min-plain-one-$n" "kv-repo-plain-one-$n" \
+        kv-theme-{plain,figures}-{one,twenty}-"$n"; do
+        [ "${STATUS[$k]:-}" = ok ] && printf '%-8s %-34s %s\n' "$n" "$k" "${SAMPLES_W[$k]}"
+    done
+done
 note ""
 note "== bundled templates: ratios (targets gate at $bgate pages; growth ${bsizes[1]:-n/a} / $bgate)"
 printf '%-56s %8s %10s   %s\n' ratio value target result
