@@ -845,7 +845,7 @@ bool lv_read_field(void *ctx, lua_State *L, int obj, const char *k, tpl_value *v
     return false;
 }
 
-/* page.toc: a view too (a page may have thousands of headings), of the
+/* page.toc: a view (a page may have thousands of headings) of the
  * page's result: it expires when the page's job ends. Each item is {level,
  * id, text, depth}: depth is the level under the page's shallowest heading
  * (1 for those), what a contents list nests by; a loop that shows only

@@ -602,16 +602,17 @@ static void test_brief_tags(void **state)
 
 /* page.toc: a read-only view of {level, id, text, depth} items, depth
  * counted from the page's shallowest heading (not its first); the same
- * whether a loop reads the fields in place or Lua makes each item (a fresh
- * table: writing to it changes nothing). */
+ * whether a loop reads the fields in place (the first: only fields) or Lua
+ * makes each item (the second, which reads a field items lack: a fresh
+ * table each, writing to it changes nothing). */
 static void test_page_toc(void **state)
 {
     const char *dir = *state;
     tmpdir_put(dir, "templates/page.html",
                "{% for _, h in ipairs(page.toc) do %}"
-               "[{{ h.depth }}|{{ h.level }}|{{ h.id }}|{{ h.text }}|{{ h.slug }}]{% end %}\n"
-               "{% for i, h in ipairs(page.toc) do %}{{ i + 0 }}:{{ h.depth }}:{{ h.text }};"
-               "{% end %}\n"
+               "[{{ h.depth }}|{{ h.level }}|{{ h.id }}|{{ h.text }}]{% end %}\n"
+               "{% for i, h in ipairs(page.toc) do %}{{ i + 0 }}:{{ h.depth }}:{{ h.text }}:"
+               "{{ h.slug }};{% end %}\n"
                "{{ #page.toc }} {{ (page.toc[2] or {}).depth }} {{ page.toc[9] }} "
                "{{ pcall(function() page.toc[1].depth = 7 end) }} {{ page.toc[1].depth }}\n");
     tmpdir_put(dir, "content/notes/kv.md",
@@ -623,11 +624,11 @@ static void test_page_toc(void **state)
     S_render_all(&s);
     S_no_diags(&s);
     S_out_is(&s, "notes/kv/index.html",
-             "[2|4|zero|Zero|][1|3|alpha|Alpha|][2|4|beta-x|Beta &amp; &lt;x&gt;|]"
-             "[3|5|gamma|Gamma|][1|3|delta|Delta|]\n"
-             "1:2:Zero;2:1:Alpha;3:2:Beta &amp; &lt;x&gt;;4:3:Gamma;5:1:Delta;\n"
+             "[2|4|zero|Zero][1|3|alpha|Alpha][2|4|beta-x|Beta &amp; &lt;x&gt;]"
+             "[3|5|gamma|Gamma][1|3|delta|Delta]\n"
+             "1:2:Zero:;2:1:Alpha:;3:2:Beta &amp; &lt;x&gt;:;4:3:Gamma:;5:1:Delta:;\n"
              "5 1  true 2\n");
-    S_out_is(&s, "notes/flat/index.html", "[1|2|one|One|]\n1:1:One;\n1   true 1\n");
+    S_out_is(&s, "notes/flat/index.html", "[1|2|one|One]\n1:1:One:;\n1   true 1\n");
     S_free(&s);
 }
 
