@@ -487,10 +487,12 @@ bgate=${bsizes[0]}
 note ""
 note "== bundled templates (median of $REPEAT runs; one = every page in one section, twenty = 20 sections)"
 printf '%-8s %-34s %9s %9s %13s %12s   %s\n' pages run "wall s" "CPU s" "peak RSS MiB" "largest B" status
+shown=() # "PAGES KEY" of each row printed
 brow() { # brow KEY LABEL PAGES [BIGKEY]
     local k=$1 big=${4:+${BIG[$4]:-}}
     if [ "${STATUS[$k]:-}" = ok ]; then
         printf '%-8s %-34s %9s %9s %13s %12s   %s\n' "$3" "$2" "${WALL[$k]}" "${CPU[$k]}" "${RSS[$k]}" "${big:--}" ok
+        shown+=("$3 $k") # for the runs' walls below
     elif [ -n "${STATUS[$k]:-}" ]; then
         printf '%-8s %-34s %9s %9s %13s %12s   %s\n' "$3" "$2" n/a n/a n/a - "${STATUS[$k]}"
     fi
@@ -508,11 +510,8 @@ done
 brow "kv-theme-plain-one-$FULL_SIZE" "kvsite plain one, theme (1 run)" "$FULL_SIZE" "plain-one-$FULL_SIZE"
 note ""
 note "== bundled templates: each run's wall s, in the order taken (all samples: logs/samples.tsv)"
-for n in $BUNDLED_SIZES; do
-    for k in "hugo-plain-one-$n" "kv-min-plain-one-$n" "kv-repo-plain-one-$n" \
-        kv-theme-{plain,figures}-{one,twenty}-"$n"; do
-        [ "${STATUS[$k]:-}" = ok ] && printf '%-8s %-34s %s\n' "$n" "$k" "${SAMPLES_W[$k]}"
-    done
+for row in "${shown[@]}"; do
+    printf '%-8s %-34s %s\n' "${row%% *}" "${row#* }" "${SAMPLES_W[${row#* }]}"
 done
 note ""
 note "== bundled templates: ratios (targets gate at $bgate pages; growth ${bsizes[1]:-n/a} / $bgate)"
