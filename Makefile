@@ -1,7 +1,7 @@
 # kvsite: `make` builds the generator and the bundled site; `make test` runs every test.
 # Libraries come from Debian packages, found with pkg-config (see `make deps`).
 
-PKGS      := libcmark-gfm lua5.4 yaml-0.1 libmicrohttpd tree-sitter
+PKGS      := libcmark-gfm lua5.4 yaml-0.1 libmicrohttpd tree-sitter nettle
 B         ?= build
 CC        ?= cc
 OPT       ?= -O2 -g
@@ -69,7 +69,7 @@ $(TS_MOD)/%:
 # runs it), then what the tests need as well (`make deps`)
 DEBIAN_BUILD_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
                liblua5.4-dev libyaml-dev libmicrohttpd-dev libtree-sitter-dev nodejs \
-               libtcmalloc-minimal4
+               libtcmalloc-minimal4 nettle-dev
 DEBIAN_PKGS := $(DEBIAN_BUILD_PKGS) libcmocka-dev python3 procps curl
 # make check-html: the Nu HTML checker runs on Java, axe-core in Chromium driven from node;
 # the npm packages are pinned in tools/npm (package.json and package-lock.json)

@@ -173,9 +173,10 @@ static int S_copy_from(build_state *s, const char *from, const char *to_rel, con
     }
     const buf *src = fp ? &fp->bytes : &b;
     output_dest d = output_dest_of(&s->out);
-    rc = output_write(&d, to_rel, src->ptr, src->len, NULL, &s->dl, &s->out.extra_bytes, NULL);
+    rc = output_write(&d, to_rel, src->ptr, src->len, NULL, NULL, &s->dl, &s->out.extra_bytes,
+                      NULL);
     if (rc >= 0 && fp)
-        rc = output_write(&d, fp->hashed + 1, src->ptr, src->len, NULL, &s->dl,
+        rc = output_write(&d, fp->hashed + 1, src->ptr, src->len, NULL, NULL, &s->dl,
                           &s->out.extra_bytes, NULL);
     buf_free(&b);
     return rc < 0 ? -1 : 0;
@@ -442,7 +443,7 @@ static char *S_job_url(const void *env, size_t job) { return jobs_url(env, job);
 static void S_plan(build_state *s)
 {
     const build_opts *o = s->o;
-    s->env = (render_env){.root = o->root, .out_dir = s->out.staging, .cfg = &s->cfg,
+    s->env = (render_env){.root = o->root, .dest = output_dest_of(&s->out), .cfg = &s->cfg,
                           .idx = &s->idx, .src = &s->src, .strict = o->strict};
     char *split = fs_join(o->root, "templates/" RENDER_REPORT_SECTION_TEMPLATE);
     if (fs_exists(split)) {
@@ -500,12 +501,13 @@ static void S_choose(build_state *s)
     S_trace(s, incremental ? "incremental" : "full build");
     if (incremental) {
         /* changed files go to a folder of their own, moved in when the build succeeds */
+        output_scan_stop(&s->out); /* no thread may run while workers fork */
         output_begin_incremental(&s->out, &s->dl);
-        s->env.out_dir = s->out.incr_dir;
-        s->env.same_dir = s->out.out_abs;
+        s->env.dest = output_dest_of(&s->out);
     } else if (s->out.staging) {
         output_unmark(&s->out);
-        s->env.diff_dir = output_dest_of(&s->out).diff_dir; /* what the records say differs */
+        output_load_tables(&s->out);
+        s->env.dest = output_dest_of(&s->out); /* diff_dir: what the records say differs */
         output_scan_finish(&s->out);
         S_trace(s, "staging scanned");
     }
@@ -825,11 +827,14 @@ static void S_publish(build_state *s)
         buf fresh = BUF_INIT; /* the pages whose bytes the old output lacks */
         for (size_t j = 0; j < s->njobs; j++) {
             const page_record *r = &s->records[j];
-            if (r->out_changed && r->url && r->url[0] && r->out_bytes > 0) {
-                char *rel = output_rel(r->url);
+            if (!r->url || !r->url[0] || r->out_bytes == 0)
+                continue;
+            char *rel = output_rel(r->url);
+            if (r->out_changed)
                 buf_put(&fresh, rel, strlen(rel) + 1);
-                free(rel);
-            }
+            output_table_page(&s->out, rel, &r->out_at, r->out_changed ? NULL : &r->pub_at,
+                              &r->out_digest);
+            free(rel);
         }
         if (s->search_prog)
             S_search(s);

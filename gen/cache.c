@@ -10,7 +10,7 @@
 
 #include "stamp.h"
 
-static const char S_MAGIC[16] = "kvsite-cache 6\n";
+static const char S_MAGIC[16] = "kvsite-cache 7\n";
 
 /* Integrity: every record carries a checksum of its bytes, checked when it is
  * read; everything else the loader reads (fingerprints, outputs, front

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "walk.h"
 
 /* ---------- the writer ---------- */
 
@@ -27,10 +28,21 @@ void output_cap_error(diag_list *dl, const char *file, uint64_t total, uint64_t 
                (unsigned long long)total, (unsigned long long)cap);
 }
 
-/* Whether dir/rel holds data, named from fd when it is open. */
-static bool S_same_in(const char *dir, int fd, const char *rel, const void *data, size_t len,
-                      struct stat *st)
+/* Whether dir/rel holds data, named from fd when it is open: one stat when
+ * the folder's table lists the file with that stat and data's digest dg,
+ * otherwise its bytes compared. st gets the file's stat when it does. */
+static bool S_same_in(const char *dir, int fd, const outrec *rec, const char *rel,
+                      const void *data, size_t len, const outrec_digest *dg, struct stat *st)
 {
+    if (fd > 0 && rec && dg) {
+        struct stat here;
+        if (fstatat(fd, rel, &here, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(here.st_mode) &&
+            outrec_holds(rec, rel, &here, dg)) {
+            if (st)
+                *st = here;
+            return true;
+        }
+    }
     if (fd > 0)
         return fs_same_at(fd, rel, data, len, st);
     char *path = fs_join(dir, rel);
@@ -40,7 +52,8 @@ static bool S_same_in(const char *dir, int fd, const char *rel, const void *data
 }
 
 int output_write(const output_dest *d, const char *rel, const void *data, size_t len,
-                 const char *file, diag_list *dl, uint64_t *bytes, struct stat *st)
+                 const outrec_digest *dg, const char *file, diag_list *dl, uint64_t *bytes,
+                 struct stat *st)
 {
     size_t counted = len ? len : 1;
     if (!d->dir) { /* kvsite check writes nothing */
@@ -57,14 +70,15 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
     S_total += counted;
     if (!data)
         data = "";
-    if (d->same_dir && S_same_in(d->same_dir, d->same_fd, rel, data, len, NULL)) {
+    if (d->same_dir && S_same_in(d->same_dir, d->same_fd, NULL, rel, data, len, NULL, NULL)) {
         *bytes += counted;
         return 0;
     }
     /* the same bytes stay, unless the file has other names (a hard link
      * planted there would be published as a page: written anew) */
     struct stat here;
-    if (d->dir_fd > 0 && fs_same_at(d->dir_fd, rel, data, len, &here) && here.st_nlink <= 1) {
+    if (d->dir_fd > 0 && S_same_in(d->dir, d->dir_fd, d->dir_rec, rel, data, len, dg, &here) &&
+        here.st_nlink <= 1) {
         if (st)
             *st = here;
         *bytes += counted;
@@ -84,9 +98,16 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
     return 1;
 }
 
-bool output_differs(const output_dest *d, const char *rel, const void *data, size_t len)
+bool output_differs(const output_dest *d, const char *rel, const void *data, size_t len,
+                    const outrec_digest *dg, struct stat *same_st)
 {
-    return !d->diff_dir || !S_same_in(d->diff_dir, d->diff_fd, rel, data ? data : "", len, NULL);
+    struct stat st;
+    if (!d->diff_dir ||
+        !S_same_in(d->diff_dir, d->diff_fd, d->diff_rec, rel, data ? data : "", len, dg, &st))
+        return true;
+    if (same_st)
+        *same_st = st;
+    return false;
 }
 
 static int S_open_dir(const char *dir)
@@ -282,72 +303,18 @@ char *output_side_path(const output *o, const char *what)
 
 /* ---------- the staging folder's scan ---------- */
 
-/* One folder of a scan: its entries into the scan's lists, its folders onto
- * the walk's stack. */
-typedef struct {
-    output_scan *sc;
-    int fd;         /* the folder */
-    const char *rel;
-    char ***stack;
-    size_t *n, *cap;
-    size_t entries;
-} S_scan_dir;
-
-static int S_scan_entry(const char *name, unsigned char type, void *ctx)
-{
-    S_scan_dir *sd = ctx;
-    output_scan *sc = sd->sc;
-    sd->entries++;
-    if (type == DT_UNKNOWN) {
-        struct stat st;
-        if (fstatat(sd->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            return 0;
-        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
-    }
-    if (type == DT_DIR) {
-        if (*sd->n == *sd->cap)
-            *sd->stack = xrealloc(*sd->stack, (*sd->cap *= 2) * sizeof **sd->stack);
-        (*sd->stack)[(*sd->n)++] = sd->rel[0] ? fs_join(sd->rel, name) : xstrdup(name);
-    } else if (type == DT_REG) {
-        if (sd->rel[0]) {
-            buf_puts(&sc->files, sd->rel);
-            buf_putc(&sc->files, '/');
-        }
-        buf_put(&sc->files, name, strlen(name) + 1);
-    } else {
-        sc->links = true;
-        return 1; /* the scan stops here */
-    }
-    return 0;
-}
-
-/* Walks sc->dir: its regular files and empty folders, and whether anything
- * else is there. Folders are opened beneath the scanned one (a link where a
- * folder was is not followed), each read in one go. */
+/* Walks sc->dir (walk.h): its regular files and empty folders, and whether
+ * anything else is there. */
 static void *S_scan_staging(void *arg)
 {
     output_scan *sc = arg;
-    size_t cap = 64, n = 0;
-    char **stack = xmalloc(cap * sizeof *stack);
-    int root = fs_root_open(sc->dir);
-    if (root >= 0)
-        stack[n++] = xstrdup("");
-    while (n > 0) {
-        char *rel = stack[--n];
-        bool go = !sc->links && !atomic_load_explicit(&sc->stop, memory_order_relaxed);
-        int fd = !go ? -1 : rel[0] ? fs_open_beneath(root, rel, O_RDONLY | O_DIRECTORY) : dup(root);
-        if (fd >= 0) {
-            S_scan_dir sd = {sc, fd, rel, &stack, &n, &cap, 0};
-            fs_each_entry(fd, S_scan_entry, &sd);
-            if (sd.entries == 0 && rel[0])
-                buf_put(&sc->empty_dirs, rel, strlen(rel) + 1);
-            close(fd);
-        }
-        free(rel);
-    }
-    if (root >= 0)
-        close(root);
-    free(stack);
+    walk_list l;
+    walk_list_init(&l);
+    walk_tree(sc->dir, WALK_THREADS, &sc->stop, &l);
+    buf_put(&sc->files, l.files.ptr, l.files.len);
+    buf_put(&sc->empty_dirs, l.empty_dirs.ptr, l.empty_dirs.len);
+    sc->links = sc->links || l.other;
+    walk_list_free(&l);
     return NULL;
 }
 
@@ -375,12 +342,13 @@ void output_scan_start(output *o)
     output_scan *sc = &o->scan;
     S_scan_reset(sc, o->staging);
     sc->started = pthread_create(&sc->thread, NULL, S_scan_staging, sc) == 0;
+    output_scan_published(o);
 }
 
 void output_scan_published(output *o)
 {
     output_scan *sc = &o->published;
-    if (sc->started || !o->staging || o->incremental || !o->had_output)
+    if (sc->started || sc->done || !o->staging || o->incremental || !o->had_output)
         return;
     S_scan_reset(sc, o->out_abs);
     sc->started = pthread_create(&sc->thread, NULL, S_scan_published_main, sc) == 0;
@@ -406,10 +374,12 @@ void output_scan_stop(output *o)
         pthread_join(sc->thread, NULL);
         sc->started = false;
     }
+    S_published_join(o, false);
 }
 
 void output_scan_finish(output *o)
 {
+    S_published_join(o, true); /* started beside this one: done before workers fork */
     output_scan *sc = &o->scan;
     if (!sc->done) {
         if (sc->started)
@@ -431,6 +401,62 @@ void output_scan_finish(output *o)
     }
 }
 
+/* ---------- the tables ---------- */
+
+void output_load_tables(output *o)
+{
+    if (o->tables || !o->staging || o->incremental)
+        return;
+    char *files = output_side_path(o, "files"), *prev = output_side_path(o, "prev.files");
+    if (o->had_output)
+        outrec_load(&o->out_rec, files);
+    outrec_load(&o->stage_rec, prev);
+    unlink(prev); /* the staging folder is about to change */
+    outrec_builder_init(&o->made);
+    outrec_builder_init(&o->kept);
+    o->tables = true;
+    free(prev);
+    free(files);
+}
+
+void output_table_page(output *o, const char *rel, const outrec_stamp *written,
+                       const outrec_stamp *published, const outrec_digest *dg)
+{
+    if (!o->tables || !outrec_stamp_known(written))
+        return; /* a page of two files, say: which one the stamps are of is unclear */
+    outrec_add(&o->made, rel, written, dg);
+    if (published)
+        outrec_add(&o->kept, rel, published, dg);
+}
+
+/* Both tables go before either folder changes (a build stopped at any point
+ * leaves none that lies: a missing one costs reads). */
+static void S_drop_tables(const output *o)
+{
+    const char *names[] = {"files", "prev.files"};
+    for (size_t i = 0; i < 2; i++) {
+        char *path = output_side_path(o, names[i]);
+        unlink(path);
+        free(path);
+    }
+}
+
+/* After a full build's swap: what it wrote is the output's, and the old
+ * output's pages it found unchanged are the staging folder's. A table that
+ * cannot be written is only missing. */
+static void S_save_tables(output *o)
+{
+    if (!o->tables)
+        return;
+    char *files = output_side_path(o, "files"), *prev = output_side_path(o, "prev.files");
+    outrec_save(&o->made, files);
+    struct stat st;
+    if (o->had_output && lstat(o->staging, &st) == 0 && S_ISDIR(st.st_mode))
+        outrec_save(&o->kept, prev);
+    free(prev);
+    free(files);
+}
+
 /* ---------- where files go ---------- */
 
 int output_begin_incremental(output *o, diag_list *dl)
@@ -450,7 +476,9 @@ output_dest output_dest_of(const output *o)
     output_dest d = {.dir = o->incremental ? o->incr_dir : o->staging,
                      .same_dir = o->incremental ? o->out_abs : NULL,
                      .cap = o->cap,
-                     .diff_dir = !o->incremental && o->had_output ? o->out_abs : NULL};
+                     .diff_dir = !o->incremental && o->had_output ? o->out_abs : NULL,
+                     .dir_rec = o->tables ? &o->stage_rec : NULL,
+                     .diff_rec = o->tables ? &o->out_rec : NULL};
     return d;
 }
 
@@ -468,7 +496,7 @@ int output_emit(output *o, const char *rel, const void *data, size_t len, diag_l
 {
     output_note_extra(o, rel);
     output_dest d = output_dest_of(o);
-    return output_write(&d, rel, data, len, NULL, dl, &o->extra_bytes, NULL) < 0 ? -1 : 0;
+    return output_write(&d, rel, data, len, NULL, NULL, dl, &o->extra_bytes, NULL) < 0 ? -1 : 0;
 }
 
 /* ---------- sweep and publish ---------- */
@@ -580,10 +608,12 @@ int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl
 {
     S_published_join(o, true);
     bool scanned = o->published.done; /* while the site was finished (output_scan_published) */
+    S_drop_tables(o);
     if (S_swap(o) != 0) {
         S_publish_error(o, dl, errno);
         return -1;
     }
+    S_save_tables(o);
     struct stat st;
     if (!fresh || !o->had_output || lstat(o->staging, &st) != 0 || !S_ISDIR(st.st_mode))
         return 0; /* no old output in the staging folder now: nothing to mark */
@@ -702,6 +732,7 @@ int output_publish_incremental(output *o, const char *prev, size_t prev_len, dia
      * into it and the stale ones out of it, and it is swapped in: the output
      * is the old one or the new one whenever the build stops, and unchanged
      * after any error. */
+    S_drop_tables(o);
     buf changed = BUF_INIT; /* what differs between the two folders afterwards */
     output_scan incr;
     memset(&incr, 0, sizeof incr);
@@ -773,6 +804,11 @@ void output_unlock(output *o)
 
 void output_free(output *o)
 {
+    outrec_free(&o->out_rec);
+    outrec_free(&o->stage_rec);
+    outrec_builder_free(&o->made);
+    outrec_builder_free(&o->kept);
+    o->tables = false;
     strmap_free(&o->outputs);
     buf_free(&o->extras);
     buf_free(&o->scan.files);

@@ -7,8 +7,9 @@
  *
  * kvsite's state lives in one folder beside the output, <parent>/.kvsite
  * (OUTPUT_STATE_DIR): for the output <out>, <out>.lock, the staging folder
- * <out>.prev, <out>.incr, <out>.synced, the cache and stamp build.c
- * keeps, and <out>.serve (serve.h: the running kvsite serve's lock and
+ * <out>.prev, <out>.incr, <out>.synced, the tables <out>.files and
+ * <out>.prev.files (outrec.h), the cache and stamp build.c keeps, and
+ * <out>.serve (serve.h: the running kvsite serve's lock and
  * address); nothing else goes there. It is on the output's file system, as
  * the swap below needs.
  *
@@ -31,6 +32,7 @@
 
 #include "buf.h"
 #include "diag.h"
+#include "outrec.h"
 #include "strmap.h"
 
 struct stat;
@@ -53,6 +55,9 @@ typedef struct {
      * not looked up again from / (a writer of 10,000 pages makes 10,000
      * lookups of each folder's path otherwise) */
     int dir_fd, same_fd, diff_fd;
+    /* NULL, or what the last builds left in dir and diff_dir (outrec.h): a
+     * file there whose stat and digest its table lists is not read */
+    const outrec *dir_rec, *diff_rec;
 } output_dest;
 
 /* The start of the error of a site larger than limits.output_bytes: the
@@ -65,7 +70,9 @@ void output_count(uint64_t bytes);
 void output_cap_error(diag_list *dl, const char *file, uint64_t total, uint64_t cap);
 
 /* Makes d->dir/rel hold len bytes of data, unless d->same_dir/rel already
- * does (and leaves an unchanged file alone: no new inode, no write). *bytes
+ * does (and leaves an unchanged file alone: no new inode, no write). dg: NULL,
+ * or the data's digest, with which d->dir_rec may tell the file is unchanged
+ * from a stat. *bytes
  * grows by the file's size as the output limit counts it (an empty file
  * counts 1: a count of 0 means no file), unless the write fails. Returns 1
  * when d->dir/rel holds data now (written, or left alone because it already
@@ -74,14 +81,18 @@ void output_cap_error(diag_list *dl, const char *file, uint64_t total, uint64_t 
  * error at file, which may be NULL, goes to dl; errno set: EFBIG past the
  * cap). */
 int output_write(const output_dest *d, const char *rel, const void *data, size_t len,
-                 const char *file, diag_list *dl, uint64_t *bytes, struct stat *st);
+                 const outrec_digest *dg, const char *file, diag_list *dl, uint64_t *bytes,
+                 struct stat *st);
 
 /* After output_write: whether d->diff_dir/rel lacks these bytes (true when
  * there is no diff_dir). A full build's writers report it, so that the
  * staging folder it leaves (the old output) is marked as the new output's
  * copy but for those files, and the next incremental build need not compare
- * the two folders. */
-bool output_differs(const output_dest *d, const char *rel, const void *data, size_t len);
+ * the two folders. dg as for output_write (d->diff_rec). When it returns
+ * false and same_st is not NULL, *same_st is the published file's stat (for
+ * the tables after the swap: output_table_page). */
+bool output_differs(const output_dest *d, const char *rel, const void *data, size_t len,
+                    const outrec_digest *dg, struct stat *same_st);
 
 /* Opens d's folders for its *_fd fields (each left 0 when it cannot be
  * opened: the path serves then), and closes them. */
@@ -124,12 +135,21 @@ typedef struct {
     output_scan scan;
     /* The published output's files: after the swap they are the staging
      * folder's, which the mark lists against the new output's. Walked in a
-     * thread of its own once the workers are done (no thread runs while they
-     * fork: a fork copies only the forking thread, and an allocator lock
-     * another thread held would never be released), beside the parent's own
-     * work on the rendered site (the feed, the link check), while the
-     * second core would idle. */
+     * thread of its own beside the staging folder's scan, and done with it
+     * (no thread runs while workers fork: a fork copies only the forking
+     * thread, and an allocator lock another thread held would never be
+     * released): on a cold page cache, the walk brings in the folders the
+     * writers then look up, several at a time (walk.h), where the writers
+     * would wait on them one by one. A full build that scanned late walks
+     * it once no worker forks any more. */
     output_scan published;
+    /* The tables (outrec.h) of the output (<out>.files) and of the staging
+     * folder (<out>.prev.files), loaded for a full build, and the ones it
+     * makes for them: after the swap, the staging folder's files are the
+     * output's and the old output's are the staging folder's */
+    outrec out_rec, stage_rec;
+    outrec_builder made, kept;
+    bool tables;       /* output_load_tables ran: made and kept are in use */
 } output;
 
 void output_init(output *o);
@@ -147,18 +167,30 @@ int output_state_dir(const output *o, diag_list *dl);
  * Malloc'ed. */
 char *output_side_path(const output *o, const char *what);
 
-/* Starts scanning the staging folder in a thread of its own. */
+/* Starts scanning the staging folder in a thread of its own, and walking the
+ * published output (when there is one) in another. */
 void output_scan_start(output *o);
 /* A full build that had an output, once no more workers fork: starts walking
- * the published output in a thread of its own; output_publish waits for it
- * (and walks it then when it was not started). */
+ * the published output in a thread of its own unless it was walked;
+ * output_publish waits for it (and walks it then when it was not started). */
 void output_scan_published(output *o);
-/* Stops a scan that is not needed (nothing to build). */
+/* Stops the scans when they are not needed (nothing to build). */
 void output_scan_stop(output *o);
-/* Waits for the scan (or makes it now when no thread runs it: then the
- * published output is walked by output_publish). A staging folder with
+/* Waits for the scans (or makes the staging folder's now when no thread runs
+ * it: then the published output is walked later). A staging folder with
  * links planted in it is emptied. */
 void output_scan_finish(output *o);
+
+/* A full build, before its files are written: loads the tables of the output
+ * and the staging folder (whose file goes: the staging folder is about to
+ * change) and starts the new ones. */
+void output_load_tables(output *o);
+/* Adds a page the build wrote (rel: its file) to the new tables: written
+ * (its stamp in the staging folder) and, when the published output held the
+ * same bytes, published (that file's stamp: it is the staging folder's after
+ * the swap). A stamp that is not known is left out. */
+void output_table_page(output *o, const char *rel, const outrec_stamp *written,
+                       const outrec_stamp *published, const outrec_digest *dg);
 
 /* From here on, files go to a folder of their own (<out>.incr), moved into
  * the output when the build succeeds. -1 (an error in dl) when the folder

@@ -166,6 +166,9 @@ void record_encode_via(const page_record *r, const figstore *st, fs_window *win,
     }
     S_u64(out, r->out_bytes);
     S_u64(out, r->out_stamp);
+    buf_put(out, &r->out_digest, sizeof r->out_digest);
+    buf_put(out, &r->out_at, sizeof r->out_at);
+    buf_put(out, &r->pub_at, sizeof r->pub_at);
     S_u32(out, r->out_changed);
     S_u32(out, r->reads_totals);
     S_bytes(out, r->inputs ? r->inputs : "", r->inputs ? r->inputs_len : 0);
@@ -556,6 +559,9 @@ int record_decode(const char *data, size_t len, figstore *st, page_record *r)
     }
     r->out_bytes = S_get_u64(&rd);
     r->out_stamp = S_get_u64(&rd);
+    buf_rd_get(&rd.in, &r->out_digest, sizeof r->out_digest);
+    buf_rd_get(&rd.in, &r->out_at, sizeof r->out_at);
+    buf_rd_get(&rd.in, &r->pub_at, sizeof r->pub_at);
     r->out_changed = S_get_u32(&rd);
     r->reads_totals = S_get_u32(&rd) != 0;
     r->inputs = st ? S_get_interned(&rd, &r->inputs_len) : S_get_bytes(&rd, &r->inputs_len);

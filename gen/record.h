@@ -14,6 +14,7 @@
 #include "figure.h"
 #include "figstore.h"
 #include "markdown.h"
+#include "outrec.h"
 
 typedef struct {
     uint32_t job;         /* job number the parent gave */
@@ -37,6 +38,11 @@ typedef struct {
     diag_list diags;
     uint64_t out_bytes;   /* bytes written */
     uint64_t out_stamp;   /* the written file's stamp (stamp_of_stat), 0: unknown */
+    /* For the output tables (output_table_page): the written file's digest
+     * and stamp, and the published file's stamp when it held the same bytes
+     * (full builds); zero stamps when unknown */
+    outrec_digest out_digest;
+    outrec_stamp out_at, pub_at;
     uint32_t reads_totals; /* 1: the page showed the site's figure totals
                            * (render_env.site_totals): it depends on every
                            * page's counts, without a read of each record */

@@ -178,8 +178,7 @@ renderer *render_new(const render_env *e)
                   S_anchor_label(c->language)};
     r->md = md_new(&mo);
     r->root_fd = fs_root_open(e->root);
-    r->dest = (output_dest){.dir = e->out_dir, .same_dir = e->same_dir,
-                            .cap = c->limits.output_bytes, .diff_dir = e->diff_dir};
+    r->dest = e->dest;
     output_dest_open(&r->dest);
     r->read_mark = xcalloc(e->nrecords + 1, 1);
     r->phase = e->job_phases;
@@ -264,15 +263,25 @@ static int S_write(renderer *r, const char *out_rel, const buf *html, page_recor
 {
     const output_dest *d = &r->dest;
     size_t before = rec->out_bytes;
-    struct stat st;
-    int rc = output_write(d, out_rel, html->ptr, html->len, file, &rec->diags, &rec->out_bytes,
-                          &st);
+    outrec_digest dg;
+    outrec_digest_of(html->ptr ? html->ptr : "", html->len, &dg);
+    struct stat st, pub;
+    int rc = output_write(d, out_rel, html->ptr, html->len, &dg, file, &rec->diags,
+                          &rec->out_bytes, &st);
     /* the file's stamp as it is left, for the parent's stamp of the output
-     * (a second file would make it ambiguous: none then) */
-    if (rc > 0)
-        rec->out_stamp = before ? 0 : stamp_of_stat(STAMP_SEED, out_rel, &st);
-    if (rc >= 0 && output_differs(d, out_rel, html->ptr, html->len))
+     * and its tables (a second file would make them ambiguous: none then) */
+    if (rc > 0 && !before) {
+        rec->out_stamp = stamp_of_stat(STAMP_SEED, out_rel, &st);
+        rec->out_digest = dg;
+        rec->out_at = outrec_stamp_of(&st);
+    } else if (rc > 0) {
+        rec->out_stamp = 0;
+        rec->out_at = (outrec_stamp){0, 0, 0, 0};
+    }
+    if (rc >= 0 && output_differs(d, out_rel, html->ptr, html->len, &dg, &pub))
         rec->out_changed = 1;
+    else if (rc >= 0 && !before)
+        rec->pub_at = outrec_stamp_of(&pub);
     return rc < 0 ? -1 : 0;
 }
 
@@ -834,8 +843,8 @@ static void S_render_checks_json(renderer *r, page_record *rec)
     rec->url = xstrdup("/checks.json");
     rec->out_changed = 1; /* streamed, not compared with the published one */
     fs_stream w;
-    char *path = r->e.out_dir ? fs_join(r->e.out_dir, rel) : NULL;
-    char *old = path && r->e.same_dir ? fs_join(r->e.same_dir, rel) : NULL;
+    char *path = r->e.dest.dir ? fs_join(r->e.dest.dir, rel) : NULL;
+    char *old = path && r->e.dest.same_dir ? fs_join(r->e.dest.same_dir, rel) : NULL;
     if (path)
         fs_stream_open(&w, path, old);
     report_totals t = {0, 0, {0}};

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "fingerprint.h"
 #include "jobs.h"
+#include "output.h"
 #include "paginate.h"
 #include "content.h"
 #include "record.h"
@@ -18,17 +19,14 @@
 
 typedef struct render_env {
     const char *root;         /* project root */
-    const char *out_dir;      /* staging directory */
+    output_dest dest;         /* where pages go (output_dest_of; its folders'
+                               * descriptors are each renderer's own) */
     const config *cfg;
     const content_index *idx;
     const sources *src;
     bool strict;              /* unverified figures are errors */
     const page_record *records; /* results by job; a job sees those of earlier phases */
     size_t nrecords;
-    const char *same_dir;     /* incremental builds: the published output; a file
-                               * whose bytes are already there is not written */
-    const char *diff_dir;     /* full builds over an output: the published one, which
-                               * the records say differs (page_record.out_changed) */
     const size_t *report_sections; /* pages with a report page of their own (see
                                * RENDER_REPORT_SECTION_TEMPLATE); NULL for none */
     size_t nreport_sections;

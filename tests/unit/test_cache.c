@@ -457,7 +457,7 @@ static void test_small_layout(void **state)
     buf good = BUF_INIT;
     S_small_bytes(f, &good);
     /* the offsets above describe these bytes */
-    assert_memory_equal(good.ptr, "kvsite-cache 6\n", 16);
+    assert_memory_equal(good.ptr, "kvsite-cache 7\n", 16);
     assert_int_equal(S_get_u32(&good, OFF_NJOBS), 2);
     assert_int_equal(S_get_u32(&good, OFF_PRESENT0), 1);
     uint32_t rec_len = S_get_u32(&good, OFF_REC_LEN0);

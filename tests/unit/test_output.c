@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -105,10 +106,11 @@ static void test_write_check_mode(void **state)
     diag_list dl;
     diag_list_init(&dl);
     uint64_t bytes = 0;
-    assert_int_equal(output_write(&d, "a/index.html", "hello", 5, NULL, &dl, &bytes, NULL), 0);
+    assert_int_equal(output_write(&d, "a/index.html", "hello", 5, NULL, NULL,
+                                  &dl, &bytes, NULL), 0);
     assert_int_equal(bytes, 5);
     /* an empty file counts 1: a count of 0 means no file */
-    assert_int_equal(output_write(&d, "b", NULL, 0, NULL, &dl, &bytes, NULL), 0);
+    assert_int_equal(output_write(&d, "b", NULL, 0, NULL, NULL, &dl, &bytes, NULL), 0);
     assert_int_equal(bytes, 6);
     assert_int_equal(dl.n, 0);
     diag_list_free(&dl);
@@ -122,7 +124,8 @@ static void test_write_full(void **state)
     diag_list_init(&dl);
     uint64_t bytes = 0;
     struct stat st;
-    assert_int_equal(output_write(&d, "a/b/index.html", "<p>x</p>", 8, NULL, &dl, &bytes, &st), 1);
+    assert_int_equal(output_write(&d, "a/b/index.html", "<p>x</p>", 8, NULL, NULL,
+                                  &dl, &bytes, &st), 1);
     assert_int_equal(bytes, 8);
     assert_int_equal(st.st_size, 8);
     char *got = S_get(state, "stage/a/b/index.html");
@@ -130,12 +133,13 @@ static void test_write_full(void **state)
     free(got);
     /* the same bytes again: the file is left alone (same inode), and counted */
     ino_t ino = S_inode(state, "stage/a/b/index.html");
-    assert_int_equal(output_write(&d, "a/b/index.html", "<p>x</p>", 8, NULL, &dl, &bytes, &st), 1);
+    assert_int_equal(output_write(&d, "a/b/index.html", "<p>x</p>", 8, NULL, NULL,
+                                  &dl, &bytes, &st), 1);
     assert_int_equal(S_inode(state, "stage/a/b/index.html"), ino);
     assert_int_equal(st.st_ino, ino);
     assert_int_equal(bytes, 16);
     /* other bytes replace them */
-    assert_int_equal(output_write(&d, "a/b/index.html", "y", 1, NULL, &dl, &bytes, NULL), 1);
+    assert_int_equal(output_write(&d, "a/b/index.html", "y", 1, NULL, NULL, &dl, &bytes, NULL), 1);
     got = S_get(state, "stage/a/b/index.html");
     assert_string_equal(got, "y");
     free(got);
@@ -155,11 +159,11 @@ static void test_write_incremental(void **state)
     diag_list_init(&dl);
     uint64_t bytes = 0;
     /* the published file has the bytes: nothing written, but counted */
-    assert_int_equal(output_write(&d, "same.html", "same", 4, NULL, &dl, &bytes, NULL), 0);
+    assert_int_equal(output_write(&d, "same.html", "same", 4, NULL, NULL, &dl, &bytes, NULL), 0);
     assert_false(S_exists(state, "incr/same.html"));
     assert_int_equal(bytes, 4);
     /* it differs: written to the incremental folder, the published one kept */
-    assert_int_equal(output_write(&d, "old.html", "new", 3, NULL, &dl, &bytes, NULL), 1);
+    assert_int_equal(output_write(&d, "old.html", "new", 3, NULL, NULL, &dl, &bytes, NULL), 1);
     char *got = S_get(state, "incr/old.html");
     assert_string_equal(got, "new");
     free(got);
@@ -183,7 +187,7 @@ static void test_write_failure(void **state)
     diag_list dl;
     diag_list_init(&dl);
     uint64_t bytes = 3;
-    assert_int_equal(output_write(&d, name, "x", 1, "content/x.md", &dl, &bytes, NULL), -1);
+    assert_int_equal(output_write(&d, name, "x", 1, NULL, "content/x.md", &dl, &bytes, NULL), -1);
     assert_int_equal(errno, ENAMETOOLONG);
     assert_int_equal(bytes, 3); /* a file not written is not counted */
     assert_int_equal(dl.errors, 1);
@@ -355,7 +359,8 @@ static void test_scan_sweep_publish(void **state)
     assert_ptr_equal(d.dir, o.staging);
     assert_null(d.same_dir);
     uint64_t bytes = 0;
-    assert_int_equal(output_write(&d, "kept.html", "new bytes", 9, NULL, &dl, &bytes, NULL), 1);
+    assert_int_equal(output_write(&d, "kept.html", "new bytes", 9, NULL, NULL,
+                                  &dl, &bytes, NULL), 1);
     output_note(&o, "kept.html");
     assert_int_equal(output_emit(&o, "feed.xml", "<feed/>", 7, &dl), 0);
     assert_int_equal(o.extra_bytes, 7);
@@ -365,8 +370,8 @@ static void test_scan_sweep_publish(void **state)
     assert_false(S_exists(state, "proj/.kvsite/site.prev/empty"));
     /* the writers compare with the published output */
     assert_ptr_equal(d.diff_dir, o.out_abs);
-    assert_true(output_differs(&d, "kept.html", "new bytes", 9));
-    assert_false(output_differs(&d, "old-output.html", "published", 9));
+    assert_true(output_differs(&d, "kept.html", "new bytes", 9, NULL, NULL));
+    assert_false(output_differs(&d, "old-output.html", "published", 9, NULL, NULL));
     static const char fresh[] = "kept.html";
     assert_int_equal(output_publish(&o, fresh, sizeof fresh, &dl), 0);
     char *got = S_get(state, "proj/site/kept.html");
@@ -417,7 +422,7 @@ static void test_scan_published_thread(void **state)
         output_scan_finish(&o);
         output_dest d = output_dest_of(&o);
         uint64_t bytes = 0;
-        assert_int_equal(output_write(&d, "kept.html", "new bytes", 9, NULL, &dl, &bytes, NULL),
+        assert_int_equal(output_write(&d, "kept.html", "new bytes", 9, NULL, NULL, &dl, &bytes, NULL),
                          1);
         output_note(&o, "kept.html");
         output_scan_published(&o);
@@ -496,8 +501,9 @@ static void test_publish_incremental(void **state)
     assert_ptr_equal(d.dir, o.incr_dir);
     assert_ptr_equal(d.same_dir, o.out_abs);
     uint64_t bytes = 0;
-    assert_int_equal(output_write(&d, "same.html", "same", 4, NULL, &dl, &bytes, NULL), 0);
-    assert_int_equal(output_write(&d, "changed.html", "after", 5, NULL, &dl, &bytes, NULL), 1);
+    assert_int_equal(output_write(&d, "same.html", "same", 4, NULL, NULL, &dl, &bytes, NULL), 0);
+    assert_int_equal(output_write(&d, "changed.html", "after", 5, NULL, NULL,
+                                  &dl, &bytes, NULL), 1);
     output_note(&o, "same.html");
     output_note(&o, "changed.html");
     static const char prev[] = "changed.html\0dropped.html\0same.html";
@@ -528,7 +534,7 @@ static void test_publish_incremental(void **state)
     assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
     assert_int_equal(output_begin_incremental(&o, &dl), 0);
     d = output_dest_of(&o);
-    assert_int_equal(output_write(&d, "same.html", "again", 5, NULL, &dl, &bytes, NULL), 1);
+    assert_int_equal(output_write(&d, "same.html", "again", 5, NULL, NULL, &dl, &bytes, NULL), 1);
     output_note(&o, "same.html");
     output_note(&o, "changed.html");
     static const char prev2[] = "changed.html\0same.html";
@@ -556,8 +562,9 @@ static void test_write_cap(void **state)
     diag_list dl;
     diag_list_init(&dl);
     uint64_t bytes = 0;
-    assert_int_equal(output_write(&d, "a.html", "12345", 5, NULL, &dl, &bytes, NULL), 1);
-    assert_int_equal(output_write(&d, "b.html", "123456", 6, "content/b.md", &dl, &bytes, NULL), -1);
+    assert_int_equal(output_write(&d, "a.html", "12345", 5, NULL, NULL, &dl, &bytes, NULL), 1);
+    assert_int_equal(output_write(&d, "b.html", "123456", 6, NULL, "content/b.md",
+                                  &dl, &bytes, NULL), -1);
     assert_int_equal(errno, EFBIG);
     assert_int_equal(dl.errors, 1);
     assert_string_equal(dl.v[0].file, "content/b.md");
@@ -566,6 +573,183 @@ static void test_write_cap(void **state)
     assert_int_equal(bytes, 5);
     diag_list_free(&dl);
     free(dir);
+}
+
+
+/* ---- the tables ---- */
+
+/* Saves a table at rel listing file (in dir) with its stat as it is now and
+ * the digest of text: made as if a second later (not racy). */
+static void S_table(void **state, const char *rel, const char *dir, const char *file,
+                    const char *text)
+{
+    char *path = S_path(state, dir), *at = fs_join(path, file), *table = S_path(state, rel);
+    struct stat st;
+    assert_int_equal(lstat(at, &st), 0);
+    outrec_builder b;
+    outrec_builder_init(&b);
+    b.since_ns += 1000000000;
+    outrec_stamp s = outrec_stamp_of(&st);
+    outrec_digest d;
+    outrec_digest_of(text, strlen(text), &d);
+    outrec_add(&b, file, &s, &d);
+    assert_int_equal(outrec_save(&b, table), 0);
+    outrec_builder_free(&b);
+    free(table);
+    free(at);
+    free(path);
+}
+
+/* A full build asks the tables before it reads a file: a file its table
+ * lists with the page's digest and the file's stat is taken for the page
+ * unread (here the table lies, so what stays shows it was not read); one
+ * written since is compared by its bytes. */
+static void test_tables_asked(void **state)
+{
+    S_mkdir(state, "proj");
+    S_mkdir(state, "proj/site");
+    S_put(state, "proj/site/pub.html", "published");
+    S_put(state, "proj/site/pub2.html", "published");
+    diag_list dl;
+    diag_list_init(&dl);
+    output o;
+    assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
+    S_put(state, "proj/.kvsite/site.prev/page.html", "stale");
+    S_put(state, "proj/.kvsite/site.prev/page2.html", "stale");
+    S_table(state, "proj/.kvsite/site.prev.files", "proj/.kvsite/site.prev", "page.html", "fresh");
+    S_table(state, "proj/.kvsite/site.files", "proj/site", "pub.html", "other");
+    output_scan_start(&o);
+    output_scan_finish(&o);
+    output_load_tables(&o);
+    /* the staging folder's table goes as it is loaded: that folder changes now */
+    assert_false(S_exists(state, "proj/.kvsite/site.prev.files"));
+    output_dest d = output_dest_of(&o);
+    assert_ptr_equal(d.dir_rec, &o.stage_rec);
+    assert_ptr_equal(d.diff_rec, &o.out_rec);
+    output_dest_open(&d);
+    outrec_digest fresh, other;
+    outrec_digest_of("fresh", 5, &fresh);
+    outrec_digest_of("other", 5, &other);
+    uint64_t bytes = 0;
+    struct stat st;
+    assert_int_equal(output_write(&d, "page.html", "fresh", 5, &fresh, NULL, &dl, &bytes, &st), 1);
+    char *got = S_get(state, "proj/.kvsite/site.prev/page.html");
+    assert_string_equal(got, "stale");
+    free(got);
+    assert_int_equal(st.st_ino, S_inode(state, "proj/.kvsite/site.prev/page.html"));
+    /* not listed: compared, and written */
+    assert_int_equal(output_write(&d, "page2.html", "fresh", 5, &fresh, NULL,
+                                  &dl, &bytes, NULL), 1);
+    got = S_get(state, "proj/.kvsite/site.prev/page2.html");
+    assert_string_equal(got, "fresh");
+    free(got);
+    /* the published side: the table's word, then bytes */
+    struct stat pub;
+    memset(&pub, 0, sizeof pub);
+    assert_false(output_differs(&d, "pub.html", "other", 5, &other, &pub));
+    assert_int_equal(pub.st_ino, S_inode(state, "proj/site/pub.html"));
+    /* another digest than the table's: the bytes decide */
+    outrec_digest published;
+    outrec_digest_of("published", 9, &published);
+    assert_false(output_differs(&d, "pub.html", "published", 9, &published, NULL));
+    assert_true(output_differs(&d, "pub2.html", "other", 5, &other, NULL));
+    /* written after the table was made: its stat moved, its bytes are read */
+    struct timespec pause = {0, 20000000};
+    nanosleep(&pause, NULL);
+    S_put(state, "proj/.kvsite/site.prev/page.html", "fresh");
+    S_put(state, "proj/.kvsite/site.prev/page.html", "stale");
+    assert_int_equal(output_write(&d, "page.html", "fresh", 5, &fresh, NULL, &dl, &bytes, NULL), 1);
+    got = S_get(state, "proj/.kvsite/site.prev/page.html");
+    assert_string_equal(got, "fresh");
+    free(got);
+    output_dest_close(&d);
+    output_done(&o);
+    output_unlock(&o);
+    output_free(&o);
+    assert_int_equal(dl.n, 0);
+}
+
+/* The tables follow the folders: after a full publish the output's lists
+ * what the build wrote, the staging folder's what it found unchanged in the
+ * old output; an incremental publish drops both before it changes either. */
+static void test_tables_follow_publish(void **state)
+{
+    S_mkdir(state, "proj");
+    S_mkdir(state, "proj/site");
+    S_put(state, "proj/site/kept.html", "same");
+    S_put(state, "proj/site/old.html", "before");
+    diag_list dl;
+    diag_list_init(&dl);
+    output o;
+    assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
+    output_scan_start(&o);
+    output_scan_finish(&o);
+    output_load_tables(&o);
+    /* as if the files were written long before the tables' making */
+    o.made.since_ns += 10ll * 1000000000;
+    o.kept.since_ns += 10ll * 1000000000;
+    output_dest d = output_dest_of(&o);
+    output_dest_open(&d);
+    const char *pages[][2] = {{"kept.html", "same"}, {"old.html", "after"}};
+    buf fresh = BUF_INIT;
+    for (size_t i = 0; i < 2; i++) {
+        const char *rel = pages[i][0], *text = pages[i][1];
+        outrec_digest dg;
+        outrec_digest_of(text, strlen(text), &dg);
+        uint64_t bytes = 0;
+        struct stat st, pub;
+        assert_int_equal(output_write(&d, rel, text, strlen(text), &dg, NULL, &dl, &bytes, &st), 1);
+        output_note(&o, rel);
+        bool differs = output_differs(&d, rel, text, strlen(text), &dg, &pub);
+        assert_int_equal(differs, i == 1);
+        if (differs)
+            buf_put(&fresh, rel, strlen(rel) + 1);
+        outrec_stamp written = outrec_stamp_of(&st), published = outrec_stamp_of(&pub);
+        output_table_page(&o, rel, &written, differs ? NULL : &published, &dg);
+    }
+    output_dest_close(&d);
+    output_sweep(&o);
+    assert_int_equal(output_publish(&o, fresh.ptr, fresh.len, &dl), 0);
+    buf_free(&fresh);
+    outrec t;
+    char *files = S_path(state, "proj/.kvsite/site.files");
+    char *prev = S_path(state, "proj/.kvsite/site.prev.files");
+    assert_int_equal(outrec_load(&t, files), 2);
+    outrec_free(&t);
+    assert_int_equal(outrec_load(&t, prev), 1);
+    /* the entry is the old output's kept.html, now the staging folder's */
+    char *at = S_path(state, "proj/.kvsite/site.prev/kept.html");
+    struct stat st;
+    assert_int_equal(lstat(at, &st), 0);
+    outrec_digest same;
+    outrec_digest_of("same", 4, &same);
+    assert_true(outrec_holds(&t, "kept.html", &st, &same));
+    outrec_free(&t);
+    free(at);
+    output_done(&o);
+    output_unlock(&o);
+    output_free(&o);
+
+    /* an incremental build's publish */
+    assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
+    assert_int_equal(output_begin_incremental(&o, &dl), 0);
+    d = output_dest_of(&o);
+    assert_null(d.dir_rec);
+    assert_null(d.diff_rec);
+    uint64_t bytes = 0;
+    assert_int_equal(output_write(&d, "old.html", "again", 5, NULL, NULL, &dl, &bytes, NULL), 1);
+    output_note(&o, "old.html");
+    output_note(&o, "kept.html");
+    static const char last[] = "kept.html\0old.html";
+    assert_int_equal(output_publish_incremental(&o, last, sizeof last, &dl), 0);
+    assert_false(fs_exists(files));
+    assert_false(fs_exists(prev));
+    output_done(&o);
+    output_unlock(&o);
+    output_free(&o);
+    free(files);
+    free(prev);
+    assert_int_equal(dl.n, 0);
 }
 
 int main(void)
@@ -585,6 +769,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scan_published_thread, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_scan_planted_link, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_publish_incremental, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_tables_asked, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_tables_follow_publish, S_setup, S_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,7 +96,7 @@ static void S_load(site *s, const char *root)
     assert_int_equal(content_load(&s->idx, root, &s->cfg, &copts, &s->dl), 0);
     sources_load(&s->src, root, s->cfg.limits.data_bytes, &s->dl);
     assert_int_equal(s->dl.errors, 0);
-    s->env = (render_env){.root = root, .out_dir = s->out, .cfg = &s->cfg, .idx = &s->idx,
+    s->env = (render_env){.root = root, .dest = {.dir = s->out}, .cfg = &s->cfg, .idx = &s->idx,
                           .src = &s->src};
     s->njobs = render_job_count(&s->env);
     s->records = xcalloc(s->njobs, sizeof *s->records);

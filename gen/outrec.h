@@ -1,0 +1,80 @@
+/* outrec: tables of what a build left in an output folder, so that the next
+ * full build can tell a file holds the bytes it would write from one stat,
+ * without reading the file.
+ *
+ * A table lists files by their path in the folder, each with its stamp (size,
+ * inode, mtime and ctime as a stat gives them) and the SHA-256 of its bytes.
+ * A file whose stat equals its entry's stamp still holds the bytes the digest
+ * was taken of: any write since would have moved its ctime, which no one can
+ * set back. The exception is a write within the same tick of the file
+ * system's clock as the stat the stamp was taken from ("racily clean", as git
+ * calls its index entries): an entry whose times are that close to the table's
+ * making is left out (outrec_add), and the file is read as before.
+ *
+ * The file (output.h names them) is a checksummed whole, written to a side
+ * file and renamed over; a table that does not load (absent, damaged, from
+ * another version) is empty, which costs reads, never wrong bytes. */
+#ifndef KV_OUTREC_H
+#define KV_OUTREC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+struct stat;
+
+#define OUTREC_DIGEST_SIZE 32
+/* The seed of a table file's sum (stamp_bytes of the bytes before it) */
+#define OUTREC_SUM_SEED 0x6f75747265632031ull
+
+/* The SHA-256 of a file's bytes. */
+typedef struct {
+    unsigned char b[OUTREC_DIGEST_SIZE];
+} outrec_digest;
+
+void outrec_digest_of(const void *data, size_t len, outrec_digest *d);
+
+/* What a stat says of a file's identity and last change. All zero: none
+ * (no file had a zero inode and ctime). */
+typedef struct {
+    uint64_t size, ino;
+    int64_t mtime_ns, ctime_ns;
+} outrec_stamp;
+
+outrec_stamp outrec_stamp_of(const struct stat *st);
+bool outrec_stamp_known(const outrec_stamp *s);
+
+/* A loaded table: read-only, so that forked workers share it. */
+typedef struct {
+    buf data;        /* the file's bytes */
+    uint32_t count;  /* entries */
+} outrec;
+
+/* Loads path into t (empty when it is absent or not a well-formed table).
+ * Returns the number of entries. */
+size_t outrec_load(outrec *t, const char *path);
+void outrec_free(outrec *t);
+/* Whether t lists rel with stamp st and digest d: then the file at rel,
+ * with that stat, holds the bytes d is the digest of. */
+bool outrec_holds(const outrec *t, const char *rel, const struct stat *st, const outrec_digest *d);
+
+/* A table being made. Entries are copied in. */
+typedef struct {
+    struct outrec_entry *v;
+    size_t n, cap;
+    int64_t since_ns; /* the making's start, CLOCK_REALTIME: the racy rule's line */
+} outrec_builder;
+
+/* Starts a table whose entries' stamps are all taken from now on. */
+void outrec_builder_init(outrec_builder *b);
+void outrec_builder_free(outrec_builder *b);
+/* Adds rel (unless its stamp is unknown or racy: changed too close to the
+ * start for a later write within the same clock tick to show). */
+void outrec_add(outrec_builder *b, const char *rel, const outrec_stamp *s, const outrec_digest *d);
+/* Writes the table to path (by way of path.new). 0, or -1 with errno. A
+ * path listed twice keeps its last entry. */
+int outrec_save(outrec_builder *b, const char *path);
+
+#endif
