@@ -429,8 +429,10 @@ void output_table_page(output *o, const char *rel, const outrec_stamp *written,
         outrec_add(&o->kept, rel, published, dg);
 }
 
-/* Both tables go before either folder changes (a build stopped at any point
- * leaves none that lies: a missing one costs reads). */
+/* Both tables go before a full build swaps the folders: it saves new ones
+ * (a table that describes another folder than its own could not publish
+ * wrong bytes either, its entries' inodes being another folder's, but it
+ * would only cost stats). */
 static void S_drop_tables(const output *o)
 {
     const char *names[] = {"files", "prev.files"};
@@ -439,6 +441,32 @@ static void S_drop_tables(const output *o)
         unlink(path);
         free(path);
     }
+}
+
+/* After an incremental publish's swap: the old output, untouched, is the
+ * staging folder now, so its table is that folder's; the new output is the
+ * staging folder it was, but for the files the publish copied or moved in,
+ * so the staging folder's table is the output's. Those files' entries no
+ * longer match: a file made after a table was saved has a later ctime than
+ * any entry in it (the racy rule), so they cost reads, never wrong bytes. */
+static void S_swap_tables(const output *o)
+{
+    char *files = output_side_path(o, "files"), *prev = output_side_path(o, "prev.files");
+    if (renameat2(AT_FDCWD, files, AT_FDCWD, prev, RENAME_EXCHANGE) != 0) {
+        /* one of them is missing (or the file system cannot exchange) */
+        struct stat st;
+        bool has_files = lstat(files, &st) == 0, has_prev = lstat(prev, &st) == 0;
+        if (has_files && !has_prev) {
+            rename(files, prev);
+        } else if (has_prev && !has_files) {
+            rename(prev, files);
+        } else {
+            unlink(files);
+            unlink(prev);
+        }
+    }
+    free(prev);
+    free(files);
 }
 
 /* After a full build's swap: what it wrote is the output's, and the old
@@ -732,7 +760,6 @@ int output_publish_incremental(output *o, const char *prev, size_t prev_len, dia
      * into it and the stale ones out of it, and it is swapped in: the output
      * is the old one or the new one whenever the build stops, and unchanged
      * after any error. */
-    S_drop_tables(o);
     buf changed = BUF_INIT; /* what differs between the two folders afterwards */
     output_scan incr;
     memset(&incr, 0, sizeof incr);
@@ -756,6 +783,7 @@ int output_publish_incremental(output *o, const char *prev, size_t prev_len, dia
         rc = S_swap(o);
     int err = errno;
     if (rc == 0) {
+        S_swap_tables(o);
         /* the staging folder is the old output: the output but for these */
         S_write_mark(o, &changed);
     } else {

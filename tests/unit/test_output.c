@@ -671,7 +671,7 @@ static void test_tables_asked(void **state)
 
 /* The tables follow the folders: after a full publish the output's lists
  * what the build wrote, the staging folder's what it found unchanged in the
- * old output; an incremental publish drops both before it changes either. */
+ * old output; an incremental publish exchanges them as it does the folders. */
 static void test_tables_follow_publish(void **state)
 {
     S_mkdir(state, "proj");
@@ -742,8 +742,17 @@ static void test_tables_follow_publish(void **state)
     output_note(&o, "kept.html");
     static const char last[] = "kept.html\0old.html";
     assert_int_equal(output_publish_incremental(&o, last, sizeof last, &dl), 0);
-    assert_false(fs_exists(files));
-    assert_false(fs_exists(prev));
+    /* exchanged with the folders: the output's table is the staging folder's
+     * (kept.html, untouched, still matches), the staging folder's the old
+     * output's */
+    assert_int_equal(outrec_load(&t, files), 1);
+    at = S_path(state, "proj/site/kept.html");
+    assert_int_equal(lstat(at, &st), 0);
+    assert_true(outrec_holds(&t, "kept.html", &st, &same));
+    outrec_free(&t);
+    free(at);
+    assert_int_equal(outrec_load(&t, prev), 2);
+    outrec_free(&t);
     output_done(&o);
     output_unlock(&o);
     output_free(&o);
