@@ -809,6 +809,32 @@ static void S_search(build_state *s)
     S_trace(s, "search index");
 }
 
+/* After a full publish: the output's table, then the staging folder's
+ * (output_table_save), from the pages' records. A page of two files has no
+ * stamp (which file would it be of): left out. */
+static void S_tables(build_state *s)
+{
+    if (s->dl.errors)
+        return;
+    for (int staging = 0; staging < 2; staging++) {
+        outrec_builder b;
+        output_table_start(&s->out, &b);
+        for (size_t j = 0; j < s->njobs; j++) {
+            const page_record *r = &s->records[j];
+            if (!r->url || !r->url[0] || r->out_bytes == 0 ||
+                !outrec_stamp_known(staging ? &r->pub_at : &r->out_at) ||
+                (staging && r->out_changed))
+                continue;
+            char *rel = output_rel(r->url);
+            outrec_add(&b, rel, staging ? &r->pub_at : &r->out_at, &r->out_digest);
+            free(rel);
+        }
+        output_table_save(&s->out, staging, &b);
+        outrec_builder_free(&b);
+    }
+    S_trace(s, "tables saved");
+}
+
 /* A build without errors replaces the output: an incremental one moves its
  * files in, a full one swaps the staging folder in. */
 static void S_publish(build_state *s)
@@ -829,12 +855,11 @@ static void S_publish(build_state *s)
             const page_record *r = &s->records[j];
             if (!r->url || !r->url[0] || r->out_bytes == 0)
                 continue;
-            char *rel = output_rel(r->url);
-            if (r->out_changed)
+            if (r->out_changed) {
+                char *rel = output_rel(r->url);
                 buf_put(&fresh, rel, strlen(rel) + 1);
-            output_table_page(&s->out, rel, &r->out_at, r->out_changed ? NULL : &r->pub_at,
-                              &r->out_digest);
-            free(rel);
+                free(rel);
+            }
         }
         if (s->search_prog)
             S_search(s);
@@ -844,6 +869,7 @@ static void S_publish(build_state *s)
             diag_print(&s->dl, stderr, s->github);
         }
         buf_free(&fresh);
+        S_tables(s);
     }
     if (s->dl.errors && output_writes(&s->out))
         output_discard(&s->out); /* nothing of a failed build stays on disk */
@@ -1058,6 +1084,7 @@ int build_run(const build_opts *o)
         S_choose(&s);
         S_render(&s);
         output_scan_published(&s.out); /* no worker forks from here on */
+        output_tables_read(&s.out);
         S_collect(&s);
         S_cache_start(&s);
         S_feed_and_sitemap(&s);

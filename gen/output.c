@@ -407,26 +407,42 @@ void output_load_tables(output *o)
 {
     if (o->tables || !o->staging || o->incremental)
         return;
+    outrec_builder start; /* for its time: the stamps written from now on */
+    outrec_builder_init(&start);
+    o->tables_since = start.since_ns;
+    outrec_builder_free(&start);
     char *files = output_side_path(o, "files"), *prev = output_side_path(o, "prev.files");
     if (o->had_output)
         outrec_load(&o->out_rec, files);
     outrec_load(&o->stage_rec, prev);
     unlink(prev); /* the staging folder is about to change */
-    outrec_builder_init(&o->made);
-    outrec_builder_init(&o->kept);
     o->tables = true;
     free(prev);
     free(files);
 }
 
-void output_table_page(output *o, const char *rel, const outrec_stamp *written,
-                       const outrec_stamp *published, const outrec_digest *dg)
+void output_tables_read(output *o)
 {
-    if (!o->tables || !outrec_stamp_known(written))
-        return; /* a page of two files, say: which one the stamps are of is unclear */
-    outrec_add(&o->made, rel, written, dg);
-    if (published)
-        outrec_add(&o->kept, rel, published, dg);
+    outrec_free(&o->out_rec);
+    outrec_free(&o->stage_rec);
+}
+
+void output_table_start(const output *o, outrec_builder *b)
+{
+    outrec_builder_init(b);
+    if (o->tables)
+        b->since_ns = o->tables_since;
+}
+
+void output_table_save(const output *o, bool staging, outrec_builder *b)
+{
+    struct stat st;
+    if (!o->tables || !o->published_full ||
+        (staging && (!o->had_output || lstat(o->staging, &st) != 0 || !S_ISDIR(st.st_mode))))
+        return; /* the staging folder is not the old output: its table is none */
+    char *path = output_side_path(o, staging ? "prev.files" : "files");
+    outrec_save(b, path); /* a table that cannot be written is only missing */
+    free(path);
 }
 
 /* Both tables go before a full build swaps the folders: it saves new ones
@@ -465,22 +481,6 @@ static void S_swap_tables(const output *o)
             unlink(prev);
         }
     }
-    free(prev);
-    free(files);
-}
-
-/* After a full build's swap: what it wrote is the output's, and the old
- * output's pages it found unchanged are the staging folder's. A table that
- * cannot be written is only missing. */
-static void S_save_tables(output *o)
-{
-    if (!o->tables)
-        return;
-    char *files = output_side_path(o, "files"), *prev = output_side_path(o, "prev.files");
-    outrec_save(&o->made, files);
-    struct stat st;
-    if (o->had_output && lstat(o->staging, &st) == 0 && S_ISDIR(st.st_mode))
-        outrec_save(&o->kept, prev);
     free(prev);
     free(files);
 }
@@ -641,7 +641,7 @@ int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl
         S_publish_error(o, dl, errno);
         return -1;
     }
-    S_save_tables(o);
+    o->published_full = true;
     struct stat st;
     if (!fresh || !o->had_output || lstat(o->staging, &st) != 0 || !S_ISDIR(st.st_mode))
         return 0; /* no old output in the staging folder now: nothing to mark */
@@ -834,8 +834,6 @@ void output_free(output *o)
 {
     outrec_free(&o->out_rec);
     outrec_free(&o->stage_rec);
-    outrec_builder_free(&o->made);
-    outrec_builder_free(&o->kept);
     o->tables = false;
     strmap_free(&o->outputs);
     buf_free(&o->extras);

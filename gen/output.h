@@ -90,7 +90,7 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
  * copy but for those files, and the next incremental build need not compare
  * the two folders. dg as for output_write (d->diff_rec). When it returns
  * false and same_st is not NULL, *same_st is the published file's stat (for
- * the tables after the swap: output_table_page). */
+ * the tables after the swap: output_table_save). */
 bool output_differs(const output_dest *d, const char *rel, const void *data, size_t len,
                     const outrec_digest *dg, struct stat *same_st);
 
@@ -144,12 +144,13 @@ typedef struct {
      * it once no worker forks any more. */
     output_scan published;
     /* The tables (outrec.h) of the output (<out>.files) and of the staging
-     * folder (<out>.prev.files), loaded for a full build, and the ones it
-     * makes for them: after the swap, the staging folder's files are the
-     * output's and the old output's are the staging folder's */
+     * folder (<out>.prev.files), loaded for a full build; the new ones are
+     * made after the swap (output_table_save), when the staging folder's
+     * files are the output's and the old output's are the staging folder's */
     outrec out_rec, stage_rec;
-    outrec_builder made, kept;
-    bool tables;       /* output_load_tables ran: made and kept are in use */
+    int64_t tables_since; /* when they were loaded: the new ones' racy line */
+    bool tables;          /* output_load_tables ran */
+    bool published_full;  /* output_publish swapped the folders */
 } output;
 
 void output_init(output *o);
@@ -185,12 +186,18 @@ void output_scan_finish(output *o);
  * and the staging folder (whose file goes: the staging folder is about to
  * change) and starts the new ones. */
 void output_load_tables(output *o);
-/* Adds a page the build wrote (rel: its file) to the new tables: written
- * (its stamp in the staging folder) and, when the published output held the
- * same bytes, published (that file's stamp: it is the staging folder's after
- * the swap). A stamp that is not known is left out. */
-void output_table_page(output *o, const char *rel, const outrec_stamp *written,
-                       const outrec_stamp *published, const outrec_digest *dg);
+/* Once the workers are done: frees the loaded tables. */
+void output_tables_read(output *o);
+/* After output_publish: a new table for the output (staging false: what the
+ * build wrote, each page's stamp in the staging folder as its writer left
+ * it) or for the staging folder (true: the old output's pages whose bytes
+ * the build found unchanged, each with that file's stamp). The caller fills
+ * b, started with output_table_start (its racy line is the loading of the
+ * old tables, before any page was written), one table at a time: a table of
+ * every page of a big site is megabytes. Saved only after a full build's
+ * publish, the staging folder's only when it holds the old output. */
+void output_table_start(const output *o, outrec_builder *b);
+void output_table_save(const output *o, bool staging, outrec_builder *b);
 
 /* From here on, files go to a folder of their own (<out>.incr), moved into
  * the output when the build succeeds. -1 (an error in dl) when the folder

@@ -1,10 +1,12 @@
 #include "outrec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,11 +32,8 @@ static const char S_MAGIC[16] = "kvsite-outrec 1\n";
 #define S_RACY_NS 100000000ll
 #define S_RACY_COARSE_NS 2000000000ll
 
-struct outrec_entry {
-    char *path;
-    outrec_stamp stamp;
-    outrec_digest digest;
-};
+/* A builder's entry in its bytes: the stamp, the digest, then the path */
+#define S_ENTRY_PATH (sizeof(outrec_stamp) + OUTREC_DIGEST_SIZE)
 
 void outrec_digest_of(const void *data, size_t len, outrec_digest *d)
 {
@@ -65,7 +64,7 @@ static uint32_t S_u32_at(const char *p)
 
 static const char *S_entry(const outrec *t, uint32_t i)
 {
-    return t->data.ptr + S_HEAD + (size_t)i * S_ENTRY;
+    return t->data + S_HEAD + (size_t)i * S_ENTRY;
 }
 
 static const char *S_pool(const outrec *t) { return S_entry(t, t->count); }
@@ -101,20 +100,35 @@ static bool S_valid(const char *p, size_t len, uint32_t *count)
 
 size_t outrec_load(outrec *t, const char *path)
 {
-    buf_init(&t->data);
-    t->count = 0;
-    if (fs_read_regular(path, S_MAX_BYTES, &t->data) != FS_OK ||
-        !S_valid(t->data.ptr, t->data.len, &t->count)) {
-        buf_free(&t->data);
-        t->count = 0;
+    memset(t, 0, sizeof *t);
+    /* a table of kvsite's own: a regular file, not through a link; a FIFO
+     * put in its place is not waited on */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= S_MAX_BYTES) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            t->data = p;
+            t->len = (size_t)st.st_size;
+        }
     }
+    close(fd);
+    /* a file cut short under the mapping faults (SIGBUS) on the bytes past
+     * its end: the state folder is kvsite's own, and one build at a time
+     * writes it (the lock); tables are replaced by rename, never rewritten */
+    if (t->data && !S_valid(t->data, t->len, &t->count))
+        outrec_free(t);
     return t->count;
 }
 
 void outrec_free(outrec *t)
 {
-    buf_free(&t->data);
-    t->count = 0;
+    if (t->data)
+        munmap((void *)t->data, t->len);
+    memset(t, 0, sizeof *t);
 }
 
 bool outrec_holds(const outrec *t, const char *rel, const struct stat *st, const outrec_digest *d)
@@ -145,6 +159,7 @@ bool outrec_holds(const outrec *t, const char *rel, const struct stat *st, const
 void outrec_builder_init(outrec_builder *b)
 {
     memset(b, 0, sizeof *b);
+    buf_init(&b->bytes);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     b->since_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
@@ -152,9 +167,8 @@ void outrec_builder_init(outrec_builder *b)
 
 void outrec_builder_free(outrec_builder *b)
 {
-    for (size_t i = 0; i < b->n; i++)
-        free(b->v[i].path);
-    free(b->v);
+    buf_free(&b->bytes);
+    free(b->at);
     memset(b, 0, sizeof *b);
 }
 
@@ -170,60 +184,114 @@ void outrec_add(outrec_builder *b, const char *rel, const outrec_stamp *s, const
     if (!outrec_stamp_known(s) || S_racy(b, s))
         return;
     if (b->n == b->cap)
-        b->v = xrealloc(b->v, (b->cap = b->cap ? 2 * b->cap : 256) * sizeof *b->v);
-    b->v[b->n++] = (struct outrec_entry){xstrdup(rel), *s, *d};
+        b->at = xrealloc(b->at, (b->cap = b->cap ? 2 * b->cap : 256) * sizeof *b->at);
+    b->at[b->n++] = b->bytes.len;
+    buf_put(&b->bytes, s, sizeof *s);
+    buf_put(&b->bytes, d->b, OUTREC_DIGEST_SIZE);
+    buf_put(&b->bytes, rel, strlen(rel) + 1);
 }
 
 /* By path, and for one path in the order added (the last one wins). */
-static int S_by_path(const void *a, const void *b)
+static int S_by_path(const void *x, const void *y, void *ctx)
 {
-    const struct outrec_entry *x = a, *y = b;
-    int c = strcmp(x->path, y->path);
-    return c ? c : x < y ? -1 : 1;
+    const char *bytes = ctx;
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    int c = strcmp(bytes + a + S_ENTRY_PATH, bytes + b + S_ENTRY_PATH);
+    return c ? c : a < b ? -1 : 1;
+}
+
+/* The file, written a chunk at a time: the table of a big site is megabytes
+ * the parent need not hold at its busiest. The sum goes along; every chunk
+ * but the last is a multiple of eight bytes, so it is stamp_bytes of the
+ * whole (stamp.c mixes eight bytes at a step). */
+typedef struct {
+    int fd;
+    int rc;
+    uint64_t sum;
+    size_t len;
+    char chunk[65536];
+} S_out;
+
+static void S_flush(S_out *w)
+{
+    w->sum = stamp_bytes(w->sum, w->chunk, w->len);
+    if (w->rc == 0)
+        w->rc = fs_write_all(w->fd, w->chunk, w->len);
+    w->len = 0;
+}
+
+static void S_write(S_out *w, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        size_t room = sizeof w->chunk - w->len, k = n < room ? n : room;
+        memcpy(w->chunk + w->len, c, k);
+        w->len += k, c += k, n -= k;
+        if (w->len == sizeof w->chunk)
+            S_flush(w);
+    }
 }
 
 int outrec_save(outrec_builder *b, const char *path)
 {
-    qsort(b->v, b->n, sizeof *b->v, S_by_path);
+    const char *bytes = b->bytes.ptr;
+    if (b->n > 1) /* none: b->at is NULL, which qsort_r may not be given */
+        qsort_r(b->at, b->n, sizeof *b->at, S_by_path, (void *)bytes);
     size_t n = 0; /* the entries kept: the last of each path */
     uint64_t pool_len = 0;
     for (size_t i = 0; i < b->n; i++) {
-        if (i + 1 < b->n && !strcmp(b->v[i].path, b->v[i + 1].path))
-            continue;
-        n++;
-        pool_len += strlen(b->v[i].path) + 1;
+        const char *p = bytes + b->at[i] + S_ENTRY_PATH;
+        if (i + 1 < b->n && !strcmp(p, bytes + b->at[i + 1] + S_ENTRY_PATH)) {
+            b->at[i] = SIZE_MAX; /* a later one follows */
+        } else {
+            n++;
+            pool_len += strlen(p) + 1;
+        }
     }
     if (n > UINT32_MAX || pool_len > UINT32_MAX) {
         errno = EFBIG;
         return -1;
     }
-    buf out = BUF_INIT, pool = BUF_INIT;
-    buf_put(&out, S_MAGIC, sizeof S_MAGIC);
-    uint32_t head[2] = {(uint32_t)n, (uint32_t)pool_len};
-    buf_put(&out, head, sizeof head);
-    for (size_t i = 0; i < b->n; i++) {
-        const struct outrec_entry *e = &b->v[i];
-        if (i + 1 < b->n && !strcmp(e->path, b->v[i + 1].path))
-            continue;
-        uint32_t at[2] = {(uint32_t)pool.len, (uint32_t)strlen(e->path)};
-        buf_put(&out, at, sizeof at);
-        buf_put(&out, &e->stamp, sizeof e->stamp);
-        buf_put(&out, e->digest.b, OUTREC_DIGEST_SIZE);
-        buf_put(&pool, e->path, at[1] + 1);
-    }
-    buf_put(&out, pool.ptr, pool.len);
-    uint64_t sum = stamp_bytes(OUTREC_SUM_SEED, out.ptr, out.len);
-    buf_put(&out, &sum, sizeof sum);
     char *tmp = xasprintf("%s.new", path);
-    unlink(tmp); /* a side file of ours: whatever stands there goes */
-    int rc = fs_write_file(tmp, out.ptr, out.len);
-    if (rc == 0 && (rc = rename(tmp, path)) != 0) {
+    S_out *w = xmalloc(sizeof *w);
+    w->fd = fs_open_own(tmp, true);
+    w->rc = w->fd < 0 ? -1 : 0;
+    w->sum = OUTREC_SUM_SEED;
+    w->len = 0;
+    S_write(w, S_MAGIC, sizeof S_MAGIC);
+    uint32_t head[2] = {(uint32_t)n, (uint32_t)pool_len};
+    S_write(w, head, sizeof head);
+    uint32_t pool_at = 0;
+    for (size_t i = 0; i < b->n && w->rc == 0; i++) {
+        if (b->at[i] == SIZE_MAX)
+            continue;
+        const char *e = bytes + b->at[i];
+        uint32_t at[2] = {pool_at, (uint32_t)strlen(e + S_ENTRY_PATH)};
+        S_write(w, at, sizeof at);
+        S_write(w, e, S_ENTRY_PATH); /* the stamp and the digest */
+        pool_at += at[1] + 1;
+    }
+    for (size_t i = 0; i < b->n && w->rc == 0; i++) {
+        if (b->at[i] == SIZE_MAX)
+            continue;
+        const char *p = bytes + b->at[i] + S_ENTRY_PATH;
+        S_write(w, p, strlen(p) + 1);
+    }
+    S_flush(w);
+    uint64_t sum = w->sum;
+    int rc = w->rc;
+    if (rc == 0)
+        rc = fs_write_all(w->fd, &sum, sizeof sum);
+    if (w->fd >= 0 && close(w->fd) != 0 && rc == 0)
+        rc = -1;
+    if (rc == 0)
+        rc = rename(tmp, path);
+    if (rc != 0) {
         int e = errno;
         unlink(tmp);
         errno = e;
     }
+    free(w);
     free(tmp);
-    buf_free(&pool);
-    buf_free(&out);
     return rc;
 }

@@ -46,10 +46,13 @@ typedef struct {
 outrec_stamp outrec_stamp_of(const struct stat *st);
 bool outrec_stamp_known(const outrec_stamp *s);
 
-/* A loaded table: read-only, so that forked workers share it. */
+/* A loaded table: the file mapped read-only, so that forked workers share
+ * it, and unmapped (outrec_free) it no longer counts in the process's
+ * memory, as freed heap would. */
 typedef struct {
-    buf data;        /* the file's bytes */
-    uint32_t count;  /* entries */
+    const char *data; /* the file's bytes; NULL: none */
+    size_t len;
+    uint32_t count;   /* entries */
 } outrec;
 
 /* Loads path into t (empty when it is absent or not a well-formed table).
@@ -60,9 +63,12 @@ void outrec_free(outrec *t);
  * with that stat, holds the bytes d is the digest of. */
 bool outrec_holds(const outrec *t, const char *rel, const struct stat *st, const outrec_digest *d);
 
-/* A table being made. Entries are copied in. */
+/* A table being made. Entries are copied in, one after the other in bytes
+ * (stamp, digest, path with its NUL): a table for every page of a site is
+ * made while the parent holds all of the site's records. */
 typedef struct {
-    struct outrec_entry *v;
+    buf bytes;
+    size_t *at;       /* each entry's offset in bytes */
     size_t n, cap;
     int64_t since_ns; /* the making's start, CLOCK_REALTIME: the racy rule's line */
 } outrec_builder;
@@ -74,7 +80,8 @@ void outrec_builder_free(outrec_builder *b);
  * start for a later write within the same clock tick to show). */
 void outrec_add(outrec_builder *b, const char *rel, const outrec_stamp *s, const outrec_digest *d);
 /* Writes the table to path (by way of path.new). 0, or -1 with errno. A
- * path listed twice keeps its last entry. */
+ * path listed twice keeps its last entry. The builder is then only to be
+ * freed. */
 int outrec_save(outrec_builder *b, const char *path);
 
 #endif

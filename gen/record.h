@@ -38,7 +38,7 @@ typedef struct {
     diag_list diags;
     uint64_t out_bytes;   /* bytes written */
     uint64_t out_stamp;   /* the written file's stamp (stamp_of_stat), 0: unknown */
-    /* For the output tables (output_table_page): the written file's digest
+    /* For the output tables (output_table_save): the written file's digest
      * and stamp, and the published file's stamp when it held the same bytes
      * (full builds); zero stamps when unknown */
     outrec_digest out_digest;

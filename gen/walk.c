@@ -109,11 +109,13 @@ static void *S_run(void *arg)
         free(rel);
         pthread_mutex_lock(&w->mu);
         w->busy--;
-        if (w->n + p->ndirs > w->cap)
-            w->queue = xrealloc(w->queue, (w->cap = 2 * (w->n + p->ndirs)) * sizeof *w->queue);
-        memcpy(w->queue + w->n, p->dirs, p->ndirs * sizeof *p->dirs);
-        w->n += p->ndirs;
-        p->ndirs = 0;
+        if (p->ndirs > 0) {
+            if (w->n + p->ndirs > w->cap)
+                w->queue = xrealloc(w->queue, (w->cap = 2 * (w->n + p->ndirs)) * sizeof *w->queue);
+            memcpy(w->queue + w->n, p->dirs, p->ndirs * sizeof *p->dirs);
+            w->n += p->ndirs;
+            p->ndirs = 0;
+        }
         if (S_stopped(w))
             w->done = true;
         pthread_cond_broadcast(&w->more);
