@@ -121,6 +121,11 @@ size_t outrec_load(outrec *t, const char *path)
      * writes it (the lock); tables are replaced by rename, never rewritten */
     if (t->data && !S_valid(t->data, t->len, &t->count))
         outrec_free(t);
+    else if (t->data) /* the checksum touched every page: let them go from this
+                       * process's memory until a lookup needs them (the
+                       * workers' lookups, mostly, fault them in from the
+                       * page cache) */
+        madvise((void *)t->data, t->len, MADV_DONTNEED);
     return t->count;
 }
 
