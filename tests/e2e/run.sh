@@ -2210,6 +2210,67 @@ t_output_tables_repair_hand_edits() {
     diff -r -q "$W/site" "$W.full" >"$W.diff" 2>&1 || fail "the output differs from a fresh build: $(head -n 3 "$W.diff")"
 }
 
+# The tables are kvsite's own files, but what stands in their place is
+# whatever it is: a table cut short (its checksum), a link (not followed: the
+# file it names is neither read nor written), a FIFO (not waited on) or a
+# folder is no table, costs reads and never bytes, and the build goes on and
+# leaves a table again where it can.
+t_output_tables_odd_files() {
+    fresh good
+    many_notes 2
+    local i t f=notes/bulk1/index.html
+    for i in 1 2; do
+        kv build --no-cache
+        expect_rc 0
+        sleep 0.3
+    done
+    kv build --no-cache
+    expect_rc 0
+    cp "$W/site/$f" "$W.f"
+    for t in files prev.files; do
+        # a valid table's first half
+        head -c "$(($(stat -c %s "$W/.kvsite/site.$t") / 2))" "$W/.kvsite/site.$t" >"$W.cut"
+        mv "$W.cut" "$W/.kvsite/site.$t"
+    done
+    printf 'Y' | dd of="$W/site/$f" bs=1 seek=20 conv=notrunc status=none
+    kv build --no-cache
+    expect_rc 0
+    cmp -s "$W/site/$f" "$W.f" || fail "a table cut short kept a page edited by hand"
+    # a link to a file outside the project, in place of each table
+    printf 'outside\n' >"$W.outside"
+    for t in files prev.files; do
+        rm -f "$W/.kvsite/site.$t"
+        ln -s "$W.outside" "$W/.kvsite/site.$t"
+    done
+    kv build --no-cache
+    expect_rc 0
+    [ "$(cat "$W.outside")" = outside ] || fail "a table's link was written through"
+    for t in files prev.files; do
+        [ -f "$W/.kvsite/site.$t" ] && [ ! -L "$W/.kvsite/site.$t" ] ||
+            fail "site.$t is not a table of its own again"
+    done
+    # a FIFO: the build neither waits on it nor fails
+    rm -f "$W/.kvsite/site.files"
+    mkfifo "$W/.kvsite/site.files"
+    kv build --no-cache
+    expect_rc 0
+    [ "$RC" != 124 ] || fail "the build waited on a FIFO in place of a table"
+    [ -f "$W/.kvsite/site.files" ] && [ ! -p "$W/.kvsite/site.files" ] ||
+        fail "site.files is not a table again after a FIFO"
+    # a folder: the table cannot be written there, and only goes missing
+    rm -f "$W/.kvsite/site.files"
+    mkdir "$W/.kvsite/site.files"
+    kv build --no-cache
+    expect_rc 0
+    [ -d "$W/.kvsite/site.files" ] || fail "the folder in place of a table went"
+    rmdir "$W/.kvsite/site.files"
+    printf 'Z' | dd of="$W/site/$f" bs=1 seek=20 conv=notrunc status=none
+    kv build --no-cache
+    expect_rc 0
+    cmp -s "$W/site/$f" "$W.f" || fail "a page edited by hand stayed"
+    rm -f "$W.outside" "$W.f"
+}
+
 t_hardlink_planted() {
     fresh good
     many_notes 2
