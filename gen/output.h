@@ -184,7 +184,7 @@ void output_scan_finish(output *o);
 
 /* A full build, before its files are written: loads the tables of the output
  * and the staging folder (whose file goes: the staging folder is about to
- * change) and starts the new ones. */
+ * change), and notes the time: the new tables' racy line. */
 void output_load_tables(output *o);
 /* Once the workers are done: frees the loaded tables. */
 void output_tables_read(output *o);
