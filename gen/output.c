@@ -407,10 +407,7 @@ void output_load_tables(output *o)
 {
     if (o->tables || !o->staging || o->incremental)
         return;
-    outrec_builder start; /* for its time: the stamps written from now on */
-    outrec_builder_init(&start);
-    o->tables_since = start.since_ns;
-    outrec_builder_free(&start);
+    o->tables_since = outrec_now_ns(); /* the pages are written from now on */
     char *files = output_side_path(o, "files"), *prev = output_side_path(o, "prev.files");
     if (o->had_output)
         outrec_load(&o->out_rec, files);

@@ -161,13 +161,18 @@ bool outrec_holds(const outrec *t, const char *rel, const struct stat *st, const
 
 /* ---------- making one ---------- */
 
+int64_t outrec_now_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
 void outrec_builder_init(outrec_builder *b)
 {
     memset(b, 0, sizeof *b);
     buf_init(&b->bytes);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    b->since_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    b->since_ns = outrec_now_ns();
 }
 
 void outrec_builder_free(outrec_builder *b)

@@ -73,6 +73,8 @@ typedef struct {
     int64_t since_ns; /* the making's start, CLOCK_REALTIME: the racy rule's line */
 } outrec_builder;
 
+/* Now, CLOCK_REALTIME in nanoseconds: a racy line (since_ns). */
+int64_t outrec_now_ns(void);
 /* Starts a table whose entries' stamps are all taken from now on. */
 void outrec_builder_init(outrec_builder *b);
 void outrec_builder_free(outrec_builder *b);

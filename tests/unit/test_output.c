@@ -578,6 +578,15 @@ static void test_write_cap(void **state)
 
 /* ---- the tables ---- */
 
+/* A full build's start: set up, the staging folder scanned, the tables loaded. */
+static void S_full_start(void **state, diag_list *dl, output *o)
+{
+    assert_int_equal(S_try_setup(state, NULL, false, dl, o), 0);
+    output_scan_start(o);
+    output_scan_finish(o);
+    output_load_tables(o);
+}
+
 /* Saves a table at rel listing file (in dir) with its stat as it is now and
  * the digest of text: made as if a second later (not racy). */
 static void S_table(void **state, const char *rel, const char *dir, const char *file,
@@ -681,10 +690,7 @@ static void test_tables_follow_publish(void **state)
     diag_list dl;
     diag_list_init(&dl);
     output o;
-    assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
-    output_scan_start(&o);
-    output_scan_finish(&o);
-    output_load_tables(&o);
+    S_full_start(state, &dl, &o);
     output_dest d = output_dest_of(&o);
     output_dest_open(&d);
     const char *pages[][2] = {{"kept.html", "same"}, {"old.html", "after"}};
@@ -785,10 +791,7 @@ static void test_tables_racy_line(void **state)
     diag_list dl;
     diag_list_init(&dl);
     output o;
-    assert_int_equal(S_try_setup(state, NULL, false, &dl, &o), 0);
-    output_scan_start(&o);
-    output_scan_finish(&o);
-    output_load_tables(&o);
+    S_full_start(state, &dl, &o);
     S_put(state, "proj/.kvsite/site.prev/page.html", "page");
     char *at = S_path(state, "proj/.kvsite/site.prev/page.html");
     struct stat st;
