@@ -303,14 +303,20 @@ char *output_side_path(const output *o, const char *what)
 
 /* ---------- the staging folder's scan ---------- */
 
-/* Walks sc->dir (walk.h): its regular files and empty folders, and whether
- * anything else is there. */
+/* The walks' memos (walk.h) of the output and of the staging folder, as
+ * state files "<out>.dirs" and "<out>.prev.dirs": exchanged whenever the two
+ * folders are (S_swap). */
+#define S_OUTPUT_MEMO "dirs"
+#define S_STAGING_MEMO "prev.dirs"
+
+/* Walks sc->dir (walk.h, with its memo sc->memo): its regular files and
+ * empty folders, and whether anything else is there. */
 static void *S_scan_staging(void *arg)
 {
     output_scan *sc = arg;
     walk_list l;
     walk_list_init(&l);
-    walk_tree(sc->dir, WALK_THREADS, &sc->stop, &l);
+    walk_tree(sc->dir, WALK_THREADS, &sc->stop, sc->memo, &l);
     buf_put(&sc->files, l.files.ptr, l.files.len);
     buf_put(&sc->empty_dirs, l.empty_dirs.ptr, l.empty_dirs.len);
     sc->links = sc->links || l.other;
@@ -327,12 +333,22 @@ static void *S_scan_published_main(void *arg)
     return NULL;
 }
 
-static void S_scan_reset(output_scan *sc, const char *dir)
+static void S_scan_free(output_scan *sc)
 {
     buf_free(&sc->files);
     buf_free(&sc->empty_dirs);
+    free(sc->memo);
+    sc->memo = NULL;
+}
+
+/* A scan of dir, whose walk's memo is the state file "<out>.<memo>" (NULL:
+ * none). */
+static void S_scan_reset(const output *o, output_scan *sc, const char *dir, const char *memo)
+{
+    S_scan_free(sc);
     memset(sc, 0, sizeof *sc);
     sc->dir = dir;
+    sc->memo = memo ? output_side_path(o, memo) : NULL;
     buf_init(&sc->files);
     buf_init(&sc->empty_dirs);
 }
@@ -340,7 +356,7 @@ static void S_scan_reset(output_scan *sc, const char *dir)
 void output_scan_start(output *o)
 {
     output_scan *sc = &o->scan;
-    S_scan_reset(sc, o->staging);
+    S_scan_reset(o, sc, o->staging, S_STAGING_MEMO);
     sc->started = pthread_create(&sc->thread, NULL, S_scan_staging, sc) == 0;
     output_scan_published(o);
 }
@@ -350,7 +366,7 @@ void output_scan_published(output *o)
     output_scan *sc = &o->published;
     if (sc->started || sc->done || !o->staging || o->incremental || !o->had_output)
         return;
-    S_scan_reset(sc, o->out_abs);
+    S_scan_reset(o, sc, o->out_abs, S_OUTPUT_MEMO);
     sc->started = pthread_create(&sc->thread, NULL, S_scan_published_main, sc) == 0;
 }
 
@@ -385,7 +401,7 @@ void output_scan_finish(output *o)
         if (sc->started)
             pthread_join(sc->thread, NULL);
         else {
-            S_scan_reset(sc, o->staging);
+            S_scan_reset(o, sc, o->staging, S_STAGING_MEMO);
             S_scan_staging(sc);
         }
         sc->started = false;
@@ -402,6 +418,29 @@ void output_scan_finish(output *o)
 }
 
 /* ---------- the tables ---------- */
+
+/* Exchanges the state files "<out>.<a>" and "<out>.<b>", the two folders' files
+ * when the folders are swapped: one that is missing leaves the other alone
+ * under the other name. */
+static void S_swap_sides(const output *o, const char *a, const char *b)
+{
+    char *pa = output_side_path(o, a), *pb = output_side_path(o, b);
+    if (renameat2(AT_FDCWD, pa, AT_FDCWD, pb, RENAME_EXCHANGE) != 0) {
+        /* one of them is missing (or the file system cannot exchange) */
+        struct stat st;
+        bool has_a = lstat(pa, &st) == 0, has_b = lstat(pb, &st) == 0;
+        if (has_a && !has_b) {
+            rename(pa, pb);
+        } else if (has_b && !has_a) {
+            rename(pb, pa);
+        } else {
+            unlink(pa);
+            unlink(pb);
+        }
+    }
+    free(pb);
+    free(pa);
+}
 
 void output_load_tables(output *o)
 {
@@ -462,25 +501,7 @@ static void S_drop_tables(const output *o)
  * so the staging folder's table is the output's. Those files' entries no
  * longer match: a file made after a table was saved has a later ctime than
  * any entry in it (the racy rule), so they cost reads, never wrong bytes. */
-static void S_swap_tables(const output *o)
-{
-    char *files = output_side_path(o, "files"), *prev = output_side_path(o, "prev.files");
-    if (renameat2(AT_FDCWD, files, AT_FDCWD, prev, RENAME_EXCHANGE) != 0) {
-        /* one of them is missing (or the file system cannot exchange) */
-        struct stat st;
-        bool has_files = lstat(files, &st) == 0, has_prev = lstat(prev, &st) == 0;
-        if (has_files && !has_prev) {
-            rename(files, prev);
-        } else if (has_prev && !has_files) {
-            rename(prev, files);
-        } else {
-            unlink(files);
-            unlink(prev);
-        }
-    }
-    free(prev);
-    free(files);
-}
+static void S_swap_tables(const output *o) { S_swap_sides(o, "files", "prev.files"); }
 
 /* ---------- where files go ---------- */
 
@@ -563,10 +584,16 @@ void output_sweep(output *o)
 static int S_swap(output *o)
 {
     struct stat st;
-    if (lstat(o->out_abs, &st) != 0)
-        return rename(o->staging, o->out_abs);
-    if (renameat2(AT_FDCWD, o->staging, AT_FDCWD, o->out_abs, RENAME_EXCHANGE) == 0)
+    if (lstat(o->out_abs, &st) != 0) {
+        if (rename(o->staging, o->out_abs) != 0)
+            return -1;
+        S_swap_sides(o, S_OUTPUT_MEMO, S_STAGING_MEMO);
         return 0;
+    }
+    if (renameat2(AT_FDCWD, o->staging, AT_FDCWD, o->out_abs, RENAME_EXCHANGE) == 0) {
+        S_swap_sides(o, S_OUTPUT_MEMO, S_STAGING_MEMO);
+        return 0;
+    }
     if (errno != EINVAL && errno != ENOSYS)
         return -1;
     /* file systems without RENAME_EXCHANGE: two renames */
@@ -577,8 +604,10 @@ static int S_swap(output *o)
         rename(old, o->out_abs);
         errno = e;
     }
-    if (rc == 0)
+    if (rc == 0) {
         rename(old, o->staging);
+        S_swap_sides(o, S_OUTPUT_MEMO, S_STAGING_MEMO);
+    }
     free(old);
     return rc;
 }
@@ -647,9 +676,7 @@ int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl
      * compared: few) and what the new output lacks. */
     output_scan walked;
     memset(&walked, 0, sizeof walked);
-    walked.dir = o->staging;
-    buf_init(&walked.files);
-    buf_init(&walked.empty_dirs);
+    S_scan_reset(o, &walked, o->staging, S_STAGING_MEMO);
     if (!scanned) /* a build that chose full late: walked now */
         S_scan_staging(&walked);
     const output_scan *old = scanned ? &o->published : &walked;
@@ -664,8 +691,7 @@ int output_publish(output *o, const char *fresh, size_t fresh_len, diag_list *dl
         S_write_mark(o, &changed);
         buf_free(&changed);
     }
-    buf_free(&walked.files);
-    buf_free(&walked.empty_dirs);
+    S_scan_free(&walked);
     return 0;
 }
 
@@ -730,7 +756,7 @@ static int S_sync(output *o, const char *files, size_t files_len)
         strmap_init(&keep);
         for (const char *p = files; p && p < files + files_len; p += strlen(p) + 1)
             strmap_put(&keep, p, (void *)1);
-        S_scan_reset(&o->scan, o->staging);
+        S_scan_reset(o, &o->scan, o->staging, S_STAGING_MEMO);
         S_scan_staging(&o->scan);
         if (o->scan.links) {
             /* links planted in the staging folder could lead writes out of it */
@@ -760,9 +786,7 @@ int output_publish_incremental(output *o, const char *prev, size_t prev_len, dia
     buf changed = BUF_INIT; /* what differs between the two folders afterwards */
     output_scan incr;
     memset(&incr, 0, sizeof incr);
-    incr.dir = o->incr_dir;
-    buf_init(&incr.files);
-    buf_init(&incr.empty_dirs);
+    S_scan_reset(o, &incr, o->incr_dir, NULL);
     S_scan_staging(&incr);
     buf_put(&changed, buf_cstr(&incr.files), incr.files.len);
     int rc = S_sync(o, prev, prev_len);
@@ -787,8 +811,7 @@ int output_publish_incremental(output *o, const char *prev, size_t prev_len, dia
         S_publish_error(o, dl, err);
     }
     buf_free(&changed);
-    buf_free(&incr.files);
-    buf_free(&incr.empty_dirs);
+    S_scan_free(&incr);
     return rc;
 }
 
@@ -814,10 +837,8 @@ void output_done(output *o)
         pthread_join(o->scan.thread, NULL);
     o->scan.started = false;
     S_published_join(o, false);
-    buf_free(&o->scan.files);
-    buf_free(&o->scan.empty_dirs);
-    buf_free(&o->published.files);
-    buf_free(&o->published.empty_dirs);
+    S_scan_free(&o->scan);
+    S_scan_free(&o->published);
 }
 
 void output_unlock(output *o)
@@ -834,10 +855,8 @@ void output_free(output *o)
     o->tables = false;
     strmap_free(&o->outputs);
     buf_free(&o->extras);
-    buf_free(&o->scan.files);
-    buf_free(&o->scan.empty_dirs);
-    buf_free(&o->published.files);
-    buf_free(&o->published.empty_dirs);
+    S_scan_free(&o->scan);
+    S_scan_free(&o->published);
     free(o->incr_dir);
     free(o->out_abs);
     free(o->state_dir);

@@ -8,7 +8,8 @@
  * kvsite's state lives in one folder beside the output, <parent>/.kvsite
  * (OUTPUT_STATE_DIR): for the output <out>, <out>.lock, the staging folder
  * <out>.prev, <out>.incr, <out>.synced, the tables <out>.files and
- * <out>.prev.files (outrec.h), the cache and stamp build.c keeps, and
+ * <out>.prev.files (outrec.h), the walks' memos of the two folders
+ * <out>.dirs and <out>.prev.dirs (walk.h), the cache and stamp build.c keeps, and
  * <out>.serve (serve.h: the running kvsite serve's lock and
  * address); nothing else goes there. It is on the output's file system, as
  * the swap below needs.
@@ -110,6 +111,7 @@ char *output_rel(const char *url);
  * runs in a thread of its own while the parent reads the content. */
 typedef struct {
     const char *dir;
+    char *memo;     /* the walk's memo of dir (walk.h), or NULL; owned */
     buf files;
     buf empty_dirs; /* folders with nothing in them, the same way */
     bool links;

@@ -1,27 +1,22 @@
 #include "outrec.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "fsutil.h"
-#include "stamp.h"
 
-/* The file: the magic, the entry count and the paths' pool size (u32 each),
- * the entries sorted by path (S_ENTRY bytes each: the path's offset in the
- * pool and its length (u32), size, inode, mtime and ctime in nanoseconds
- * (64 bits each), the digest), the pool (paths, each NUL-terminated), then
- * a stamp_bytes sum of all of that. Numbers in the machine's order: the
- * table never leaves the machine that made it. */
-static const char S_MAGIC[16] = "kvsite-outrec 1\n";
-#define S_HEAD (sizeof S_MAGIC + 8)
+/* The sealed file's bytes: the entry count and the paths' pool size (u32
+ * each), the entries sorted by path (S_ENTRY bytes each: the path's offset
+ * in the pool and its length (u32), size, inode, mtime and ctime in
+ * nanoseconds (64 bits each), the digest), then the pool (paths, each
+ * NUL-terminated). */
+static const char S_MAGIC[SEALED_MAGIC_SIZE] = "kvsite-outrec 1\n";
+#define S_HEAD 8
 #define S_ENTRY (8 + 4 * 8 + OUTREC_DIGEST_SIZE)
 /* Far more than a site's table (100,000 pages: about 10 MB) */
 #define S_MAX_BYTES ((size_t)1 << 30)
@@ -53,6 +48,13 @@ outrec_stamp outrec_stamp_of(const struct stat *st)
 
 bool outrec_stamp_known(const outrec_stamp *s) { return s->ino != 0 || s->ctime_ns != 0; }
 
+bool outrec_stamp_racy(const outrec_stamp *s, int64_t since_ns)
+{
+    bool coarse = s->mtime_ns % 1000000000 == 0 && s->ctime_ns % 1000000000 == 0;
+    int64_t line = since_ns - (coarse ? S_RACY_COARSE_NS : S_RACY_NS);
+    return s->mtime_ns >= line || s->ctime_ns >= line;
+}
+
 /* ---------- a loaded table ---------- */
 
 static uint32_t S_u32_at(const char *p)
@@ -64,24 +66,20 @@ static uint32_t S_u32_at(const char *p)
 
 static const char *S_entry(const outrec *t, uint32_t i)
 {
-    return t->data + S_HEAD + (size_t)i * S_ENTRY;
+    return t->file.data + S_HEAD + (size_t)i * S_ENTRY;
 }
 
 static const char *S_pool(const outrec *t) { return S_entry(t, t->count); }
 
-/* Whether the bytes are a table: the sum, then every entry's path in the
- * pool, NUL-terminated with no NUL inside, strictly after the one before
- * (the lookup's binary search relies on the order). */
+/* Whether the (sealed) bytes are a table: every entry's path in the pool,
+ * NUL-terminated with no NUL inside, strictly after the one before (the
+ * lookup's binary search relies on the order). */
 static bool S_valid(const char *p, size_t len, uint32_t *count)
 {
-    if (len < S_HEAD + 8 || memcmp(p, S_MAGIC, sizeof S_MAGIC) != 0)
+    if (len < S_HEAD)
         return false;
-    uint64_t sum;
-    memcpy(&sum, p + len - 8, sizeof sum);
-    if (stamp_bytes(OUTREC_SUM_SEED, p, len - 8) != sum)
-        return false;
-    uint32_t n = S_u32_at(p + sizeof S_MAGIC), pool_len = S_u32_at(p + sizeof S_MAGIC + 4);
-    if ((uint64_t)n * S_ENTRY + pool_len != len - S_HEAD - 8)
+    uint32_t n = S_u32_at(p), pool_len = S_u32_at(p + 4);
+    if ((uint64_t)n * S_ENTRY + pool_len != len - S_HEAD)
         return false;
     const char *pool = p + S_HEAD + (size_t)n * S_ENTRY, *before = NULL;
     for (uint32_t i = 0; i < n; i++) {
@@ -101,38 +99,19 @@ static bool S_valid(const char *p, size_t len, uint32_t *count)
 size_t outrec_load(outrec *t, const char *path)
 {
     memset(t, 0, sizeof *t);
-    /* a table of kvsite's own: a regular file, not through a link; a FIFO
-     * put in its place is not waited on */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    struct stat st;
-    if (fd < 0)
+    if (!sealed_load(&t->file, path, S_MAGIC, S_MAX_BYTES))
         return 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        (uint64_t)st.st_size <= S_MAX_BYTES) {
-        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p != MAP_FAILED) {
-            t->data = p;
-            t->len = (size_t)st.st_size;
-        }
-    }
-    close(fd);
-    /* a file cut short under the mapping faults (SIGBUS) on the bytes past
-     * its end: the state folder is kvsite's own, and one build at a time
-     * writes it (the lock); tables are replaced by rename, never rewritten */
-    if (t->data && !S_valid(t->data, t->len, &t->count))
+    if (!S_valid(t->file.data, t->file.len, &t->count))
         outrec_free(t);
-    else if (t->data) /* the checksum touched every page: let them go from this
-                       * process's memory until a lookup needs them (the
-                       * workers' lookups, mostly, fault them in from the
-                       * page cache) */
-        madvise((void *)t->data, t->len, MADV_DONTNEED);
+    else /* the checks touched every page: the workers' lookups, mostly, fault
+          * in the few they read */
+        sealed_release(&t->file);
     return t->count;
 }
 
 void outrec_free(outrec *t)
 {
-    if (t->data)
-        munmap((void *)t->data, t->len);
+    sealed_unmap(&t->file);
     memset(t, 0, sizeof *t);
 }
 
@@ -182,16 +161,10 @@ void outrec_builder_free(outrec_builder *b)
     memset(b, 0, sizeof *b);
 }
 
-static bool S_racy(const outrec_builder *b, const outrec_stamp *s)
-{
-    bool coarse = s->mtime_ns % 1000000000 == 0 && s->ctime_ns % 1000000000 == 0;
-    int64_t line = b->since_ns - (coarse ? S_RACY_COARSE_NS : S_RACY_NS);
-    return s->mtime_ns >= line || s->ctime_ns >= line;
-}
 
 void outrec_add(outrec_builder *b, const char *rel, const outrec_stamp *s, const outrec_digest *d)
 {
-    if (!outrec_stamp_known(s) || S_racy(b, s))
+    if (!outrec_stamp_known(s) || outrec_stamp_racy(s, b->since_ns))
         return;
     if (b->n == b->cap)
         b->at = xrealloc(b->at, (b->cap = b->cap ? 2 * b->cap : 256) * sizeof *b->at);
@@ -208,38 +181,6 @@ static int S_by_path(const void *x, const void *y, void *ctx)
     size_t a = *(const size_t *)x, b = *(const size_t *)y;
     int c = strcmp(bytes + a + S_ENTRY_PATH, bytes + b + S_ENTRY_PATH);
     return c ? c : a < b ? -1 : 1;
-}
-
-/* The file, written a chunk at a time: the table of a big site is megabytes
- * the parent need not hold at its busiest. The sum goes along; every chunk
- * but the last is a multiple of eight bytes, so it is stamp_bytes of the
- * whole (stamp.c mixes eight bytes at a step). */
-typedef struct {
-    int fd;
-    int rc;
-    uint64_t sum;
-    size_t len;
-    char chunk[65536];
-} S_out;
-
-static void S_flush(S_out *w)
-{
-    w->sum = stamp_bytes(w->sum, w->chunk, w->len);
-    if (w->rc == 0)
-        w->rc = fs_write_all(w->fd, w->chunk, w->len);
-    w->len = 0;
-}
-
-static void S_write(S_out *w, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        size_t room = sizeof w->chunk - w->len, k = n < room ? n : room;
-        memcpy(w->chunk + w->len, c, k);
-        w->len += k, c += k, n -= k;
-        if (w->len == sizeof w->chunk)
-            S_flush(w);
-    }
 }
 
 int outrec_save(outrec_builder *b, const char *path)
@@ -262,46 +203,26 @@ int outrec_save(outrec_builder *b, const char *path)
         errno = EFBIG;
         return -1;
     }
-    char *tmp = xasprintf("%s.new", path);
-    S_out *w = xmalloc(sizeof *w);
-    w->fd = fs_open_own(tmp, true);
-    w->rc = w->fd < 0 ? -1 : 0;
-    w->sum = OUTREC_SUM_SEED;
-    w->len = 0;
-    S_write(w, S_MAGIC, sizeof S_MAGIC);
+    /* written a chunk at a time: the table of a big site is megabytes the
+     * parent need not hold twice at its busiest */
+    sealed_writer *w = sealed_create(path, S_MAGIC);
     uint32_t head[2] = {(uint32_t)n, (uint32_t)pool_len};
-    S_write(w, head, sizeof head);
+    sealed_write(w, head, sizeof head);
     uint32_t pool_at = 0;
-    for (size_t i = 0; i < b->n && w->rc == 0; i++) {
+    for (size_t i = 0; i < b->n; i++) {
         if (b->at[i] == SIZE_MAX)
             continue;
         const char *e = bytes + b->at[i];
         uint32_t at[2] = {pool_at, (uint32_t)strlen(e + S_ENTRY_PATH)};
-        S_write(w, at, sizeof at);
-        S_write(w, e, S_ENTRY_PATH); /* the stamp and the digest */
+        sealed_write(w, at, sizeof at);
+        sealed_write(w, e, S_ENTRY_PATH); /* the stamp and the digest */
         pool_at += at[1] + 1;
     }
-    for (size_t i = 0; i < b->n && w->rc == 0; i++) {
+    for (size_t i = 0; i < b->n; i++) {
         if (b->at[i] == SIZE_MAX)
             continue;
         const char *p = bytes + b->at[i] + S_ENTRY_PATH;
-        S_write(w, p, strlen(p) + 1);
+        sealed_write(w, p, strlen(p) + 1);
     }
-    S_flush(w);
-    uint64_t sum = w->sum;
-    int rc = w->rc;
-    if (rc == 0)
-        rc = fs_write_all(w->fd, &sum, sizeof sum);
-    if (w->fd >= 0 && close(w->fd) != 0 && rc == 0)
-        rc = -1;
-    if (rc == 0)
-        rc = rename(tmp, path);
-    if (rc != 0) {
-        int e = errno;
-        unlink(tmp);
-        errno = e;
-    }
-    free(w);
-    free(tmp);
-    return rc;
+    return sealed_commit(w);
 }

@@ -11,9 +11,9 @@
  * calls its index entries): an entry whose times are that close to the table's
  * making is left out (outrec_add), and the file is read as before.
  *
- * The file (output.h names them) is a checksummed whole, written to a side
- * file and renamed over; a table that does not load (absent, damaged, from
- * another version) is empty, which costs reads, never wrong bytes. */
+ * The file (output.h names them) is sealed (sealed.h): a table that does not
+ * load (absent, damaged, from another version) is empty, which costs reads,
+ * never wrong bytes. */
 #ifndef KV_OUTREC_H
 #define KV_OUTREC_H
 
@@ -22,12 +22,11 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "sealed.h"
 
 struct stat;
 
 #define OUTREC_DIGEST_SIZE 32
-/* The seed of a table file's sum (stamp_bytes of the bytes before it) */
-#define OUTREC_SUM_SEED 0x6f75747265632031ull
 
 /* The SHA-256 of a file's bytes. */
 typedef struct {
@@ -45,14 +44,18 @@ typedef struct {
 
 outrec_stamp outrec_stamp_of(const struct stat *st);
 bool outrec_stamp_known(const outrec_stamp *s);
+/* Whether s changed too close to since_ns (a CLOCK_REALTIME time in
+ * nanoseconds, before the stat s was taken from), or after it, for a later
+ * change within the same tick of the file system's clock to show in it: a
+ * stamp that cannot tell such a change is not to be kept. */
+bool outrec_stamp_racy(const outrec_stamp *s, int64_t since_ns);
 
 /* A loaded table: the file mapped read-only, so that forked workers share
  * it, and unmapped (outrec_free) it no longer counts in the process's
  * memory, as freed heap would. */
 typedef struct {
-    const char *data; /* the file's bytes; NULL: none */
-    size_t len;
-    uint32_t count;   /* entries */
+    sealed_map file; /* file.data NULL: none */
+    uint32_t count;  /* entries */
 } outrec;
 
 /* Loads path into t (empty when it is absent or not a well-formed table).
