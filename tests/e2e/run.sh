@@ -1433,6 +1433,55 @@ t_full_build_sweeps_staging() {
     show_diff "listing of site/ after a full build over a stale staging folder" "$W.l0" "$W.l1"
 }
 
+# The walks remember the folders of both output folders (.kvsite/site.dirs,
+# site.prev.dirs): a file, a folder or a link put since into a folder they
+# remember is found all the same (the folder's times moved), swept or
+# refused, and a memo that is damaged or swapped for the other folder's
+# costs nothing but reads.
+t_walk_memos_see_changes() {
+    fresh good
+    kv build --no-cache
+    expect_rc 0
+    listing "$W/site" >"$W.l0"
+    sleep 0.3 # older than the racy line: remembered
+    kv build --no-cache
+    kv build --no-cache
+    expect_rc 0
+    [ -s "$W/.kvsite/site.dirs" ] && [ -s "$W/.kvsite/site.prev.dirs" ] ||
+        fail "the walks left no memos"
+    local deep
+    deep=$(cd "$W/.kvsite/site.prev" && find . -mindepth 2 -name index.html | LC_ALL=C sort | head -n 1)
+    deep=$(dirname "${deep#./}")
+    printf 'stale\n' >"$W/.kvsite/site.prev/$deep/stale.html"
+    mkdir "$W/.kvsite/site.prev/$deep/sub"
+    printf 'stale\n' >"$W/.kvsite/site.prev/$deep/sub/x.html"
+    kv build --no-cache
+    expect_rc 0
+    listing "$W/site" >"$W.l1"
+    show_diff "listing of site/ after files were put into a remembered staging folder" "$W.l0" "$W.l1"
+    # the old output is the staging folder now, remembered by the walk of
+    # the output: a link put into one of its folders empties it
+    mkdir -p "$W.canary"
+    ln -s "$W.canary" "$W/.kvsite/site.prev/$deep/planted"
+    kv build --no-cache
+    expect_rc 0
+    [ -z "$(ls -A "$W.canary")" ] || fail "files were written through a link planted in the staging folder"
+    listing "$W/site" >"$W.l2"
+    show_diff "listing of site/ after a link was planted in a remembered folder" "$W.l0" "$W.l2"
+    # swapped and damaged memos
+    mv "$W/.kvsite/site.dirs" "$W.d" && mv "$W/.kvsite/site.prev.dirs" "$W/.kvsite/site.dirs" &&
+        mv "$W.d" "$W/.kvsite/site.prev.dirs"
+    printf 'stale\n' >"$W/.kvsite/site.prev/$deep/stale.html"
+    kv build --no-cache
+    expect_rc 0
+    printf 'x' | dd of="$W/.kvsite/site.dirs" bs=1 seek=40 conv=notrunc status=none
+    printf 'stale\n' >"$W/.kvsite/site.prev/$deep/stale.html"
+    kv build --no-cache
+    expect_rc 0
+    listing "$W/site" >"$W.l3"
+    show_diff "listing of site/ after swapped and damaged memos" "$W.l0" "$W.l3"
+}
+
 # One worker keeps a figure's compiled expression for the next page that
 # writes the same text: each page still evaluates it in its own environment,
 # and an error or a print in it is reported at that page's own place.
