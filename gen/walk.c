@@ -241,6 +241,10 @@ static void S_record_end(S_part *p)
     if (p->rec == SIZE_MAX)
         return;
     size_t entries_at = p->rec + S_REC_HEAD + strlen(p->rel) + 1;
+    if (p->seen.len - entries_at > UINT32_MAX) {
+        p->seen.len = p->rec; /* more than a record holds: not remembered */
+        return;
+    }
     uint32_t elen = (uint32_t)(p->seen.len - entries_at);
     memcpy(p->seen.ptr + p->rec + S_STAMP + 4, &elen, sizeof elen);
     while (p->seen.len % 8)
