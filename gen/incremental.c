@@ -199,15 +199,27 @@ bool incr_input_stamp_known(incr *inc, strmap *kept, uint64_t content_sum, size_
 }
 
 /* A set of files' stamps, order aside: the sum of each file's stamp (which
- * covers its name). */
+ * covers its name). The stats of a site's every page: two threads take them
+ * (stamp_files_at). */
 static uint64_t S_list_stamp(incr *inc, const char *list, size_t len)
 {
     int dir = open(inc->out->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dir < 0)
         return stamp_str(STAMP_SEED, "(no output)");
+    size_t n = 0, cap = 0;
+    char **paths = NULL;
+    for (const char *p = list; p < list + len; p += strlen(p) + 1) {
+        if (n == cap)
+            paths = xrealloc(paths, (cap = cap ? 2 * cap : 1024) * sizeof *paths);
+        paths[n++] = (char *)p;
+    }
+    uint64_t *stamps = xmalloc((n ? n : 1) * sizeof *stamps);
+    stamp_files_at(dir, paths, n, stamps);
     uint64_t sum = 0;
-    for (const char *p = list; p < list + len; p += strlen(p) + 1)
-        sum += stamp_file_at(STAMP_SEED, dir, p);
+    for (size_t i = 0; i < n; i++)
+        sum += stamps[i];
+    free(stamps);
+    free(paths);
     close(dir);
     return sum;
 }
