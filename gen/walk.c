@@ -180,6 +180,7 @@ typedef struct {
     const char *rel;
     size_t entries;
     size_t rec;            /* its record's offset in seen; SIZE_MAX: none */
+    size_t recalled, read; /* folders taken from the memo, folders read */
 } S_part;
 
 static void S_found(S_part *p, unsigned char type, const char *name)
@@ -274,6 +275,7 @@ static bool S_recall(S_part *p, const char *rel)
         S_found(p, e[0] == 'd' ? DT_DIR : DT_REG, e + 1);
     if (w->remember)
         buf_put(&p->seen, r, S_rec_size(r));
+    p->recalled++;
     return true;
 }
 
@@ -287,6 +289,7 @@ static void S_list(S_part *p, const char *rel)
                         : fcntl(w->root, F_DUPFD_CLOEXEC, 0);
         if (fd < 0)
             return; /* gone, or a link planted where a folder was: not followed */
+        p->read++;
         p->fd = fd;
         /* the stamp before the entries: a change after it moves the times */
         struct stat st;
@@ -435,7 +438,13 @@ int walk_tree(const char *dir, unsigned threads, const atomic_bool *stop, const 
             pthread_join(parts[i].thread, NULL);
     bool other = atomic_load(&w.other);
     bool stopped = w.n > 0 || (stop && atomic_load(stop));
-    if (memo && !other && !stopped)
+    size_t recalled = 0, read = 0;
+    for (unsigned i = 0; i < threads; i++)
+        recalled += parts[i].recalled, read += parts[i].read;
+    /* every folder of the memo taken from it and none read: the new memo
+     * would be the same bytes */
+    bool same = read == 0 && recalled == known.count;
+    if (memo && !other && !stopped && !same)
         S_memo_save(memo, parts, threads);
     for (unsigned i = 0; i < threads; i++) {
         buf_put(&l->files, parts[i].found.files.ptr, parts[i].found.files.len);

@@ -236,9 +236,14 @@ static void test_memo_recall(void **state)
     char *first = S_listing(state, memo, &other);
     assert_string_equal(first, plain);
     assert_true(fs_exists(memo));
+    struct stat before, after;
+    assert_int_equal(stat(memo, &before), 0);
     char *second = S_listing(state, memo, &other);
     assert_string_equal(second, plain);
     assert_false(other);
+    /* every folder taken from the memo: it is not written again */
+    assert_int_equal(stat(memo, &after), 0);
+    assert_int_equal(before.st_ino, after.st_ino);
     /* the unchanged folders come from the memo: a name changed there shows */
     S_forge(memo, "index.html", "indey.html");
     char *forged = S_listing(state, memo, &other);
