@@ -57,13 +57,6 @@ bool outrec_stamp_racy(const outrec_stamp *s, int64_t since_ns)
 
 /* ---------- a loaded table ---------- */
 
-static uint32_t S_u32_at(const char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 static const char *S_entry(const outrec *t, uint32_t i)
 {
     return t->file.data + S_HEAD + (size_t)i * S_ENTRY;
@@ -78,13 +71,13 @@ static bool S_valid(const char *p, size_t len, uint32_t *count)
 {
     if (len < S_HEAD)
         return false;
-    uint32_t n = S_u32_at(p), pool_len = S_u32_at(p + 4);
+    uint32_t n = sealed_u32(p), pool_len = sealed_u32(p + 4);
     if ((uint64_t)n * S_ENTRY + pool_len != len - S_HEAD)
         return false;
     const char *pool = p + S_HEAD + (size_t)n * S_ENTRY, *before = NULL;
     for (uint32_t i = 0; i < n; i++) {
         const char *e = p + S_HEAD + (size_t)i * S_ENTRY;
-        uint32_t off = S_u32_at(e), plen = S_u32_at(e + 4);
+        uint32_t off = sealed_u32(e), plen = sealed_u32(e + 4);
         if ((uint64_t)off + plen >= pool_len || pool[off + plen] != '\0' ||
             memchr(pool + off, '\0', plen) != NULL)
             return false;
@@ -122,7 +115,7 @@ bool outrec_holds(const outrec *t, const char *rel, const struct stat *st, const
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         const char *e = S_entry(t, mid);
-        int c = strcmp(rel, pool + S_u32_at(e));
+        int c = strcmp(rel, pool + sealed_u32(e));
         if (c == 0) {
             outrec_stamp want;
             memcpy(&want, e + 8, sizeof want);

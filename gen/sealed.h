@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SEALED_MAGIC_SIZE 16
 #define SEALED_SUM_SEED 0x6f75747265632031ull
@@ -52,5 +53,21 @@ bool sealed_load(sealed_map *m, const char *path, const char magic[SEALED_MAGIC_
  * again from the page cache when read. */
 void sealed_release(const sealed_map *m);
 void sealed_unmap(sealed_map *m);
+
+/* The numbers in a loaded file, at any offset (the mapping need not align
+ * them). */
+static inline uint32_t sealed_u32(const char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline uint64_t sealed_u64(const char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
 
 #endif

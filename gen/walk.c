@@ -34,34 +34,20 @@ typedef struct {
     size_t records_len;
 } S_memo;
 
-static uint32_t S_u32_at(const char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static uint64_t S_u64_at(const char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 static size_t S_padded(size_t n) { return (n + 7) & ~(size_t)7; }
 
 /* A record's size, from its head. */
 static size_t S_rec_size(const char *r)
 {
-    return S_padded(S_REC_HEAD + (size_t)S_u32_at(r + S_STAMP) + 1 + S_u32_at(r + S_STAMP + 4));
+    return S_padded(S_REC_HEAD + (size_t)sealed_u32(r + S_STAMP) + 1 + sealed_u32(r + S_STAMP + 4));
 }
 
 static const char *S_rec_path(const char *r) { return r + S_REC_HEAD; }
 
 static const char *S_rec_entries(const char *r, size_t *len)
 {
-    *len = S_u32_at(r + S_STAMP + 4);
-    return r + S_REC_HEAD + S_u32_at(r + S_STAMP) + 1;
+    *len = sealed_u32(r + S_STAMP + 4);
+    return r + S_REC_HEAD + sealed_u32(r + S_STAMP) + 1;
 }
 
 /* Whether a record's entries are what a walk trusts: names that stay in
@@ -90,8 +76,8 @@ static bool S_memo_valid(S_memo *m)
     size_t len = m->file.len;
     if (len < 8)
         return false;
-    uint64_t n = S_u32_at(p);
-    if (S_u32_at(p + 4) != 0 || n * 8 > len - 8)
+    uint64_t n = sealed_u32(p);
+    if (sealed_u32(p + 4) != 0 || n * 8 > len - 8)
         return false;
     m->count = (uint32_t)n;
     m->index = p + 8;
@@ -99,11 +85,11 @@ static bool S_memo_valid(S_memo *m)
     m->records_len = len - 8 - n * 8;
     const char *before = NULL;
     for (uint32_t i = 0; i < m->count; i++) {
-        uint64_t off = S_u64_at(m->index + (size_t)i * 8);
+        uint64_t off = sealed_u64(m->index + (size_t)i * 8);
         if (off % 8 != 0 || off > m->records_len || m->records_len - off < S_REC_HEAD)
             return false;
         const char *r = m->records + off;
-        uint64_t plen = S_u32_at(r + S_STAMP), elen = S_u32_at(r + S_STAMP + 4);
+        uint64_t plen = sealed_u32(r + S_STAMP), elen = sealed_u32(r + S_STAMP + 4);
         if (S_padded(S_REC_HEAD + plen + 1 + elen) > m->records_len - off)
             return false;
         const char *path = S_rec_path(r);
@@ -136,7 +122,7 @@ static const char *S_memo_find(const S_memo *m, const char *rel)
     uint32_t lo = 0, hi = m->count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        const char *r = m->records + S_u64_at(m->index + (size_t)mid * 8);
+        const char *r = m->records + sealed_u64(m->index + (size_t)mid * 8);
         int c = strcmp(rel, S_rec_path(r));
         if (c == 0)
             return r;
