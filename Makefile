@@ -1,6 +1,9 @@
 # kvsite: `make` builds the generator and the bundled site; `make test` runs every test.
 # Libraries come from Debian packages, found with pkg-config (see `make deps`).
 
+# `make` alone is `make all` (the grammar rules below would be the first target).
+.DEFAULT_GOAL := all
+
 PKGS      := libcmark-gfm lua5.4 yaml-0.1 libmicrohttpd tree-sitter nettle
 B         ?= build
 CC        ?= cc

@@ -34,6 +34,7 @@
 #include "render.h"
 #include "report.h"
 #include "search.h"
+#include "shrec.h"
 #include "stamp.h"
 #include "sources.h"
 #include "strmap.h"
@@ -477,11 +478,13 @@ static void S_plan(build_state *s)
         s->env.figs = s->figs;
     }
     s->njobs = render_job_count(&s->env);
-    s->records = xcalloc(s->njobs, sizeof *s->records);
+    /* shared with the workers: the parent stores records while they run */
+    s->records = shrec_new(s->njobs);
     for (size_t j = 0; j < s->njobs; j++)
         record_init(&s->records[j]);
     s->env.records = s->records;
     s->env.nrecords = s->njobs;
+    s->env.records_shared = true;
     s->job_phases = render_job_phases(&s->env);
     s->env.job_phases = s->job_phases;
     incr_bind(&s->inc, &s->idx, s->records, s->njobs, s->figs, s->report_sections != NULL);
@@ -595,7 +598,7 @@ static void S_report_parts(build_state *s)
     size_t njobs = render_job_count(&s->env);
     if (njobs == s->njobs)
         return;
-    s->records = xrealloc(s->records, njobs * sizeof *s->records);
+    s->records = shrec_grow(s->records, s->njobs, njobs - s->njobs);
     for (size_t j = s->njobs; j < njobs; j++)
         record_init(&s->records[j]);
     s->njobs = njobs;
@@ -994,7 +997,7 @@ static void S_keep(build_state *s)
     uint64_t size = s->figs->flushed + s->figs->pending.len;
     if (size > 2 * live + ((uint64_t)1 << 20))
         return;
-    k->records = s->records;
+    k->records = shrec_to_heap(s->records, s->njobs); /* see shrec.h */
     k->n = s->njobs;
     k->sums = s->inc.saved_sums;
     k->figs = s->figs;
@@ -1051,7 +1054,7 @@ static int S_finish(build_state *s)
     S_keep(s);
     for (size_t j = 0; j < s->njobs; j++)
         record_free(&s->records[j]);
-    free(s->records);
+    shrec_free(s->records, s->njobs);
     free(s->report_sections);
     free(s->groups);
     paginate_plan_free(&s->pages_plan);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "shrec.h"
 
 #define RECORD_MAX (256u << 20)
 /* Jobs a worker may hold (the one it works on and those waiting behind it):
@@ -122,6 +123,9 @@ static void S_worker_main(const render_env *env, const pool_opts *o, int ctl, in
         struct rlimit rl = {cpu, cpu + 1};
         setrlimit(RLIMIT_CPU, &rl);
     }
+    /* the records the parent stores meanwhile are not this worker's to change */
+    if (env->records_shared && shrec_seal(env->records, env->nrecords) != 0)
+        _exit(70);
     renderer *r = render_new(env);
     if (!r)
         _exit(70);

@@ -67,8 +67,9 @@ void render_note(renderer *r, uint32_t what)
 
 const page_record *render_record(renderer *r, size_t job)
 {
-    if (!r->e.records || job >= r->e.nrecords || !r->e.records[job].done ||
-        r->phase[job] >= r->cur_phase)
+    /* the phase first: a record of this phase may be being stored (shrec.h) */
+    if (!r->e.records || job >= r->e.nrecords || r->phase[job] >= r->cur_phase ||
+        !r->e.records[job].done)
         return NULL;
     if (r->cap_depth)
         S_capture(r, (uint32_t)job);

@@ -27,6 +27,7 @@ typedef struct render_env {
     bool strict;              /* unverified figures are errors */
     const page_record *records; /* results by job; a job sees those of earlier phases */
     size_t nrecords;
+    bool records_shared;      /* records is a shrec.h array: each worker seals it */
     const size_t *report_sections; /* pages with a report page of their own (see
                                * RENDER_REPORT_SECTION_TEMPLATE); NULL for none */
     size_t nreport_sections;

@@ -1,0 +1,64 @@
+#include "shrec.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "buf.h"
+
+/* The mapping's length for n records: whole pages, at least one. */
+static size_t S_bytes(size_t n)
+{
+    size_t unit = (size_t)sysconf(_SC_PAGESIZE);
+    if (n > (SIZE_MAX - unit) / sizeof(page_record)) {
+        fprintf(stderr, "kvsite: out of memory (%zu page records)\n", n);
+        exit(70);
+    }
+    size_t bytes = (n ? n : 1) * sizeof(page_record);
+    return (bytes + unit - 1) / unit * unit;
+}
+
+page_record *shrec_new(size_t n)
+{
+    size_t bytes = S_bytes(n);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "kvsite: out of memory (mapping %zu bytes of page records: %s)\n", bytes,
+                strerror(errno));
+        exit(70);
+    }
+    return p; /* zeroed by the kernel */
+}
+
+page_record *shrec_grow(page_record *a, size_t n, size_t more)
+{
+    page_record *b = shrec_new(n + more);
+    if (n)
+        memcpy(b, a, n * sizeof *a);
+    shrec_free(a, n);
+    return b;
+}
+
+void shrec_free(page_record *a, size_t n)
+{
+    if (a)
+        munmap(a, S_bytes(n));
+}
+
+page_record *shrec_to_heap(page_record *a, size_t n)
+{
+    page_record *h = xmalloc((n ? n : 1) * sizeof *h);
+    if (n)
+        memcpy(h, a, n * sizeof *a);
+    shrec_free(a, n);
+    return h;
+}
+
+int shrec_seal(const page_record *a, size_t n)
+{
+    return mprotect((void *)a, S_bytes(n), PROT_READ);
+}
