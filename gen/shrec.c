@@ -10,6 +10,18 @@
 
 #include "buf.h"
 
+/* LeakSanitizer looks for pointers in the heap, stacks and globals, not in
+ * mappings of ours: the records' pointers would read as leaks. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define S_ROOTS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/lsan_interface.h>
+#define S_ROOTS 1
+#endif
+#endif
+
 /* The mapping's length for n records: whole pages, at least one. */
 static size_t S_bytes(size_t n)
 {
@@ -31,6 +43,9 @@ page_record *shrec_new(size_t n)
                 strerror(errno));
         exit(70);
     }
+#ifdef S_ROOTS
+    __lsan_register_root_region(p, bytes);
+#endif
     return p; /* zeroed by the kernel */
 }
 
@@ -45,8 +60,12 @@ page_record *shrec_grow(page_record *a, size_t n, size_t more)
 
 void shrec_free(page_record *a, size_t n)
 {
-    if (a)
-        munmap(a, S_bytes(n));
+    if (!a)
+        return;
+#ifdef S_ROOTS
+    __lsan_unregister_root_region(a, S_bytes(n));
+#endif
+    munmap(a, S_bytes(n));
 }
 
 page_record *shrec_to_heap(page_record *a, size_t n)
