@@ -7,28 +7,75 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The thread's fuse. Static TLS (kvsite is one executable): the handler
- * may read it. */
+/* The thread's timer and fuse. Static TLS (kvsite is one executable): the
+ * handler may read it. The handler runs in this thread between any two of
+ * its instructions, so what it shares with fuse_arm and fuse_disarm is
+ * volatile and set in an order that is consistent at every step. */
 static _Thread_local timer_t S_timer;
-static _Thread_local bool S_have_timer; /* S_timer was made in this process */
-static _Thread_local bool S_armed;
-static _Thread_local long long S_start, S_ns; /* the thread's CPU clock at fuse_arm; its length */
+static _Thread_local bool S_have_timer;               /* S_timer was made in this process */
+static _Thread_local volatile sig_atomic_t S_running; /* S_timer is set and has not expired */
+static _Thread_local volatile long long S_set_for;    /* the CPU time it was last set for */
+static _Thread_local volatile sig_atomic_t S_armed;   /* a fuse is armed */
+static _Thread_local volatile long long S_cpu0, S_wall0; /* the thread's CPU clock and
+                                                         * CLOCK_MONOTONIC at fuse_arm */
+static _Thread_local volatile long long S_ns;           /* its length */
 static _Thread_local volatile sig_atomic_t S_blown;
 static _Thread_local fuse_fn volatile S_fn; /* NULL: the handler calls nothing */
 static _Thread_local void *volatile S_ctx;
 
-/* The thread's CPU time in nanoseconds, -1 when it cannot be read. */
-static long long S_thread_ns(void)
+/* A clock in nanoseconds, -1 when it cannot be read. Async-signal-safe.
+ * CLOCK_MONOTONIC is read in the vDSO, the thread's CPU clock by a system
+ * call. */
+static long long S_clock_ns(clockid_t id)
 {
     struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    if (clock_gettime(id, &ts) != 0)
         return -1;
     return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Sets the timer to expire once the thread has used ns more of CPU time.
+ * 0, or -1. Async-signal-safe; outside the handler, called with the signal
+ * blocked (S_set_blocked), so that no expiry is handled between the call
+ * and S_running telling it. */
+static int S_set(long long ns)
+{
+    struct itimerspec its = {{0, 0}, {(time_t)(ns / 1000000000), (long)(ns % 1000000000)}};
+    S_running = 0;
+    if (timer_settime(S_timer, 0, &its, NULL) != 0)
+        return -1;
+    S_set_for = ns;
+    S_running = 1;
+    return 0;
+}
+
+static int S_set_blocked(long long ns)
+{
+    sigset_t vt, old;
+    sigemptyset(&vt);
+    sigaddset(&vt, SIGVTALRM);
+    if (pthread_sigmask(SIG_BLOCK, &vt, &old) != 0)
+        return -1;
+    int rc = S_set(ns);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+static void S_blow(void)
+{
+    fuse_fn fn = S_fn;
+    S_fn = NULL;
+    S_blown = 1;
+    if (fn)
+        fn(S_ctx);
 }
 
 static pthread_once_t S_once = PTHREAD_ONCE_INIT;
 static bool S_ready; /* the handler is installed */
 
+/* The timer expired: the armed fuse blows once the thread has used ns of
+ * CPU time since fuse_arm; short of it, the timer is set again for the
+ * rest. */
 static void S_on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
@@ -37,11 +84,13 @@ static void S_on_signal(int sig, siginfo_t *si, void *uc)
     if (si->si_code != SI_TIMER || si->si_value.sival_ptr != (void *)&S_timer)
         return;
     int saved = errno;
-    fuse_fn fn = S_fn;
-    S_fn = NULL;
-    S_blown = 1;
-    if (fn)
-        fn(S_ctx);
+    S_running = 0;
+    if (S_armed && !S_blown) {
+        long long now = S_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        long long passed = now < 0 ? S_ns : now - S_cpu0;
+        if (passed >= S_ns || S_set(S_ns - passed) != 0)
+            S_blow(); /* a fuse that can no longer be watched blows: the safe side */
+    }
     errno = saved;
 }
 
@@ -49,7 +98,8 @@ static void S_on_signal(int sig, siginfo_t *si, void *uc)
 static void S_after_fork(void)
 {
     S_have_timer = false;
-    S_armed = false;
+    S_running = 0;
+    S_armed = 0;
     S_fn = NULL;
 }
 
@@ -83,21 +133,26 @@ bool fuse_arm(long long ns, fuse_fn fn, void *ctx)
             timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &S_timer) != 0)
             return false;
         S_have_timer = true;
+        S_running = 0;
     }
-    S_start = S_thread_ns();
-    if (S_start < 0)
+    long long cpu = S_clock_ns(CLOCK_THREAD_CPUTIME_ID), wall = S_clock_ns(CLOCK_MONOTONIC);
+    if (cpu < 0 || wall < 0)
         return false;
+    S_armed = 0; /* the handler leaves the fuse alone while it is set up */
+    S_fn = NULL;
+    S_cpu0 = cpu;
+    S_wall0 = wall;
     S_ns = ns;
-    S_fn = NULL; /* a late signal of the last fuse calls nothing */
     S_blown = 0;
     S_ctx = ctx;
     S_fn = fn;
-    struct itimerspec its = {{0, 0}, {(time_t)(ns / 1000000000), (long)(ns % 1000000000)}};
-    if (timer_settime(S_timer, 0, &its, NULL) != 0) {
+    S_armed = 1;
+    /* a running timer set for no more than ns expires in time: it stays */
+    if ((!S_running || S_set_for > ns) && S_set_blocked(ns) != 0) {
+        S_armed = 0;
         S_fn = NULL;
         return false;
     }
-    S_armed = true;
     return true;
 }
 
@@ -105,16 +160,12 @@ long long fuse_disarm(void)
 {
     if (!S_armed)
         return -1;
-    S_armed = false;
-    S_fn = NULL; /* first: from here a signal only marks the fuse blown */
-    struct itimerspec zero = {{0, 0}, {0, 0}}, left;
-    if (timer_settime(S_timer, 0, &zero, &left) != 0)
-        return -1;
-    long long ns = (long long)left.it_value.tv_sec * 1000000000 + left.it_value.tv_nsec;
-    /* time left (read from the thread's clock): what passed is the rest;
-     * none left, and the clock tells, however late the signal */
-    if (!S_blown && ns > 0)
-        return S_ns - ns;
-    long long now = S_thread_ns();
-    return now < 0 ? -1 : now - S_start;
+    S_armed = 0; /* first: from here the handler leaves the fuse alone */
+    S_fn = NULL;
+    /* the timer runs on: it expires with no fuse armed, or under the next */
+    long long wall = S_clock_ns(CLOCK_MONOTONIC);
+    if (wall >= 0 && wall - S_wall0 < S_ns / 2)
+        return wall - S_wall0; /* at least the CPU time, and short of the fuse */
+    long long cpu = S_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    return cpu < 0 ? -1 : cpu - S_cpu0;
 }

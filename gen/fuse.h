@@ -5,8 +5,18 @@
  * `ns` of it have passed, fn(ctx) is called from a signal handler in that
  * thread, wherever the thread is (in C or in Lua), so fn must do only what a
  * handler may (set a volatile flag, lua_sethook). fuse_disarm stops the count
- * and tells how much CPU time passed since fuse_arm, read from the thread's
- * own clock to the nanosecond, however late the signal was.
+ * and tells how much CPU time passed since fuse_arm, or a bound of it.
+ *
+ * A fuse is armed for every page, and pages take a fraction of a
+ * millisecond, where a timer set and cleared for each (three timer and clock
+ * system calls) cost a twentieth of a build on a virtual machine. So the
+ * thread's timer (a CPU-time one-shot) is set only when none is running:
+ * fuse_arm reads the thread's CPU clock (one system call) and leaves a
+ * running timer set for no more than `ns`; when the timer expires, the
+ * handler blows the armed fuse if its `ns` have passed and otherwise sets
+ * the timer again for the rest; with no fuse armed it does nothing, and the
+ * next fuse_arm sets it. fuse_disarm reads the wall clock (no system call)
+ * and, only when `ns` / 2 or more has passed on it, the CPU clock.
  *
  * One fuse per thread; the timer behind it is made on first use, again in a
  * forked child (timers do not survive fork). The signal is SIGVTALRM, which
@@ -24,9 +34,10 @@ typedef void (*fuse_fn)(void *ctx);
  * called): the caller then does without. */
 bool fuse_arm(long long ns, fuse_fn fn, void *ctx);
 
-/* Disarms the thread's fuse (fn is not called after) and returns the
- * thread's CPU time since fuse_arm in nanoseconds; -1 when it was not armed
- * or the clock cannot be read. */
+/* Disarms the thread's fuse (fn is not called after) and returns, in
+ * nanoseconds, the thread's CPU time since fuse_arm, or the wall-clock time
+ * since then when that is under ns / 2 (a thread's CPU time never passes
+ * it); -1 when it was not armed or the clock cannot be read. */
 long long fuse_disarm(void);
 
 #endif

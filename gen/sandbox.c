@@ -183,8 +183,9 @@ static void S_cut(sandbox *sb)
 }
 
 /* An unmetered page from here on is metered "late": the Lua instructions it
- * ran are bounded by its CPU time at SANDBOX_MAX_RATE, and it counts on
- * what that bound and its charges leave of its budget. Ending within that,
+ * ran are bounded by its CPU time (fuse_disarm's, or its bound of it) at
+ * SANDBOX_MAX_RATE, and it counts on what that bound and its charges leave
+ * of its budget. Ending within that,
  * it ends as it would have metered from its start; hitting it, it may not
  * be past its budget, so it is cut and rendered again. A margin of one hook
  * step covers the step a metered page may not have counted. */

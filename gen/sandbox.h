@@ -20,7 +20,8 @@
  * any machine runs Lua, with sandbox_charge's counts held to the other half.
  * A page that stays within both spent less than its budget, so it ends as it
  * would have metered. Past either, it is metered from there on what its CPU
- * time at that rate and its charges leave of the budget; ending within that,
+ * time (or fuse_disarm's bound of it) at that rate and its charges leave of
+ * the budget; ending within that,
  * it ends as it would have metered too. Hitting it, it may not be past its
  * budget, so it is cut (every Lua instruction fails from then on, as past
  * the budget) and must be rendered again: its work is thrown away, and the

@@ -1,8 +1,9 @@
 /* Unit tests for gen/fuse.c: a limit on the thread's CPU time. A fuse that
  * runs out calls its function (from the signal handler) and reads as run
- * out; one disarmed in time calls nothing and tells the time used; a
- * SIGVTALRM blocked when the process started does not keep it from blowing;
- * a forked child gets a fuse of its own. */
+ * out; one disarmed in time calls nothing and tells the time used; a fuse
+ * armed under a timer an earlier fuse left running blows neither before
+ * its own time nor long after; a SIGVTALRM blocked when the process started
+ * does not keep it from blowing; a forked child gets a fuse of its own. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -67,13 +68,50 @@ static void test_disarmed_in_time(void **state)
     long long used = fuse_disarm();
     assert_int_equal(S_calls, 0);
     assert_true(used >= spent / 2 && used < 1000000000LL);
-    /* re-armed over an armed one: the last one counts */
+    /* re-armed over an armed one: the last one counts, though the timer
+     * was set for a second (it is set again, for less) */
     assert_true(fuse_arm(1000000000LL, S_blown, NULL));
     assert_true(fuse_arm(1000000, S_blown, NULL));
+    t0 = S_thread_ns();
     S_spin(2000000000LL);
     assert_int_equal(S_calls, 1);
+    assert_true(S_thread_ns() - t0 < 500000000LL);
     fuse_disarm();
     assert_false(fuse_arm(0, S_blown, NULL));
+}
+
+static long long S_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Fuses armed and disarmed page after page leave the timer running: a fuse
+ * armed when it is about to expire (set for an earlier one) still gets its
+ * whole time, and blows once that has passed. */
+static void test_timer_left_running(void **state)
+{
+    (void)state;
+    S_calls = 0;
+    for (int i = 0; i < 1000; i++) {
+        assert_true(fuse_arm(20000000, S_blown, NULL)); /* 20 ms */
+        assert_true(fuse_disarm() >= 0);
+    }
+    S_spin(15000000); /* the timer, if left from those, has 5 ms or less to go */
+    assert_int_equal(S_calls, 0);
+    long long w0 = S_wall_ns();
+    assert_true(fuse_arm(20000000, S_blown, NULL));
+    S_spin(2000000000LL);
+    long long took = S_wall_ns() - w0;
+    assert_int_equal(S_calls, 1);
+    assert_true(took >= 20000000); /* not at the old timer's expiry */
+    assert_true(took < 1000000000LL);
+    long long used = fuse_disarm();
+    assert_true(used >= 20000000);
+    /* between fuses the timer expires with nothing to call */
+    S_spin(30000000);
+    assert_int_equal(S_calls, 1);
 }
 
 /* A child whose own 2 ms fuse must blow, and tell its time, before it exits 0. */
@@ -126,6 +164,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blows),
         cmocka_unit_test(test_disarmed_in_time),
+        cmocka_unit_test(test_timer_left_running),
         cmocka_unit_test(test_blocked_signal),
         cmocka_unit_test(test_forked_child),
     };
