@@ -923,6 +923,7 @@ static void S_save(build_state *s)
     }
     S_trace(s, "saved");
     if (s->trace) {
+        pool_settle(); /* their peak memory counts once they are waited for */
         struct rusage self, kids;
         getrusage(RUSAGE_SELF, &self);
         getrusage(RUSAGE_CHILDREN, &kids);
@@ -1038,6 +1039,7 @@ static build_state *volatile S_kept; /* see build_opts.exiting; volatile: a stor
 
 static int S_finish(build_state *s)
 {
+    pool_settle(); /* the last phase's workers */
     /* the kept records' checker reads the keep: done before it is cleared */
     incr_join_threads(&s->inc);
     hl_preload_join();

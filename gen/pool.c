@@ -168,8 +168,9 @@ static void S_worker_main(const render_env *env, const pool_opts *o, int ctl, in
         if (S_put_record(res, ctl, out.ptr, out.len) != 0)
             break;
     }
+    /* the process ends: its memory goes with it, and the parent does not
+     * wait for render_free's milliseconds of frees */
     buf_free(&out);
-    render_free(r);
     _exit(0);
 }
 
@@ -240,6 +241,42 @@ static void S_reap(worker *w, int *status)
         *status = st;
     w->pid = -1;
 }
+
+/* Workers that finished their phase and were told to end (their sockets
+ * closed), not yet waited for: pool_settle waits for them, pool_run for
+ * those already gone. A worker's exit (unmapping what it shared with the
+ * parent) takes milliseconds that the next phase need not wait for. */
+static pid_t *S_leaving;
+static size_t S_nleaving, S_capleaving;
+
+static void S_leave(pid_t pid)
+{
+    if (S_nleaving == S_capleaving)
+        S_leaving = xrealloc(S_leaving, (S_capleaving = S_capleaving ? 2 * S_capleaving : 8) *
+                                            sizeof *S_leaving);
+    S_leaving[S_nleaving++] = pid;
+}
+
+/* Waits for the leaving workers: all of them (block), or those gone. */
+static void S_wait_leaving(bool block)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < S_nleaving; i++) {
+        pid_t got;
+        while ((got = waitpid(S_leaving[i], NULL, block ? 0 : WNOHANG)) < 0 && errno == EINTR)
+            ;
+        if (got == 0)
+            S_leaving[kept++] = S_leaving[i]; /* still exiting */
+    }
+    S_nleaving = kept;
+    if (!S_nleaving) {
+        free(S_leaving);
+        S_leaving = NULL;
+        S_capleaving = 0;
+    }
+}
+
+void pool_settle(void) { S_wait_leaving(true); }
 
 static int S_at(const worker *w, int i)
 {
@@ -427,6 +464,7 @@ static size_t S_fail_all(const render_env *env, const pool_opts *o, worker *ws, 
 int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size_t n,
              page_record *records)
 {
+    S_wait_leaving(false); /* the last phase's, gone by now */
     if (n == 0)
         return 0;
     int nw = o->workers < 1 ? 1 : o->workers;
@@ -536,16 +574,14 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
             /* the jobs queued behind a failed one go to the next process */
         }
     }
-    /* closing the sockets ends every worker at once; then collect them */
+    /* closing the sockets ends every worker at once; pool_settle (or the
+     * next pool_run) waits for them */
     for (int i = 0; i < nw; i++) {
         if (ws[i].pid > 0) {
             close(ws[i].ctl_fd);
-            ws[i].ctl_fd = -1;
+            close(ws[i].res_fd);
+            S_leave(ws[i].pid);
         }
-    }
-    for (int i = 0; i < nw; i++) {
-        if (ws[i].pid > 0)
-            S_reap(&ws[i], NULL);
         buf_free(&ws[i].in);
     }
     free(ws);

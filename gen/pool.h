@@ -33,8 +33,15 @@ typedef struct {
 
 /* Runs jobs[0..n) and stores each result in records[job] (which must be
  * initialised; existing content is freed). Returns 0; failures of single jobs
- * are reported in their records. */
+ * are reported in their records. It returns once every record is in: its
+ * workers are told to end, and are waited for by pool_settle (or by a later
+ * pool_run, once they are gone). */
 int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size_t n,
              page_record *records);
+
+/* Waits for every worker that pool_run told to end: before the process
+ * reports its children's resource use or exits (a worker's peak memory
+ * counts once it was waited for). */
+void pool_settle(void);
 
 #endif

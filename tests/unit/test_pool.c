@@ -130,7 +130,8 @@ static void S_run(int workers, double deadline, size_t n)
     pool_opts o = {.workers = workers, .deadline = deadline, .build_deadline = S_build_deadline,
                    .build_timeout = 1};
     assert_int_equal(pool_run(&env, &o, S_jobs, n, S_rec), 0);
-    /* every worker was waited for */
+    /* every worker is waited for */
+    pool_settle();
     assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
     assert_int_equal(errno, ECHILD);
 }
