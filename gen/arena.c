@@ -7,17 +7,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "asan.h"
 #include "buf.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ARENA_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ARENA_ASAN 1
-#endif
-#endif
 
-#ifdef ARENA_ASAN
+#ifdef KV_ASAN
 #include <sanitizer/asan_interface.h>
 #define S_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
 #define S_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))

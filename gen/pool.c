@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asan.h"
 #include "fsutil.h"
 #include "shrec.h"
 
@@ -29,13 +30,6 @@
 
 _Static_assert(QUEUE_MAX * sizeof(uint32_t) <= PIPE_BUF, "one send of job numbers is atomic");
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
 
 /* Each record travels as this header and `len` bytes of record_encode(). */
 typedef struct {
@@ -109,7 +103,7 @@ static int S_put_record(int res, int ctl, const char *p, size_t n)
 
 static void S_worker_main(const render_env *env, const pool_opts *o, int ctl, int res)
 {
-#ifndef UNDER_ASAN
+#ifndef KV_ASAN
     if (o->worker_memory) {
         struct rlimit rl = {o->worker_memory, o->worker_memory};
         setrlimit(RLIMIT_AS, &rl);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "arith.h"
+#include "asan.h"
 #include "fsutil.h"
 #include "fuse.h"
 #include "hostlib.h"
@@ -32,12 +33,8 @@
  * the region is used up, come from malloc: the pool holds at most
  * POOL_REGION bytes whatever a page allocates. Under AddressSanitizer every
  * block comes from malloc, so Lua's use of memory stays checked. */
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef KV_ASAN
 #define POOL_OFF 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define POOL_OFF 1
-#endif
 #endif
 #define POOL_MAX 4096 /* POOL_CLASSES: sandbox_internal.h */
 #define POOL_REGION ((size_t)16 << 20)

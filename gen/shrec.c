@@ -8,18 +8,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "asan.h"
 #include "buf.h"
 
 /* LeakSanitizer looks for pointers in the heap, stacks and globals, not in
  * mappings of ours: the records' pointers would read as leaks. */
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef KV_ASAN
 #include <sanitizer/lsan_interface.h>
-#define S_ROOTS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#include <sanitizer/lsan_interface.h>
-#define S_ROOTS 1
-#endif
 #endif
 
 /* The mapping's length for n records: whole pages, at least one. */
@@ -43,7 +38,7 @@ page_record *shrec_new(size_t n)
                 strerror(errno));
         exit(70);
     }
-#ifdef S_ROOTS
+#ifdef KV_ASAN
     __lsan_register_root_region(p, bytes);
 #endif
     return p; /* zeroed by the kernel */
@@ -62,7 +57,7 @@ void shrec_free(page_record *a, size_t n)
 {
     if (!a)
         return;
-#ifdef S_ROOTS
+#ifdef KV_ASAN
     __lsan_unregister_root_region(a, S_bytes(n));
 #endif
     munmap(a, S_bytes(n));

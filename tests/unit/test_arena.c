@@ -16,16 +16,10 @@
 #include <cmocka.h>
 
 #include "arena.h"
+#include "asan.h"
 #include "markdown.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
-#ifdef TEST_ASAN
+#ifdef KV_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -261,7 +255,7 @@ static void test_overflow_exits_70(void **state)
 static void test_poisoning(void **state)
 {
     (void)state;
-#ifdef TEST_ASAN
+#ifdef KV_ASAN
     arena *a = arena_new(64 * KIB, MIB, 64 * MIB);
     char *p = arena_alloc(a, 40);
     assert_false(__asan_address_is_poisoned(p));
