@@ -11,6 +11,7 @@
 #include "figdiff.h"
 #include "fix.h"
 #include "fsutil.h"
+#include "heap.h"
 #include "luatest.h"
 #include "paths.h"
 #include "render.h"
@@ -195,6 +196,9 @@ int main(int argc, char **argv)
         printf("kvsite %s\n", KVSITE_VERSION);
         return 0;
     }
+    /* before any thread or worker starts; 64 MiB: a 10,000-page build's
+     * parent heap and more (heap.h) */
+    heap_prefer_huge_pages((size_t)64 << 20);
     if (strcmp(cmd, "build") == 0)
         return S_build(argc - 1, argv + 1, false);
     if (strcmp(cmd, "check") == 0)
