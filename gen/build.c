@@ -556,6 +556,13 @@ static int S_cores(void)
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
+/* The worker processes, and the threads of the parent's link check: -j,
+ * else build.jobs, else the cores. */
+static int S_jobs(const build_state *s)
+{
+    return s->o->jobs > 0 ? s->o->jobs : s->cfg.jobs > 0 ? s->cfg.jobs : S_cores();
+}
+
 /* Whether dl holds the error of a site past limits.output_bytes. */
 static bool S_has_cap_error(const diag_list *dl)
 {
@@ -636,8 +643,7 @@ static void S_site_totals(build_state *s)
  * before is complete. */
 static void S_render(build_state *s)
 {
-    int jobs = s->o->jobs > 0 ? s->o->jobs : s->cfg.jobs > 0 ? s->cfg.jobs : S_cores();
-    pool_opts po = {.workers = jobs, .deadline = s->cfg.limits.page_timeout,
+    pool_opts po = {.workers = S_jobs(s), .deadline = s->cfg.limits.page_timeout,
                     .worker_memory = s->cfg.limits.worker_memory,
                     .build_deadline = s->t0 + s->cfg.limits.build_timeout,
                     .build_timeout = s->cfg.limits.build_timeout};
@@ -773,10 +779,12 @@ static void S_links(build_state *s)
         bool *fresh = xcalloc(s->njobs + 1, sizeof *fresh);
         for (size_t j = 0; j < s->njobs; j++)
             fresh[j] = !s->inc.from_cache[j];
-        links_check(s->records, s->njobs, fresh, &s->idx.by_url, &s->files, s->figs, &s->dl);
+        links_check(s->records, s->njobs, fresh, &s->idx.by_url, &s->files, s->figs,
+                    (unsigned)S_jobs(s), &s->dl);
         free(fresh);
     } else {
-        links_check(s->records, s->njobs, NULL, &s->idx.by_url, &s->files, s->figs, &s->dl);
+        links_check(s->records, s->njobs, NULL, &s->idx.by_url, &s->files, s->figs,
+                    (unsigned)S_jobs(s), &s->dl);
     }
     S_trace(s, "links checked");
 }

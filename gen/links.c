@@ -1,6 +1,8 @@
 #include "links.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,31 +533,41 @@ static char *S_link_error(const page_record *r, const md_link *l, const strmap *
     return err;
 }
 
-void links_check(const page_record *records, size_t njobs, const bool *only,
-                 const strmap *page_urls, const strmap *files, const figstore *fs,
-                 diag_list *dl)
+/* The pages the records produced, by URL (the records are the values). */
+static void S_pages(const page_record *records, size_t njobs, strmap *pages)
 {
-    links_check_stats(records, njobs, only, page_urls, files, fs, dl, NULL);
+    strmap_init(pages);
+    for (size_t j = 0; j < njobs; j++) {
+        const page_record *r = &records[j];
+        if (r->done && r->url && r->url[0] && r->out_bytes > 0)
+            strmap_put(pages, r->url, (void *)r);
+    }
 }
 
-void links_check_stats(const page_record *records, size_t njobs, const bool *only,
-                       const strmap *page_urls, const strmap *files, const figstore *fs,
-                       diag_list *dl, links_stats *st)
+static void S_id_cache_free(id_cache *ids)
+{
+    for (size_t k = 0; k < ID_SLOTS; k++) {
+        record_links_buf_free(&ids->slot[k].lb);
+        free(ids->slot[k].order);
+    }
+    free(ids->self.order);
+}
+
+/* The check of the pages only selects (NULL: all), in job order, each
+ * broken link with its message (links_check). */
+static void S_check(const page_record *records, size_t njobs, const bool *only,
+                    const strmap *pages, const strmap *page_urls, const strmap *files,
+                    const figstore *fs, diag_list *dl, links_stats *st)
 {
     tpl_broken *broken = NULL;
     size_t nbroken = 0;
-    strmap pages, reported;
-    strmap_init(&pages);
+    strmap reported;
     strmap_init(&reported);
     id_cache ids = {.st = fs, .stats = st};
     record_links_buf own = {.in_order = true}; /* page after page */
     buf path = BUF_INIT;
     for (size_t j = 0; j < njobs; j++) {
-        const page_record *r = &records[j];
-        if (r->done && r->url && r->url[0] && r->out_bytes > 0)
-            strmap_put(&pages, r->url, (void *)r);
-    }
-    for (size_t j = 0; j < njobs; j++) {
+
         const page_record *r = &records[j];
         if (only && !only[j])
             continue;
@@ -571,7 +583,7 @@ void links_check_stats(const page_record *records, size_t njobs, const bool *onl
         ids.page_ids = rids;
         for (size_t k = 0; k < r->nlinks; k++) {
             const md_link *l = &links[k];
-            char *err = S_link_error(r, l, &pages, &ids, page_urls, files, &path);
+            char *err = S_link_error(r, l, pages, &ids, page_urls, files, &path);
             if (!err)
                 continue;
             if (!l->file) {
@@ -597,13 +609,117 @@ void links_check_stats(const page_record *records, size_t njobs, const bool *onl
         S_broken_flush(broken, &nbroken, r->url, dl);
     }
     free(broken);
-    for (size_t k = 0; k < ID_SLOTS; k++) {
-        record_links_buf_free(&ids.slot[k].lb);
-        free(ids.slot[k].order);
-    }
-    free(ids.self.order);
+    S_id_cache_free(&ids);
     buf_free(&path);
     record_links_buf_free(&own);
-    strmap_free(&pages);
     strmap_free(&reported);
+}
+
+void links_check_stats(const page_record *records, size_t njobs, const bool *only,
+                       const strmap *page_urls, const strmap *files, const figstore *fs,
+                       diag_list *dl, links_stats *st)
+{
+    strmap pages;
+    S_pages(records, njobs, &pages);
+    S_check(records, njobs, only, &pages, page_urls, files, fs, dl, st);
+    strmap_free(&pages);
+}
+
+/* ---------- the check on several threads ---------- */
+
+/* Below this many pages a thread, one thread checks them all: starting one
+ * costs about what checking a few pages does. */
+#define S_PAGES_PER_THREAD 256
+#define S_MAX_THREADS 16
+
+/* What the threads of the first pass share: all read-only but next and the
+ * flags of the pages each took. */
+typedef struct {
+    const page_record *records;
+    size_t njobs;
+    const bool *only;
+    const strmap *pages, *page_urls, *files;
+    const figstore *fs;
+    bool *suspect;     /* out: the pages S_check must see */
+    atomic_size_t next; /* the first page no thread has taken */
+} S_pass;
+
+/* Pages a thread takes at once: few, so the costly ones (the report's, that
+ * link every figure) spread over the threads; not one, so a run of pages
+ * linking the same page's anchors keeps its ids at hand. */
+#define S_CHUNK 16
+
+/* The first pass: which pages have a link that does not hold, or links that
+ * cannot be read back. It asks what S_check asks (S_link_error) and says
+ * nothing: the messages, and which page reports a template's broken link
+ * first, come from S_check over those pages alone, in job order. */
+static void *S_find_suspects(void *arg)
+{
+    S_pass *ps = arg;
+    id_cache ids = {.st = ps->fs};
+    record_links_buf own = {.in_order = true};
+    buf path = BUF_INIT;
+    for (;;) {
+        size_t j = atomic_fetch_add_explicit(&ps->next, S_CHUNK, memory_order_relaxed);
+        if (j >= ps->njobs)
+            break;
+        size_t end = ps->njobs - j < S_CHUNK ? ps->njobs : j + S_CHUNK;
+        for (; j < end; j++) {
+            const page_record *r = &ps->records[j];
+            if ((ps->only && !ps->only[j]) || r->nlinks == 0)
+                continue;
+            char *const *rids = r->ids;
+            const md_link *links = r->links;
+            ids.self.r = NULL;
+            if (record_links(r, ps->fs, &own, &rids, &links) != 0) {
+                ps->suspect[j] = true;
+                continue;
+            }
+            ids.page = r;
+            ids.page_ids = rids;
+            for (size_t k = 0; k < r->nlinks && !ps->suspect[j]; k++) {
+                char *err = S_link_error(r, &links[k], ps->pages, &ids, ps->page_urls,
+                                         ps->files, &path);
+                ps->suspect[j] = err != NULL;
+                free(err);
+            }
+        }
+    }
+    S_id_cache_free(&ids);
+    buf_free(&path);
+    record_links_buf_free(&own);
+    return NULL;
+}
+
+void links_check(const page_record *records, size_t njobs, const bool *only,
+                 const strmap *page_urls, const strmap *files, const figstore *fs,
+                 unsigned threads, diag_list *dl)
+{
+    strmap pages;
+    S_pages(records, njobs, &pages);
+    size_t n = njobs / S_PAGES_PER_THREAD;
+    if (n > threads)
+        n = threads;
+    if (n > S_MAX_THREADS)
+        n = S_MAX_THREADS;
+    if (n < 2) {
+        S_check(records, njobs, only, &pages, page_urls, files, fs, dl, NULL);
+        strmap_free(&pages);
+        return;
+    }
+    bool *suspect = xcalloc(njobs, sizeof *suspect);
+    S_pass ps = {records, njobs, only, &pages, page_urls, files, fs, suspect, 0};
+    atomic_init(&ps.next, 0);
+    pthread_t tids[S_MAX_THREADS];
+    size_t started = 0;
+    /* a thread that cannot be started leaves its share to the others */
+    for (size_t t = 1; t < n; t++)
+        if (pthread_create(&tids[started], NULL, S_find_suspects, &ps) == 0)
+            started++;
+    S_find_suspects(&ps);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    S_check(records, njobs, suspect, &pages, page_urls, files, fs, dl, NULL);
+    free(suspect);
+    strmap_free(&pages);
 }

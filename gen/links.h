@@ -58,10 +58,14 @@ void links_scan_html(const char *html, size_t len, const links_scan_opts *o, str
  * files (site paths), and the ids of the page a #fragment names. A page
  * that failed to render has its own error: links to it (a URL in
  * page_urls) stand. A template's broken link is reported once. Decoded
- * records' links and ids are read back from fs (record_links). */
+ * records' links and ids are read back from fs (record_links). With
+ * threads > 1, a site of many pages is first looked over by up to that many
+ * threads for the pages with a broken link, and only those are checked
+ * again for the messages: the same messages, in the same order, as with
+ * one. The records, maps and store are only read. */
 void links_check(const page_record *records, size_t n, const bool *only,
                  const strmap *page_urls, const strmap *files, const figstore *fs,
-                 diag_list *dl);
+                 unsigned threads, diag_list *dl);
 
 /* What links_check held, for the tests of its memory: the most ids it held
  * at once (of the few pages whose anchors it was looking up) and the
@@ -73,7 +77,7 @@ typedef struct {
     size_t id_reads;
 } links_stats;
 
-/* links_check, noting in *st (when not NULL) what it held. */
+/* links_check on one thread, noting in *st (when not NULL) what it held. */
 void links_check_stats(const page_record *records, size_t n, const bool *only,
                        const strmap *page_urls, const strmap *files, const figstore *fs,
                        diag_list *dl, links_stats *st);

@@ -194,7 +194,7 @@ static void test_check(void **state)
     strmap_put(&files, "/f.css", (void *)1);
     diag_list dl;
     diag_list_init(&dl);
-    links_check(r, 2, NULL, &urls, &files, NULL, &dl);
+    links_check(r, 2, NULL, &urls, &files, NULL, 1, &dl);
     assert_int_equal(dl.n, 3);
     assert_string_equal(dl.v[0].file, "content/a.md");
     assert_int_equal(dl.v[0].line, 3);
@@ -207,7 +207,7 @@ static void test_check(void **state)
     /* only: page a's links are not checked */
     bool only[2] = {false, true};
     diag_list_init(&dl);
-    links_check(r, 2, only, &urls, &files, NULL, &dl);
+    links_check(r, 2, only, &urls, &files, NULL, 1, &dl);
     assert_int_equal(dl.n, 1);
     diag_list_free(&dl);
     strmap_free(&urls);
@@ -311,8 +311,8 @@ static void test_check_from_store(void **state)
     diag_list a, b;
     diag_list_init(&a);
     diag_list_init(&b);
-    links_check(mem, 3, NULL, &urls, &files, NULL, &a);
-    links_check(stored, 3, NULL, &urls, &files, &st, &b);
+    links_check(mem, 3, NULL, &urls, &files, NULL, 1, &a);
+    links_check(stored, 3, NULL, &urls, &files, &st, 1, &b);
     assert_int_equal(a.n, 2);
     assert_int_equal(b.n, a.n);
     for (size_t i = 0; i < a.n; i++) {
@@ -379,6 +379,97 @@ static void test_check_own_anchors(void **state)
     strmap_free(&files);
 }
 
+/* A site large enough to be checked on several threads: every kind of
+ * broken link (a missing page, a missing anchor, one near an id, a
+ * template's, repeated on many pages, a link to a page that failed, which
+ * stands), from records in memory and in the store, checked on 2, 3 and 8
+ * threads and with `only`: the same messages in the same order as on one. */
+static void S_same_diags(const diag_list *a, const diag_list *b)
+{
+    assert_int_equal(b->n, a->n);
+    for (size_t i = 0; i < a->n; i++) {
+        assert_string_equal(b->v[i].msg, a->v[i].msg);
+        assert_string_equal(b->v[i].file ? b->v[i].file : "", a->v[i].file ? a->v[i].file : "");
+        assert_int_equal(b->v[i].line, a->v[i].line);
+        assert_int_equal(b->v[i].col, a->v[i].col);
+    }
+}
+
+static void test_check_threads(void **state)
+{
+    (void)state;
+    enum { PAGES = 3000, LINKS = 6 };
+    char *ids[] = {(char *)"intro", (char *)"fig-1", (char *)"fig-2"};
+    page_record *mem = calloc(PAGES, sizeof *mem), *stored = calloc(PAGES, sizeof *stored);
+    md_link(*links)[LINKS] = calloc(PAGES, sizeof *links);
+    figstore st;
+    assert_int_equal(figstore_open(&st, "/tmp"), 0);
+    strmap urls, files;
+    strmap_init(&urls);
+    strmap_init(&files);
+    strmap_put(&files, "/style.css", (void *)1);
+    for (size_t j = 0; j < PAGES; j++) {
+        char *url = xasprintf("/p%zu/", j);
+        size_t next = (j + 1) % PAGES, far = (j * 7919) % PAGES;
+        links[j][0] = (md_link){xasprintf("/p%zu/#fig-1", next), 1, 1, NULL};
+        links[j][1] = (md_link){xasprintf("/p%zu/", far), 2, 1, NULL};
+        links[j][2] = (md_link){xstrdup("/style.css"), 3, 1, NULL};
+        /* broken now and then: a missing page, a typo of an id, a template's
+         * link (the same on every page that has it), a failed page's link */
+        links[j][3] = (md_link){j % 97 == 5   ? xasprintf("/gone%zu/", j)
+                                : j % 89 == 3 ? xasprintf("/p%zu/#fig-3", far)
+                                              : xasprintf("%s#intro", url),
+                                4, 2, NULL};
+        links[j][4] = (md_link){j % 250 == 7 ? xstrdup("/missing/#x") : xstrdup("/p0/#intro"), 0,
+                                0, (char *)"templates/page.html"};
+        links[j][5] = (md_link){xstrdup("/failed/"), 6, 1, NULL};
+        mem[j] = (page_record){.job = (uint32_t)j, .done = 1, .url = url, .src = (char *)"c.md",
+                               .out_bytes = 1, .ids = ids, .nids = 3, .links = links[j],
+                               .nlinks = LINKS};
+        buf enc = BUF_INIT;
+        record_encode(&mem[j], NULL, &enc);
+        assert_int_equal(record_decode(enc.ptr, enc.len, &st, &stored[j]), 0);
+        buf_free(&enc);
+    }
+    assert_int_equal(figstore_flush(&st), 0);
+    strmap_put(&urls, "/failed/", (void *)1);
+    bool *only = calloc(PAGES, sizeof *only);
+    for (size_t j = 0; j < PAGES; j++)
+        only[j] = j % 3 != 0;
+    const page_record *sets[] = {mem, stored};
+    for (size_t k = 0; k < 2; k++) {
+        for (int with_only = 0; with_only < 2; with_only++) {
+            const bool *o = with_only ? only : NULL;
+            diag_list one;
+            diag_list_init(&one);
+            links_check(sets[k], PAGES, o, &urls, &files, &st, 1, &one);
+            assert_true(one.n > 40);
+            unsigned threads[] = {2, 3, 8};
+            for (size_t t = 0; t < 3; t++) {
+                diag_list many;
+                diag_list_init(&many);
+                links_check(sets[k], PAGES, o, &urls, &files, &st, threads[t], &many);
+                S_same_diags(&one, &many);
+                diag_list_free(&many);
+            }
+            diag_list_free(&one);
+        }
+    }
+    for (size_t j = 0; j < PAGES; j++) {
+        record_free(&stored[j]);
+        free(mem[j].url);
+        for (size_t k = 0; k < LINKS; k++)
+            free(links[j][k].target);
+    }
+    free(only);
+    free(links);
+    free(mem);
+    free(stored);
+    figstore_close(&st);
+    strmap_free(&urls);
+    strmap_free(&files);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_check_memory),
         cmocka_unit_test(test_check_from_store),
         cmocka_unit_test(test_check_own_anchors),
+        cmocka_unit_test(test_check_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
