@@ -25,6 +25,7 @@
 #include "feed.h"
 #include "fingerprint.h"
 #include "fsutil.h"
+#include "heap.h"
 #include "highlight.h"
 #include "incremental.h"
 #include "links.h"
@@ -672,6 +673,9 @@ static void S_render(build_state *s)
     }
     if (outfd >= 0)
         close(outfd);
+    /* what the parent allocates from here on is a few megabytes at most:
+     * in whole huge pages it would be more of its peak memory (heap.h) */
+    heap_prefer_small_pages();
     if (s->trace)
         fprintf(stderr, "kvsite: trace: loaded and rendered at %.3f s\n", S_now() - s->t0);
 }

@@ -30,5 +30,11 @@
  * the kernel took the advice (false without THP or when the block could not
  * be had: nothing else changes). */
 bool heap_prefer_huge_pages(size_t bytes);
+/* Takes the advice back for what of the range is not yet in memory: the
+ * huge pages there stay, the heap's later pages are 4 KiB ones. For the end
+ * of a build, whose few megabytes of new blocks would otherwise count as
+ * whole huge pages in its peak RSS. Returns whether there was advice to
+ * take back. */
+bool heap_prefer_small_pages(void);
 
 #endif

@@ -2,7 +2,8 @@
  * (kvsite's allocator) the blocks allocated afterwards lie in a mapping the
  * kernel marks advised ("hg" in /proc/self/smaps); with an allocator that
  * unmaps large blocks on free (glibc's, in sanitizer builds) nothing is
- * asserted of them. Either way the advice is taken once. */
+ * asserted of them. Either way the advice is taken once, and taken back
+ * once. */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,9 +17,10 @@
 
 #include "heap.h"
 
-/* The mappings advised for huge pages ("hg" among their VmFlags in
- * /proc/self/smaps), as [lo, hi) pairs into r; returns how many. */
-static size_t S_advised(uintptr_t (*r)[2], size_t max)
+/* The mappings with the VmFlags flag ("hg": advised for huge pages, "nh":
+ * advised against them) in /proc/self/smaps, as [lo, hi) pairs into r;
+ * returns how many. */
+static size_t S_flagged(const char *flag, uintptr_t (*r)[2], size_t max)
 {
     FILE *f = fopen("/proc/self/smaps", "r");
     assert_non_null(f);
@@ -30,7 +32,7 @@ static size_t S_advised(uintptr_t (*r)[2], size_t max)
         if (sscanf(line, "%lx-%lx ", &a, &b) == 2) { /* a mapping's first line */
             lo = a;
             hi = b;
-        } else if (strncmp(line, "VmFlags:", 8) == 0 && strstr(line, " hg") && n < max) {
+        } else if (strncmp(line, "VmFlags:", 8) == 0 && strstr(line, flag) && n < max) {
             r[n][0] = lo;
             r[n][1] = hi;
             n++;
@@ -66,12 +68,19 @@ static void test_later_blocks_in_advised_heap(void **state)
     for (size_t i = 0; i < N; i++)
         blocks[i] = malloc(SIZE);
     uintptr_t ranges[64][2];
-    size_t n = S_advised(ranges, 64);
+    size_t n = S_flagged(" hg", ranges, 64);
     size_t in = 0;
     for (size_t i = 0; i < N; i++)
         in += S_within(ranges, n, blocks[i]);
     assert_true(in >= N / 2);
     assert_true(S_within(ranges, n, blocks[N - 1]));
+    /* the advice taken back: the same range now says no, once */
+    assert_true(heap_prefer_small_pages());
+    assert_false(heap_prefer_small_pages());
+    uintptr_t after[64][2];
+    size_t na = S_flagged(" nh", after, 64);
+    assert_true(S_within(after, na, blocks[N - 1]));
+    assert_false(S_within(ranges, S_flagged(" hg", ranges, 64), blocks[N - 1]));
     for (size_t i = 0; i < N; i++)
         free(blocks[i]);
     free(blocks);
