@@ -553,6 +553,22 @@ static void S_id_cache_free(id_cache *ids)
     free(ids->self.order);
 }
 
+/* Page r's links into *links, and its ids into the cache as the page whose
+ * links are checked (read back from fs through own when the record is
+ * decoded). 0, or -1 when they cannot be read back. */
+static int S_page_links(const page_record *r, const figstore *fs, record_links_buf *own,
+                        id_cache *ids, const md_link **links)
+{
+    char *const *rids = r->ids;
+    *links = r->links;
+    ids->self.r = NULL; /* the last page's ids, in own, go with the next read */
+    if (r->nlinks && record_links(r, fs, own, &rids, links) != 0)
+        return -1;
+    ids->page = r;
+    ids->page_ids = rids;
+    return 0;
+}
+
 /* The check of the pages only selects (NULL: all), in job order, each
  * broken link with its message (links_check). */
 static void S_check(const page_record *records, size_t njobs, const bool *only,
@@ -567,20 +583,15 @@ static void S_check(const page_record *records, size_t njobs, const bool *only,
     record_links_buf own = {.in_order = true}; /* page after page */
     buf path = BUF_INIT;
     for (size_t j = 0; j < njobs; j++) {
-
         const page_record *r = &records[j];
         if (only && !only[j])
             continue;
-        char *const *rids = r->ids;
-        const md_link *links = r->links;
-        ids.self.r = NULL; /* the last page's ids, in own, go with the next read */
-        if (r->nlinks && record_links(r, fs, &own, &rids, &links) != 0) {
+        const md_link *links;
+        if (S_page_links(r, fs, &own, &ids, &links) != 0) {
             diag_error(dl, NULL, 0, 0, "cannot check the links of %s: they cannot be read back: %s",
                        r->url, strerror(errno));
             continue;
         }
-        ids.page = r;
-        ids.page_ids = rids;
         for (size_t k = 0; k < r->nlinks; k++) {
             const md_link *l = &links[k];
             char *err = S_link_error(r, l, pages, &ids, page_urls, files, &path);
@@ -668,15 +679,11 @@ static void *S_find_suspects(void *arg)
             const page_record *r = &ps->records[j];
             if ((ps->only && !ps->only[j]) || r->nlinks == 0)
                 continue;
-            char *const *rids = r->ids;
-            const md_link *links = r->links;
-            ids.self.r = NULL;
-            if (record_links(r, ps->fs, &own, &rids, &links) != 0) {
+            const md_link *links;
+            if (S_page_links(r, ps->fs, &own, &ids, &links) != 0) {
                 ps->suspect[j] = true;
                 continue;
             }
-            ids.page = r;
-            ids.page_ids = rids;
             for (size_t k = 0; k < r->nlinks && !ps->suspect[j]; k++) {
                 char *err = S_link_error(r, &links[k], ps->pages, &ids, ps->page_urls,
                                          ps->files, &path);
