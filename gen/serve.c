@@ -55,6 +55,11 @@ typedef struct {
      * one), a worker could wait on it forever. -1: none (builds run here). */
     int builder_fd;
     pid_t builder;
+    /* In the builder: its end of the socket, where build_opts.done answers
+     * as soon as the output is published, so that the pages reload while
+     * the build saves its cache and keeps its state; -1 in serve. */
+    int answer_fd;
+    bool answered; /* this build's answer went out */
 } S_server;
 
 static double S_ms(void)
@@ -122,46 +127,6 @@ static char *S_base_path(const char *root)
     return base;
 }
 
-/* build_opts.done: what the build printed goes to the pages, the same text. */
-static void S_built(void *ctx, int status, const diag_list *dl)
-{
-    S_server *s = ctx;
-    s->status = status;
-    free(s->base);
-    s->base = S_base_path(s->o.root);
-    char *text = NULL;
-    size_t len = 0;
-    if (status != 0) {
-        FILE *f = open_memstream(&text, &len);
-        if (f) {
-            diag_print(dl, f, false); /* the one printer, as on the terminal */
-            if (!dl->n)
-                fputs("the build failed (see the terminal)\n", f);
-            fclose(f);
-        }
-    }
-    free(s->diags);
-    s->diags = status != 0 ? (text ? text : xstrdup("")) : NULL;
-    if (status == 0)
-        free(text);
-    if (s->http)
-        httpd_publish(s->http, s->base, s->diags);
-}
-
-/* One build here: changed (NUL-separated paths beneath the project) names
- * what changed in content/ when known. */
-static void S_build_here(S_server *s, const buf *changed, bool known)
-{
-    build_opts bo = {.root = s->o.root, .drafts = s->o.drafts, .done = S_built, .done_ctx = s,
-                     .keep = s->keep};
-    if (known) {
-        bo.changed = buf_cstr(changed);
-        bo.changed_len = changed->len;
-        bo.changed_known = true;
-    }
-    build_run(&bo);
-}
-
 /* A message between serve and its builder: a tag, a length, the bytes. */
 static bool S_send(int fd, char kind, const char *p, size_t n)
 {
@@ -190,18 +155,82 @@ static bool S_recv(int fd, char *kind, buf *b)
     return true;
 }
 
+/* The builder's answer to serve's request: the status ('0' or '1') and
+ * what the build printed when it failed. Once per build. */
+static void S_answer(S_server *s)
+{
+    if (s->answered)
+        return;
+    s->answered = true;
+    const char *d = s->diags ? s->diags : "";
+    if (!S_send(s->answer_fd, s->status ? '1' : '0', d, strlen(d))) {
+        /* serve is gone: the builder ends after this build */
+        close(s->answer_fd);
+        s->answer_fd = -1;
+        return;
+    }
+    if (getenv("KVSITE_TRACE"))
+        fprintf(stderr, "kvsite: trace: the builder answered serve: the pages reload\n");
+}
+
+/* build_opts.done: what the build printed goes to the pages, the same text. */
+static void S_built(void *ctx, int status, const diag_list *dl)
+{
+    S_server *s = ctx;
+    s->status = status;
+    free(s->base);
+    s->base = S_base_path(s->o.root);
+    char *text = NULL;
+    size_t len = 0;
+    if (status != 0) {
+        FILE *f = open_memstream(&text, &len);
+        if (f) {
+            diag_print(dl, f, false); /* the one printer, as on the terminal */
+            if (!dl->n)
+                fputs("the build failed (see the terminal)\n", f);
+            fclose(f);
+        }
+    }
+    free(s->diags);
+    s->diags = status != 0 ? (text ? text : xstrdup("")) : NULL;
+    if (status == 0)
+        free(text);
+    if (s->http)
+        httpd_publish(s->http, s->base, s->diags);
+    if (s->answer_fd >= 0)
+        S_answer(s);
+}
+
+/* One build here: changed (NUL-separated paths beneath the project) names
+ * what changed in content/ when known. */
+static void S_build_here(S_server *s, const buf *changed, bool known)
+{
+    build_opts bo = {.root = s->o.root, .drafts = s->o.drafts, .done = S_built, .done_ctx = s,
+                     .keep = s->keep};
+    if (known) {
+        bo.changed = buf_cstr(changed);
+        bo.changed_len = changed->len;
+        bo.changed_known = true;
+    }
+    build_run(&bo);
+}
+
 /* The builder's loop: a request ('k': the changes known, 'u': not) is one
  * build; its answer ('0' or '1', the status) carries what S_built made for
- * the pages. Ends when serve closes its end. */
+ * the pages, sent once the output is published: serve reloads the pages
+ * while the build here saves its cache, keeps its state for the next and
+ * frees the rest, and a request that comes meanwhile waits in the socket.
+ * Ends when serve closes its end. */
 static void S_builder_main(S_server *s, int fd)
 {
     buf req = BUF_INIT;
     char kind;
-    while (S_recv(fd, &kind, &req)) {
-        S_build_here(s, &req, kind == 'k');
-        const char *d = s->diags ? s->diags : "";
-        if (!S_send(fd, s->status ? '1' : '0', d, strlen(d)))
-            break;
+    s->answer_fd = fd;
+    while (s->answer_fd >= 0 && S_recv(fd, &kind, &req)) {
+        s->answered = false;
+        S_build_here(s, &req, kind == 'k'); /* build_opts.done answers (S_built) */
+        if (s->answer_fd >= 0)
+            S_answer(s); /* a build that ended before it told */
     }
     buf_free(&req);
 }
@@ -425,7 +454,7 @@ static void S_loop(S_server *s, int sigfd, watch *w)
 
 int serve_main(int argc, char **argv)
 {
-    S_server s = {.lock_fd = -1, .builder_fd = -1};
+    S_server s = {.lock_fd = -1, .builder_fd = -1, .answer_fd = -1};
     int rc = S_parse(argc, argv, &s.o);
     char *out_abs = NULL;
     if (rc != 0 || (rc = S_lock(&s, &out_abs)) != 0) {
