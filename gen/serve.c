@@ -178,8 +178,10 @@ static void S_built(void *ctx, int status, const diag_list *dl)
 {
     S_server *s = ctx;
     s->status = status;
-    free(s->base);
-    s->base = S_base_path(s->o.root);
+    if (s->answer_fd < 0) { /* the builder's is of no use: serve reads site.yaml itself */
+        free(s->base);
+        s->base = S_base_path(s->o.root);
+    }
     char *text = NULL;
     size_t len = 0;
     if (status != 0) {
