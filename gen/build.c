@@ -1009,7 +1009,7 @@ static void S_keep(build_state *s)
     uint64_t live = 0;
     for (size_t j = 0; j < s->njobs; j++)
         live += (uint64_t)s->records[j].figs_len + s->records[j].links_len;
-    uint64_t size = s->figs->flushed + s->figs->pending.len;
+    uint64_t size = s->figs->flushed + s->figs->npending;
     if (size > 2 * live + ((uint64_t)1 << 20))
         return;
     k->records = shrec_to_heap(s->records, s->njobs); /* see shrec.h */

@@ -5,16 +5,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-/* The pending bytes go out once there are this many. */
-#define FLUSH_AT ((size_t)1 << 20)
+/* Writes n bytes after the flushed ones. After a failed write the bytes
+ * are counted all the same (and lost), so later offsets stay right. */
+static void S_write_out(figstore *st, const char *p, size_t n)
+{
+    while (n > 0 && !st->err) {
+        ssize_t w = pwrite(st->fd, p, n, (off_t)st->flushed);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            st->err = w < 0 ? errno : EIO;
+            break;
+        }
+        p += w;
+        n -= (size_t)w;
+        st->flushed += (uint64_t)w;
+    }
+    st->flushed += n;
+}
 
 int figstore_open(figstore *st, const char *dir)
 {
     memset(st, 0, sizeof *st);
-    buf_init(&st->pending);
+    st->fd = -1;
     pthread_mutex_init(&st->lock, NULL);
+    st->owner = getpid();
+    void *m = mmap(NULL, FIGSTORE_PENDING, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    st->pending = m;
+    /* not inherited (see figstore.h); a kernel without it (before Linux
+     * 4.14) shares the pages until they are written, as with malloc */
+    madvise(st->pending, FIGSTORE_PENDING, MADV_WIPEONFORK);
     st->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (st->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
         /* a file system without O_TMPFILE: a named file, unlinked at once */
@@ -24,14 +50,22 @@ int figstore_open(figstore *st, const char *dir)
             unlink(tmpl);
         free(tmpl);
     }
-    return st->fd < 0 ? -1 : 0;
+    if (st->fd < 0) {
+        int err = errno;
+        munmap(st->pending, FIGSTORE_PENDING);
+        st->pending = NULL;
+        errno = err;
+        return -1;
+    }
+    return 0;
 }
 
 void figstore_close(figstore *st)
 {
     if (st->fd >= 0)
         close(st->fd);
-    buf_free(&st->pending);
+    if (st->pending)
+        munmap(st->pending, FIGSTORE_PENDING);
     pthread_mutex_destroy(&st->lock);
     memset(st, 0, sizeof *st);
     st->fd = -1;
@@ -39,38 +73,27 @@ void figstore_close(figstore *st)
 
 int figstore_flush(figstore *st)
 {
-    const char *p = st->pending.ptr;
-    size_t left = st->pending.len;
-    while (left > 0 && !st->err) {
-        ssize_t w = pwrite(st->fd, p, left, (off_t)st->flushed);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            st->err = w < 0 ? errno : EIO;
-            break;
-        }
-        p += w;
-        left -= (size_t)w;
-        st->flushed += (uint64_t)w;
-    }
+    S_write_out(st, st->pending, st->npending);
+    st->npending = 0;
     if (st->err) {
-        /* the bytes are lost: count them, so later offsets stay right */
-        st->flushed += left;
-        buf_clear(&st->pending);
         errno = st->err;
         return -1;
     }
-    buf_clear(&st->pending);
     return 0;
 }
 
 uint64_t figstore_append(figstore *st, const void *p, size_t n)
 {
     pthread_mutex_lock(&st->lock);
-    uint64_t off = st->flushed + st->pending.len;
-    buf_put(&st->pending, p, n);
-    if (st->pending.len >= FLUSH_AT)
-        figstore_flush(st);
+    uint64_t off = st->flushed + st->npending;
+    if (n > FIGSTORE_PENDING - st->npending)
+        figstore_flush(st); /* an error stays in st->err */
+    if (n > FIGSTORE_PENDING) {
+        S_write_out(st, p, n);
+    } else if (n > 0) {
+        memcpy(st->pending + st->npending, p, n);
+        st->npending += n;
+    }
     pthread_mutex_unlock(&st->lock);
     return off;
 }
@@ -78,8 +101,12 @@ uint64_t figstore_append(figstore *st, const void *p, size_t n)
 int figstore_read(const figstore *st, uint64_t off, size_t n, buf *out)
 {
     buf_clear(out);
-    if (off + n < off || off + n > st->flushed + st->pending.len) {
+    if (off + n < off || off + n > st->flushed + st->npending) {
         errno = EINVAL;
+        return -1;
+    }
+    if (off + n > st->flushed && st->owner != getpid()) {
+        errno = EIO; /* another process's pending bytes: not in this one's buffer */
         return -1;
     }
     buf_grow(out, n);
@@ -99,7 +126,7 @@ int figstore_read(const figstore *st, uint64_t off, size_t n, buf *out)
         got += (size_t)r;
     }
     if (got < n) /* the rest is still pending */
-        memcpy(out->ptr + got, st->pending.ptr + (off + got - st->flushed), n - got);
+        memcpy(out->ptr + got, st->pending + (off + got - st->flushed), n - got);
     out->len = n;
     out->ptr[n] = '\0';
     return 0;
@@ -108,7 +135,7 @@ int figstore_read(const figstore *st, uint64_t off, size_t n, buf *out)
 int figstore_view(const figstore *st, fs_window *w, uint64_t off, size_t n,
                   const char **p)
 {
-    if (off + n < off || off + n > st->flushed + st->pending.len) {
+    if (off + n < off || off + n > st->flushed + st->npending) {
         errno = EINVAL;
         return -1;
     }

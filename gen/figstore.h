@@ -9,16 +9,22 @@
  * The file has no name (O_TMPFILE, or unlinked at once) and goes away with
  * the last process that holds it.
  *
- * Appends are buffered: figstore_flush() before forking readers. Appends
- * from several threads at once are safe (a lock; the parent decodes cached
- * records in two threads); reads beside appends are not, except reads of
- * flushed bytes (pread). */
+ * Appends are buffered: figstore_flush() before forking readers, which
+ * read flushed bytes only. The buffer is not inherited (MADV_WIPEONFORK):
+ * the parent fills it while its workers run, and in memory they shared
+ * every first write to a page would copy it (a page fault and a TLB flush,
+ * per page, per phase). Pending bytes are read in the process that opened
+ * the store only; elsewhere the read fails (EIO). Appends from several
+ * threads at once are safe (a lock; the parent decodes cached records in
+ * two threads); reads beside appends are not, except reads of flushed bytes
+ * (pread). */
 #ifndef KV_FIGSTORE_H
 #define KV_FIGSTORE_H
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "fsutil.h"
@@ -26,10 +32,15 @@
 typedef struct {
     int fd;
     uint64_t flushed; /* bytes in the file */
-    buf pending;      /* bytes after them, not yet written */
+    char *pending;    /* FIGSTORE_PENDING bytes, mapped (figstore_close unmaps) */
+    size_t npending;  /* bytes of it after the flushed ones, not yet written */
+    pid_t owner;      /* the process whose pending bytes they are */
     int err;          /* first errno of a failed write; 0 */
     pthread_mutex_t lock; /* figstore_append's */
 } figstore;
+
+/* The buffer's size: appends go out once it is full (a larger one at once). */
+#define FIGSTORE_PENDING ((size_t)1 << 20)
 
 /* Opens an empty store in the folder dir. Returns 0, or -1 with errno. */
 int figstore_open(figstore *st, const char *dir);

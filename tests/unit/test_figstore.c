@@ -1,14 +1,17 @@
 /* Unit tests for gen/figstore.c: appends come back by offset, whether still
  * pending or written, read directly or through a window; reads past the end
- * fail; the file has no name. */
+ * fail; the file has no name; a forked process reads the flushed bytes, not
+ * the pending ones, and gets no copy of the buffer. */
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -120,6 +123,54 @@ static void test_window(void **state)
     fs_remove_tree(dir);
 }
 
+/* What a forked child sees: its exit status says which check failed. */
+static int S_child(figstore *st, bool flushed)
+{
+    buf out = BUF_INIT;
+    int rc = figstore_read(st, 0, 3, &out);
+    if (flushed)
+        return rc == 0 && memcmp(out.ptr, "abc", 3) == 0 ? 0 : 1;
+    if (rc != -1 || errno != EIO)
+        return 2; /* pending bytes read in another process */
+    if (st->pending[0] != '\0')
+        return 3; /* the buffer was inherited */
+    return 0;
+}
+
+static int S_fork_and_wait(figstore *st, bool flushed)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(S_child(st, flushed));
+    int status = -1;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* The parent appends while its workers run: the buffer is not shared with
+ * them (each first write would copy a page), so a worker reads only what
+ * was flushed before it was forked. */
+static void test_pending_stays_in_its_process(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kvsite-test-figstore-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    figstore st;
+    assert_int_equal(figstore_open(&st, dir), 0);
+    assert_int_equal(figstore_append(&st, "abc", 3), 0);
+    assert_int_equal(S_fork_and_wait(&st, false), 0);
+    buf out = BUF_INIT;
+    assert_int_equal(figstore_read(&st, 0, 3, &out), 0); /* here they are */
+    assert_memory_equal(out.ptr, "abc", 3);
+    assert_int_equal(figstore_flush(&st), 0);
+    assert_int_equal(S_fork_and_wait(&st, true), 0);
+    buf_free(&out);
+    figstore_close(&st);
+    fs_remove_tree(dir);
+}
+
 static void test_open_fails_without_a_folder(void **state)
 {
     (void)state;
@@ -135,6 +186,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_and_read),
         cmocka_unit_test(test_window),
+        cmocka_unit_test(test_pending_stays_in_its_process),
         cmocka_unit_test(test_open_fails_without_a_folder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -361,7 +361,7 @@ static void test_figure_string_nul_required(void **state)
     }
     assert_int_equal(record_decode(enc.ptr, enc.len, &st, &d), 0);
     /* only the good one: its figures, then its ids and links */
-    assert_int_equal(st.pending.len, OFF_URL_LEN - OFF_FIGS_LEN - 4 + OFF_NDIAGS - OFF_NIDS);
+    assert_int_equal(st.npending, OFF_URL_LEN - OFF_FIGS_LEN - 4 + OFF_NDIAGS - OFF_NIDS);
     record_free(&d);
     figstore_close(&st);
     record_free(&r);
