@@ -22,6 +22,14 @@ static _Thread_local volatile long long S_ns;           /* its length */
 static _Thread_local volatile sig_atomic_t S_blown;
 static _Thread_local fuse_fn volatile S_fn; /* NULL: the handler calls nothing */
 static _Thread_local void *volatile S_ctx;
+/* The last reading of the thread's CPU clock at fuse_arm, and CLOCK_MONOTONIC
+ * then (0: none). fuse_arm takes it for the CPU time at the arming while the
+ * wall clock says little can have passed (S_REUSE_PART of the fuse): a
+ * reading from before is a lower bound (the clock only grows), so the time
+ * counted from it is at least the time that passed, and a fuse blows early
+ * rather than late. */
+static _Thread_local long long S_cpu_read, S_wall_read;
+#define S_REUSE_PART 8
 
 /* A clock in nanoseconds, -1 when it cannot be read. Async-signal-safe.
  * CLOCK_MONOTONIC is read in the vDSO, the thread's CPU clock by a system
@@ -98,6 +106,7 @@ static void S_on_signal(int sig, siginfo_t *si, void *uc)
 static void S_after_fork(void)
 {
     S_have_timer = false;
+    S_wall_read = 0; /* a child's CPU clock starts again */
     S_running = 0;
     S_armed = 0;
     S_fn = NULL;
@@ -135,9 +144,16 @@ bool fuse_arm(long long ns, fuse_fn fn, void *ctx)
         S_have_timer = true;
         S_running = 0;
     }
-    long long cpu = S_clock_ns(CLOCK_THREAD_CPUTIME_ID), wall = S_clock_ns(CLOCK_MONOTONIC);
-    if (cpu < 0 || wall < 0)
+    long long wall = S_clock_ns(CLOCK_MONOTONIC), cpu = S_cpu_read;
+    if (wall < 0)
         return false;
+    if (!S_wall_read || wall - S_wall_read >= ns / S_REUSE_PART) {
+        cpu = S_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        if (cpu < 0)
+            return false;
+        S_cpu_read = cpu;
+        S_wall_read = wall;
+    }
     S_armed = 0; /* the handler leaves the fuse alone while it is set up */
     S_fn = NULL;
     S_cpu0 = cpu;

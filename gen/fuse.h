@@ -11,7 +11,9 @@
  * millisecond, where a timer set and cleared for each (three timer and clock
  * system calls) cost a twentieth of a build on a virtual machine. So the
  * thread's timer (a CPU-time one-shot) is set only when none is running:
- * fuse_arm reads the thread's CPU clock (one system call) and leaves a
+ * fuse_arm counts from the thread's CPU clock (a system call), or, when
+ * its last reading is less than `ns` / 8 old on the wall clock, from that
+ * reading (a lower bound: the fuse may blow early, never late), and leaves a
  * running timer set for no more than `ns`; when the timer expires, the
  * handler blows the armed fuse if its `ns` have passed and otherwise sets
  * the timer again for the rest; with no fuse armed it does nothing, and the

@@ -3,7 +3,9 @@
  * out; one disarmed in time calls nothing and tells the time used; a fuse
  * armed under a timer an earlier fuse left running blows neither before
  * its own time nor long after; a SIGVTALRM blocked when the process started
- * does not keep it from blowing; a forked child gets a fuse of its own. */
+ * does not keep it from blowing; a forked child gets a fuse of its own; a
+ * fuse counted from an earlier reading of the CPU clock blows in time, in a
+ * forked child too (whose clock starts again). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -159,6 +161,44 @@ static void test_forked_child(void **state)
     fuse_disarm();
 }
 
+/* Page after page, fuse_arm counts from its last reading of the CPU clock
+ * (no system call): the fuse still blows by its time, not after. */
+static void test_counts_from_an_earlier_reading(void **state)
+{
+    (void)state;
+    S_calls = 0;
+    assert_true(fuse_arm(40000000, S_blown, NULL)); /* 40 ms: reads the clock */
+    assert_true(fuse_disarm() >= 0);
+    long long t0 = S_thread_ns();
+    assert_true(fuse_arm(40000000, S_blown, NULL)); /* at once: its reading */
+    S_spin(2000000000LL);
+    long long took = S_thread_ns() - t0;
+    assert_int_equal(S_calls, 1);
+    assert_true(took >= 35000000 && took < 500000000LL);
+    assert_true(fuse_disarm() >= 40000000);
+}
+
+/* A child's CPU clock starts again at its fork: a reading the parent took
+ * just before is no bound of it, and the child's fuse must not count from
+ * it (it would blow after the parent's time, not its own). */
+static void test_child_does_not_count_from_the_parents_reading(void **state)
+{
+    (void)state;
+    S_calls = 0;
+    S_spin(200000000); /* the parent's clock: past 200 ms */
+    assert_true(fuse_arm(40000000, S_blown, NULL));
+    assert_true(fuse_disarm() >= 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        long long t0 = S_thread_ns();
+        if (!fuse_arm(40000000, S_blown, NULL))
+            _exit(2);
+        S_spin(2000000000LL);
+        _exit(S_calls == 1 && S_thread_ns() - t0 < 150000000 ? 0 : 1);
+    }
+    S_wait_ok(pid);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +207,8 @@ int main(void)
         cmocka_unit_test(test_timer_left_running),
         cmocka_unit_test(test_blocked_signal),
         cmocka_unit_test(test_forked_child),
+        cmocka_unit_test(test_counts_from_an_earlier_reading),
+        cmocka_unit_test(test_child_does_not_count_from_the_parents_reading),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
