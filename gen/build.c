@@ -705,6 +705,10 @@ static void S_collect(build_state *s)
     for (size_t j = 0; j < s->njobs; j++)
         pages += s->records[j].out_bytes;
     output_count(pages); /* the assets get what the pages left under the cap */
+    /* a file per job and a few extras: the tables sized once, not doubled
+     * fourteen times over (each doubling rehashes and faults in new pages) */
+    strmap_reserve(&s->files, s->files.len + s->njobs + 64);
+    output_note_room(&s->out, s->njobs + 64);
     if (!s->over_cap)
         S_copy_assets(s);
     s->out_bytes = s->out.extra_bytes + pages;
@@ -851,9 +855,13 @@ static void S_tables(build_state *s)
 {
     if (s->dl.errors)
         return;
+    size_t urls = 0; /* a page's path is its URL and "index.html" */
+    for (size_t j = 0; j < s->njobs; j++)
+        urls += s->records[j].url ? strlen(s->records[j].url) + 11 : 0;
     for (int staging = 0; staging < 2; staging++) {
         outrec_builder b;
         output_table_start(&s->out, &b);
+        outrec_builder_reserve(&b, s->njobs, urls);
         for (size_t j = 0; j < s->njobs; j++) {
             const page_record *r = &s->records[j];
             if (!r->url || !r->url[0] || r->out_bytes == 0 ||

@@ -537,6 +537,7 @@ static char *S_link_error(const page_record *r, const md_link *l, const strmap *
 static void S_pages(const page_record *records, size_t njobs, strmap *pages)
 {
     strmap_init(pages);
+    strmap_reserve(pages, njobs);
     for (size_t j = 0; j < njobs; j++) {
         const page_record *r = &records[j];
         if (r->done && r->url && r->url[0] && r->out_bytes > 0)

@@ -532,6 +532,8 @@ bool output_writes(const output *o) { return o->staging || o->incremental; }
 
 void output_note(output *o, const char *rel) { strmap_put(&o->outputs, rel, (void *)1); }
 
+void output_note_room(output *o, size_t n) { strmap_reserve(&o->outputs, o->outputs.len + n); }
+
 void output_note_extra(output *o, const char *rel)
 {
     buf_put(&o->extras, rel, strlen(rel) + 1);

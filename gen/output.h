@@ -212,6 +212,8 @@ bool output_writes(const output *o);
 
 /* Notes rel as a file of this build (kept by the sweep and the publish). */
 void output_note(output *o, const char *rel);
+/* Makes room for n more notes at once (no table grown step by step). */
+void output_note_room(output *o, size_t n);
 /* The same for a file that is not a job's page (an asset, the feed). */
 void output_note_extra(output *o, const char *rel);
 /* Notes rel as an extra and writes it (output_write), its bytes counted in

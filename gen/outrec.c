@@ -147,6 +147,13 @@ void outrec_builder_init(outrec_builder *b)
     b->since_ns = outrec_now_ns();
 }
 
+void outrec_builder_reserve(outrec_builder *b, size_t n, size_t path_bytes)
+{
+    if (b->cap < b->n + n)
+        b->at = xrealloc(b->at, (b->cap = b->n + n) * sizeof *b->at);
+    buf_grow(&b->bytes, n * S_ENTRY_PATH + path_bytes);
+}
+
 void outrec_builder_free(outrec_builder *b)
 {
     buf_free(&b->bytes);

@@ -81,6 +81,9 @@ int64_t outrec_now_ns(void);
 /* Starts a table whose entries' stamps are all taken from now on. */
 void outrec_builder_init(outrec_builder *b);
 void outrec_builder_free(outrec_builder *b);
+/* Makes room for n entries whose paths take path_bytes in all (with their
+ * NULs), so that adding them grows nothing step by step. */
+void outrec_builder_reserve(outrec_builder *b, size_t n, size_t path_bytes);
 /* Adds rel (unless its stamp is unknown or racy: changed too close to the
  * start for a later write within the same clock tick to show). */
 void outrec_add(outrec_builder *b, const char *rel, const outrec_stamp *s, const outrec_digest *d);
