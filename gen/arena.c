@@ -53,10 +53,11 @@ struct arena {
     size_t chunk_size, keep, cap;
     chunk *used;     /* chunks holding blocks since the last reset */
     chunk *spare;    /* empty regular chunks, for the next round */
+    chunk *spare_big; /* empty oversized chunks, for the next round's large blocks */
     char *pos, *end; /* the free room of the current regular chunk */
     blk *last;       /* the block that ends at pos, or NULL */
     heapblk *heap;
-    size_t mapped, nchunks, nspare, nheap, round_bytes, maps;
+    size_t mapped, nchunks, nspare, nspare_big, spare_bytes, nheap, round_bytes, maps;
 };
 
 static size_t S_page_size(void)
@@ -161,12 +162,33 @@ static void *S_carve(arena *a, size_t n, size_t need)
     return b + 1;
 }
 
+/* The smallest spare oversized chunk of at least size bytes, taken off the
+ * spare list; NULL when none is that large. */
+static chunk *S_take_big(arena *a, size_t size)
+{
+    chunk **best = NULL;
+    for (chunk **at = &a->spare_big; *at; at = &(*at)->next)
+        if ((*at)->size >= size && (!best || (*at)->size < (*best)->size))
+            best = at;
+    if (!best)
+        return NULL;
+    chunk *c = *best;
+    *best = c->next;
+    a->nspare_big--;
+    a->spare_bytes -= c->size;
+    return c;
+}
+
 /* The rest of S_alloc: a new chunk, a chunk of its own, or malloc. */
 static __attribute__((noinline)) void *S_alloc_slow(arena *a, size_t n, size_t need)
 {
     if (need > a->chunk_size / 4) {
-        /* its own chunk, behind the current one, which keeps its room */
-        chunk *c = S_map(a, S_round(CHUNK_HDR + need, S_page_size()));
+        /* its own chunk, behind the current one, which keeps its room: one
+         * a large block of an earlier round left, or a new one */
+        size_t size = S_round(CHUNK_HDR + need, S_page_size());
+        chunk *c = S_take_big(a, size);
+        if (!c)
+            c = S_map(a, size);
         if (!c)
             return S_heap_alloc(a, n);
         c->next = a->used;
@@ -182,6 +204,7 @@ static __attribute__((noinline)) void *S_alloc_slow(arena *a, size_t n, size_t n
     if (c) {
         a->spare = c->next;
         a->nspare--;
+        a->spare_bytes -= c->size;
     } else if (!(c = S_map(a, a->chunk_size))) {
         return S_heap_alloc(a, n);
     }
@@ -289,13 +312,22 @@ void arena_reset(arena *a)
     chunk *c = a->used;
     while (c) {
         chunk *next = c->next;
-        /* regular chunks are kept up to `keep` bytes; oversized ones and the
-         * surplus of a large round go back to the system */
-        if (c->size == a->chunk_size && (a->nspare + 1) * a->chunk_size <= a->keep) {
+        /* chunks are kept up to `keep` bytes, regular and oversized alike (the
+         * next page of the same kind takes the same ones: memory given back
+         * is faulted in again); the surplus of a larger round goes back to
+         * the system */
+        if (c->size <= a->keep && a->spare_bytes <= a->keep - c->size) {
             S_POISON((char *)c + CHUNK_HDR, c->size - CHUNK_HDR);
-            c->next = a->spare;
-            a->spare = c;
-            a->nspare++;
+            if (c->size == a->chunk_size) {
+                c->next = a->spare;
+                a->spare = c;
+                a->nspare++;
+            } else {
+                c->next = a->spare_big;
+                a->spare_big = c;
+                a->nspare_big++;
+            }
+            a->spare_bytes += c->size;
         } else {
             S_unmap(a, c);
         }
@@ -312,11 +344,13 @@ void arena_free(arena *a)
     if (!a)
         return;
     arena_reset(a);
-    while (a->spare) {
-        chunk *c = a->spare;
-        a->spare = c->next;
-        S_unmap(a, c);
-    }
+    chunk *lists[] = {a->spare, a->spare_big};
+    for (size_t i = 0; i < 2; i++)
+        while (lists[i]) {
+            chunk *c = lists[i];
+            lists[i] = c->next;
+            S_unmap(a, c);
+        }
     free(a);
 }
 
@@ -324,7 +358,7 @@ void arena_get_stats(const arena *a, arena_stats *s)
 {
     s->mapped = a->mapped;
     s->chunks = a->nchunks;
-    s->spare = a->nspare;
+    s->spare = a->nspare + a->nspare_big;
     s->heap_blocks = a->nheap;
     s->round_bytes = a->round_bytes;
     s->maps = a->maps;

@@ -7,9 +7,12 @@
  * are kept across resets, so an arena that serves pages of ordinary size does
  * no system allocation at all once warm; after an unusually large round the
  * reset unmaps (chunks are mmap'ed) the chunks beyond `keep` bytes, so
- * resident memory returns to normal.
+ * resident memory returns to what `keep` allows.
  *
- * Requests larger than a quarter of a chunk get a chunk of their own. The
+ * Requests larger than a quarter of a chunk get a chunk of their own, which
+ * a reset keeps as well (within `keep`): a later round's large block takes
+ * the smallest kept one that holds it, so pages of one kind, a buffer
+ * growing through the same sizes on each, map nothing once warm. The
  * chunks together never exceed `cap` bytes: past it (or when the system
  * refuses a chunk) each block comes from malloc with a 32-byte header and is
  * really freed, so a hostile input that allocates and frees without end

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "arena.h"
 #include "buf.h"
 #include "config.h"
 #include "content.h"
@@ -72,6 +73,8 @@ typedef struct {
 
 md_ctx *md_new(const md_opts *o);
 void md_free(md_ctx *m);
+/* What the arena of m's pages holds (arena.h), for the tests. */
+void md_arena_stats(const md_ctx *m, arena_stats *s);
 
 /* Renders text (len bytes, the body of file starting at line first_line) for
  * page p (may be NULL). Inline mode renders a paragraph's contents without the

@@ -2,7 +2,8 @@
  * tree. Blocks, in-place growth of the last block, rewinding, reuse of chunks
  * across resets, oversized blocks, the keep and cap limits, the
  * out-of-memory policy, the AddressSanitizer poisoning when built with it;
- * and md_render reusing one md_ctx's arena page after page. */
+ * and md_render reusing one md_ctx's arena page after page, large pages'
+ * chunks included. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 
 #include "arena.h"
+#include "buf.h"
 #include "asan.h"
 #include "markdown.h"
 
@@ -165,8 +167,43 @@ static void test_oversized_own_chunk(void **state)
     char *bigger = arena_realloc(a, big, 2 * MIB);
     assert_int_equal(bigger[MIB - 1], 1);
     arena_reset(a);
-    /* oversized chunks go back at once */
+    /* oversized chunks larger than keep go back at once */
     assert_int_equal(S_stats(a).mapped, 64 * KIB);
+    arena_free(a);
+}
+
+/* Oversized chunks within keep serve the next rounds' large blocks: a page
+ * whose HTML grows through the same sizes every time maps nothing once
+ * warm (each chunk given back was faulted in again on the next page). */
+static void test_oversized_reused(void **state)
+{
+    (void)state;
+    arena *a = arena_new(64 * KIB, 8 * MIB, 64 * MIB);
+    size_t maps = 0, mapped = 0;
+    for (int round = 0; round < 20; round++) {
+        char *grow = NULL;
+        for (size_t len = 32 * KIB; len <= MIB; len += len / 2) {
+            arena_alloc(a, 100); /* the buffer is not the last block: it moves */
+            grow = arena_realloc(a, grow, len);
+            memset(grow, round, len);
+        }
+        assert_int_equal((unsigned char)grow[MIB / 2], round);
+        arena_reset(a);
+        arena_stats s = S_stats(a);
+        assert_int_equal(s.spare, s.chunks);
+        assert_true(s.mapped <= 8 * MIB);
+        if (round == 0) {
+            maps = s.maps;
+            mapped = s.mapped;
+        } else {
+            assert_int_equal(s.maps, maps); /* warm: every chunk came from the spares */
+            assert_int_equal(s.mapped, mapped);
+        }
+    }
+    /* a larger block than any kept gets a new chunk; the smaller ones stay */
+    char *huge = arena_alloc(a, 4 * MIB);
+    memset(huge, 1, 4 * MIB);
+    assert_int_equal(S_stats(a).maps, maps + 1);
     arena_free(a);
 }
 
@@ -321,6 +358,42 @@ static void test_md_pages_share_the_arena(void **state)
         free(want[i]);
 }
 
+/* A page with a large table (several MiB of cmark objects and a large HTML
+ * buffer) leaves its chunks to the next page: given back, they were faulted
+ * in again page after page (200 pages with a 1,500-row table each built in
+ * 4 times the time). An ordinary page after it maps nothing either. */
+static void test_md_large_pages_keep_their_chunks(void **state)
+{
+    (void)state;
+    sources none;
+    memset(&none, 0, sizeof none);
+    md_opts o = {NULL, NULL, &none, NULL, false, true, true, DIAG_WARNING, false, NULL};
+    buf table = BUF_INIT;
+    buf_puts(&table, "Rows.\n\n| a | b | c |\n|---|---|---|\n");
+    for (int r = 0; r < 1500; r++)
+        buf_printf(&table, "| %d | x%d | %d |\n", r, r, r * r);
+    md_ctx *m = md_new(&o);
+    arena_stats first, again;
+    char *want = S_render(m, buf_cstr(&table));
+    md_arena_stats(m, &first);
+    assert_true(first.mapped > 2 * MIB); /* far more than an ordinary page */
+    for (int round = 0; round < 3; round++) {
+        char *got = S_render(m, buf_cstr(&table));
+        assert_string_equal(got, want);
+        free(got);
+        md_arena_stats(m, &again);
+        assert_int_equal(again.maps, first.maps); /* nothing mapped again */
+        assert_int_equal(again.mapped, first.mapped);
+    }
+    free(S_render(m, "# Title\n\nA paragraph with *emphasis*.\n"));
+    md_arena_stats(m, &again);
+    assert_int_equal(again.maps, first.maps);
+    assert_true(again.mapped <= first.mapped);
+    md_free(m);
+    free(want);
+    buf_free(&table);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,11 +404,13 @@ int main(void)
         cmocka_unit_test(test_release_rewinds_last),
         cmocka_unit_test(test_reset_reuses_chunks),
         cmocka_unit_test(test_oversized_own_chunk),
+        cmocka_unit_test(test_oversized_reused),
         cmocka_unit_test(test_keep_releases_surplus),
         cmocka_unit_test(test_cap_falls_back_to_malloc),
         cmocka_unit_test(test_overflow_exits_70),
         cmocka_unit_test(test_poisoning),
         cmocka_unit_test(test_md_pages_share_the_arena),
+        cmocka_unit_test(test_md_large_pages_keep_their_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
