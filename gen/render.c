@@ -903,6 +903,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
     r->cur_phase = render_job_phase(&r->e, job);
     for (;;) {
         rec->job = (uint32_t)job;
+        tpl_page_begin(r->tpl); /* its template inputs are its own */
         for (size_t i = 0; i < r->nreads; i++)
             r->read_mark[r->reads[i]] = 0;
         r->nreads = 0;

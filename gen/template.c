@@ -35,7 +35,10 @@ struct templates {
     buf row;   /* scratch of _oloop */
     strmap found;   /* name -> (void *)1 exists, (void *)2 does not: lookups
                        run for every page, opened only once per name */
-    strmap noted;   /* "templates/..." paths (and tpl_note_file's) already in inputs */
+    strmap noted;   /* "templates/..." paths (and tpl_note_file's) -> the page_gen
+                       that last put them in inputs */
+    uintptr_t page_gen; /* counts tpl_page_begin calls: inputs are this page's */
+    struct tpl_capture *capture; /* the innermost include_cached render running, or NULL */
     /* include_cached */
     int cached_ref;          /* registry: include_cached, made once */
     tpl_cache_host host;     /* has_host: set by tpl_set_cache_host */
@@ -47,12 +50,22 @@ struct templates {
     buf key;
 };
 
-/* An output include_cached keeps: what its render read, then its bytes. */
+/* An output include_cached keeps: what its render read (records, and the
+ * template files it used: NUL-separated), then its bytes. */
 typedef struct {
-    size_t len, deps_len;
+    size_t len, deps_len, files_len;
     char *deps;
+    char *files;
     char html[];
 } tpl_kept;
+
+/* The template files an include_cached render used, each once, for the
+ * pages that reuse its output: they depend on those files as well. */
+struct tpl_capture {
+    buf files;
+    strmap seen;
+    struct tpl_capture *outer;
+};
 
 /* ---------- translation ---------- */
 
@@ -812,24 +825,46 @@ static int S_open(const templates *t, const char *name, const char **why)
     return fd;
 }
 
-/* Notes templates/<name> as an input of what this worker renders, once,
- * before it is opened: a template that is looked up and missing is an input
- * too, since the page changes when it starts to exist (incremental builds). */
+/* Notes rel ("templates/..." or a file tpl_note_file names) as an input of
+ * the page being rendered, once a page, and of the include_cached render
+ * running, if any. */
+static void S_note_file(templates *t, const char *rel)
+{
+    if ((uintptr_t)strmap_get(&t->noted, rel) != t->page_gen) {
+        strmap_put(&t->noted, rel, (void *)t->page_gen);
+        buf_puts(&t->inputs, rel);
+        buf_putc(&t->inputs, '\0');
+    }
+    struct tpl_capture *c = t->capture;
+    if (c && !strmap_get(&c->seen, rel)) {
+        strmap_put(&c->seen, rel, (void *)1);
+        buf_puts(&c->files, rel);
+        buf_putc(&c->files, '\0');
+    }
+}
+
+/* Notes templates/<name> as an input of the page, on every lookup, before
+ * it is opened: a template that is looked up and missing is an input too,
+ * since the page changes when it starts to exist (incremental builds). A
+ * page's inputs are what its own render looked up: a worker renders
+ * hundreds of pages, and every template any of them looked up (a missing
+ * templates/<section>/page.html for each section) made each page's list
+ * as long as the site's sections. */
 static void S_note_input(templates *t, const char *name)
 {
     if (!S_safe_name(name))
         return;
     char *rel = fs_join(TEMPLATES_DIR, name);
-    if (!strmap_get(&t->noted, rel)) {
-        strmap_put(&t->noted, rel, (void *)1);
-        buf_puts(&t->inputs, rel);
-        buf_putc(&t->inputs, '\0');
-    }
+    S_note_file(t, rel);
     free(rel);
 }
 
 bool tpl_exists(const templates *t, const char *name)
 {
+    /* the answer is an input of the page either way: it changes when the
+     * file comes or goes (the cache and the inputs are implementation
+     * details of a const lookup) */
+    S_note_input((templates *)t, name);
     uintptr_t known = (uintptr_t)strmap_get(&t->found, name);
     if (known)
         return known == 1;
@@ -839,10 +874,7 @@ bool tpl_exists(const templates *t, const char *name)
     bool there = fd >= 0 || errno == ELOOP;
     if (fd >= 0)
         close(fd);
-    /* the cache and the inputs are implementation details of a const lookup */
     strmap_put((strmap *)&t->found, name, (void *)(uintptr_t)(there ? 1 : 2));
-    if (!there)
-        S_note_input((templates *)t, name);
     return there;
 }
 
@@ -883,6 +915,7 @@ static void S_locate_tag(lua_State *L, const char *rel, const char *src, size_t 
 
 static int S_compiled(lua_State *L, templates *t, const char *name)
 {
+    S_note_input(t, name); /* every use, compiled before or not: the page's input */
     lua_rawgeti(L, LUA_REGISTRYINDEX, t->cache_ref);
     if (lua_getfield(L, -1, name) == LUA_TFUNCTION) {
         lua_remove(L, -2);
@@ -895,7 +928,6 @@ static int S_compiled(lua_State *L, templates *t, const char *name)
         return -1;
     }
     char *rel = fs_join(TEMPLATES_DIR, name);
-    S_note_input(t, name); /* before reading: its absence counts too */
     const char *why;
     int fd = S_open(t, name, &why);
     buf text = BUF_INIT;
@@ -1081,6 +1113,8 @@ static int S_include_cached(lua_State *L)
     if (e) {
         t->hits++;
         t->host.replay(t->host_ctx, e->deps, e->deps_len);
+        for (const char *f = e->files; f < e->files + e->files_len; f += strlen(f) + 1)
+            S_note_file(t, f);
         lua_pushlstring(L, e->html, e->len);
         return 1;
     }
@@ -1103,7 +1137,17 @@ static int S_include_cached(lua_State *L)
     int sink = lua_gettop(L) - CALL_ARGS - 1;
     char *key = t->has_host ? xstrdup(buf_cstr(k)) : NULL; /* k is the nested calls' too */
     tpl_cache_mark m = t->has_host ? t->host.begin(t->host_ctx) : (tpl_cache_mark){0, 0};
+    struct tpl_capture cap = {BUF_INIT, {0}, t->capture};
+    strmap_init(&cap.seen);
+    t->capture = &cap;
+    S_note_input(t, name); /* noted for the page already: now for the output kept */
     int status = S_include_call(L, t);
+    t->capture = cap.outer;
+    /* an outer cached render used what this one did */
+    for (const char *f = cap.files.ptr; cap.outer && f && f < cap.files.ptr + cap.files.len;
+         f += strlen(f) + 1)
+        S_note_file(t, f);
+    strmap_free(&cap.seen);
     buf deps = BUF_INIT;
     bool keep = t->has_host && t->host.end(t->host_ctx, m, &deps) && status == LUA_OK;
     luaL_unref(L, LUA_REGISTRYINDEX, t->guard_ref);
@@ -1111,24 +1155,28 @@ static int S_include_cached(lua_State *L)
     if (status != LUA_OK) {
         free(key);
         buf_free(&deps);
+        buf_free(&cap.files);
         S_end_call(L, s, sink);
         return lua_error(L); /* the original error, located in the included file */
     }
     size_t len = s->own.len;
     /* what it holds counts whole, key and entry too: a template asking for
      * millions of keys fills the cache, not the worker's memory */
-    size_t cost = len + deps.len + (key ? strlen(key) : 0) + sizeof *e + 64;
+    size_t cost = len + deps.len + cap.files.len + (key ? strlen(key) : 0) + sizeof *e + 64;
     if (keep && cost <= TPL_CACHE_MAX - t->kept_bytes) {
         e = xmalloc(sizeof *e + len);
         e->len = len;
         e->deps_len = deps.len;
         e->deps = buf_detach(&deps);
+        e->files_len = cap.files.len;
+        e->files = buf_detach(&cap.files);
         memcpy(e->html, buf_cstr(&s->own), len);
         strmap_put(&t->kept, key, e);
         t->kept_bytes += cost;
     }
     free(key);
     buf_free(&deps);
+    buf_free(&cap.files);
     lua_pushlstring(L, buf_cstr(&s->own), len);
     S_end_call(L, s, sink);
     return 1;
@@ -1138,6 +1186,7 @@ static void S_kept_free(void *v)
 {
     tpl_kept *e = v;
     free(e->deps);
+    free(e->files);
     free(e);
 }
 
@@ -1164,6 +1213,7 @@ templates *tpl_new(sandbox *sb, const char *root, size_t max_bytes, size_t max_o
     t->max_output = max_output;
     strmap_init(&t->found);
     strmap_init(&t->noted);
+    t->page_gen = 1; /* never the (void *)0 of a name not noted yet */
     lua_State *L = sandbox_lua(sb);
     lua_newtable(L);
     t->cache_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -1209,14 +1259,13 @@ void tpl_set_theme(templates *t, const char *dir)
 
 const buf *tpl_inputs(const templates *t) { return &t->inputs; }
 
-void tpl_note_file(templates *t, const char *rel)
+void tpl_page_begin(templates *t)
 {
-    if (!strmap_get(&t->noted, rel)) {
-        strmap_put(&t->noted, rel, (void *)1);
-        buf_puts(&t->inputs, rel);
-        buf_putc(&t->inputs, '\0');
-    }
+    buf_clear(&t->inputs);
+    t->page_gen++;
 }
+
+void tpl_note_file(templates *t, const char *rel) { S_note_file(t, rel); }
 
 int tpl_render(templates *t, const char *name, buf *out, diag_list *dl)
 {

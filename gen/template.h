@@ -117,11 +117,15 @@ void tpl_set_cache_host(templates *t, const tpl_cache_host *fn, void *ctx);
 /* include_cached's outputs reused and rendered so far (tests). */
 void tpl_cache_counts(const templates *t, size_t *hits, size_t *misses);
 
-/* Template files read so far by this worker (for the incremental cache):
- * NUL-separated "templates/..." paths. */
+/* Starts a page: from here the inputs are what its render looks up. */
+void tpl_page_begin(templates *t);
+/* The template files the page being rendered looked up since
+ * tpl_page_begin, found or not, compiled before or not, and those the
+ * include_cached outputs it reused were made from (for the incremental
+ * cache): NUL-separated "templates/..." paths, each once. */
 const buf *tpl_inputs(const templates *t);
 /* Notes a file the project's input stamp names ("templates/assets/x.css")
- * as an input too, once: a helper that reads one (asset_url). */
+ * as an input of the page too, once: a helper that reads one (asset_url). */
 void tpl_note_file(templates *t, const char *rel);
 
 #endif

@@ -1709,6 +1709,58 @@ t_incremental_renders_what_changed() {
     tail -n 1 "$W.err" | grep -q '^kvsite: up to date: ' || fail "no-change build: $(tail -n 1 "$W.err")"
 }
 
+# A page's template inputs are what its own render looked up, and what the
+# include_cached outputs it reused were made from; not every template its
+# worker looked up before it (each page then listed every section's missing
+# templates/<section>/page.html: quadratic in the sections, and a template
+# added for one section rendered the others' pages again). Bundled theme.
+t_incremental_template_inputs_per_page() {
+    fresh good
+    rm -rf "$W/templates"
+    printf 'theme: default\n' >>"$W/site.yaml"
+    local i f
+    for i in 1 2 3; do
+        printf -- '---\ntitle: Note %s\ndate: 2026-02-0%s\n---\nNote %s.\n' "$i" "$i" "$i" |
+            page "content/notes/n$i.md"
+        printf -- '---\ntitle: Article %s\ndate: 2026-03-0%s\n---\nArticle %s.\n' "$i" "$i" "$i" |
+            page "content/articles/a$i.md"
+    done
+    # one worker: the notes come after the articles it looked up templates for
+    kv build -j 1
+    expect_rc 0
+    # a page template for articles: their pages again, no note
+    printf '{{ include "partials/head.html" }}<main id="main"><!-- articles page -->{{{ page.content }}}</main>\n{{ include "partials/footer.html" }}' |
+        page templates/articles/page.html
+    KVSITE_TRACE=1 kv build -j 1
+    expect_rc 0
+    for f in kv-cache a1 a2 a3; do
+        grep -q "trace: rendering content/articles/$f.md" "$W.err" ||
+            fail "articles/$f.md not rendered again"
+        expect_grep "site/articles/$f/index.html" '<!-- articles page -->'
+    done
+    grep -q 'trace: rendering content/notes/' "$W.err" &&
+        fail "a template for articles rendered $(grep -c 'rendering content/notes/' "$W.err") notes again"
+    same_as_full articles-template
+    rm "$W/templates/articles/page.html"
+    KVSITE_TRACE=1 kv build -j 1
+    expect_rc 0
+    grep -q 'trace: rendering content/articles/a2.md' "$W.err" || fail "articles/a2.md not rendered again"
+    grep -q 'trace: rendering content/notes/' "$W.err" && fail "the template's removal rendered notes"
+    expect_no_grep site/articles/a2/index.html '<!-- articles page -->'
+    same_as_full articles-template-gone
+    # the theme's header is rendered once per place (include_cached) and
+    # reused: the partial it is made of, overridden, renders every page that
+    # reused it
+    sed 's|<header class="site-header">|<header class="site-header" data-edited="1">|' \
+        "$ROOT/share/theme/partials/site-header.html" | page templates/partials/site-header.html
+    kv build -j 2
+    expect_rc 0
+    for f in notes/n1 notes/n3 articles/a1 articles/a3 articles/kv-cache; do
+        expect_grep "site/$f/index.html" 'data-edited="1"'
+    done
+    same_as_full header
+}
+
 # A page taken from the cache warns again, as it did when it was rendered:
 # an incremental build reports what a full one does.
 t_incremental_keeps_warnings() {

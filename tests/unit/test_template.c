@@ -956,6 +956,95 @@ static void test_include_cached_bounded(void **state)
     S_counts_are(f, 1, 20001);
 }
 
+/* t's inputs, as one string with '|' between the names. */
+static char *S_inputs(const fx *f)
+{
+    const buf *in = tpl_inputs(f->t);
+    buf b = BUF_INIT;
+    for (const char *p = in->ptr; p && p < in->ptr + in->len; p += strlen(p) + 1) {
+        if (b.len)
+            buf_putc(&b, '|');
+        buf_puts(&b, p);
+    }
+    return buf_detach(&b);
+}
+
+static void S_inputs_are(const fx *f, const char *want)
+{
+    char *got = S_inputs(f);
+    if (strcmp(got, want) != 0)
+        fail_msg("inputs \"%s\", expected \"%s\"", got, want);
+    free(got);
+}
+
+static void S_next_page(fx *f, const char *lua)
+{
+    sandbox_page_begin(f->sb, "content/q.md", &f->dl);
+    tpl_page_begin(f->t);
+    int nres = 0;
+    sandbox_error err;
+    assert_int_equal(sandbox_run(f->sb, lua, strlen(lua), "content/q.md", 1, &nres, &err), 0);
+    lua_pop(sandbox_lua(f->sb), nres);
+}
+
+/* A page's inputs are the templates its own render looked up, found or not,
+ * compiled for it or for a page before: not every template the worker has
+ * looked up so far (a missing templates/<section>/page.html per section
+ * made every page's list as long as the site's sections: quadratic). */
+static void test_inputs_are_the_pages_own(void **state)
+{
+    fx *f = *state;
+    S_tpl(f, "page.html", "<{{ include 'partials/h.html' }}>");
+    S_tpl(f, "partials/h.html", "h");
+    S_tpl(f, "s2/page.html", "two");
+    S_start(f, "page = {}");
+    tpl_page_begin(f->t);
+    assert_false(tpl_exists(f->t, "s1/page.html"));
+    S_render_ok(f, "page.html", "<h>");
+    S_inputs_are(f, "templates/s1/page.html|templates/page.html|templates/partials/h.html");
+    S_next_page(f, "page = {}");
+    assert_true(tpl_exists(f->t, "s2/page.html"));
+    S_render_ok(f, "s2/page.html", "two");
+    S_inputs_are(f, "templates/s2/page.html");
+    S_next_page(f, "page = {}");
+    assert_false(tpl_exists(f->t, "s1/page.html")); /* known missing: still its input */
+    S_render_ok(f, "page.html", "<h>");
+    S_render_ok(f, "page.html", "<h>"); /* each name once */
+    S_inputs_are(f, "templates/s1/page.html|templates/page.html|templates/partials/h.html");
+    tpl_note_file(f->t, "templates/assets/x.css");
+    S_inputs_are(f, "templates/s1/page.html|templates/page.html|templates/partials/h.html|"
+                    "templates/assets/x.css");
+    S_next_page(f, "page = {}");
+    S_inputs_are(f, "");
+}
+
+/* A page that reuses an include_cached output depends on the templates it
+ * was made from, those of the cached renders inside it too. */
+static void test_include_cached_inputs(void **state)
+{
+    fx *f = *state;
+    cache_host h;
+    S_tpl(f, "partials/o.html", "o{{ include 'partials/in.html' }}{{ include_cached('partials/i.html', 1) }}");
+    S_tpl(f, "partials/in.html", "n");
+    S_tpl(f, "partials/i.html", "i");
+    S_tpl(f, "outer.html", "[{{ include_cached('partials/o.html', 'x') }}]");
+    S_tpl(f, "inner.html", "({{ include_cached('partials/i.html', 1) }})");
+    S_cached_start(f, &h, "");
+    tpl_page_begin(f->t);
+    S_render_ok(f, "inner.html", "(i)");
+    S_inputs_are(f, "templates/inner.html|templates/partials/i.html");
+    S_next_page(f, "");
+    S_render_ok(f, "outer.html", "[oni]"); /* i.html reused inside o.html's render */
+    S_counts_are(f, 1, 2);
+    S_inputs_are(f, "templates/outer.html|templates/partials/o.html|templates/partials/in.html|"
+                    "templates/partials/i.html");
+    S_next_page(f, "");
+    S_render_ok(f, "outer.html", "[oni]");
+    S_counts_are(f, 2, 2);
+    S_inputs_are(f, "templates/outer.html|templates/partials/o.html|templates/partials/in.html|"
+                    "templates/partials/i.html");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -975,6 +1064,7 @@ int main(void)
         T(test_budget_in_template),
         T(test_compiled_once),
         T(test_exists),
+        T(test_inputs_are_the_pages_own),
         T(test_field_reader),
         T(test_table_fields),
         T(test_field_loops),
@@ -986,6 +1076,7 @@ int main(void)
         T(test_kept_writer),
         T(test_include_cached),
         T(test_include_cached_nested),
+        T(test_include_cached_inputs),
         T(test_include_cached_refusals),
         T(test_include_cached_bounded),
     };
