@@ -230,18 +230,28 @@ kvsite_run() { # kvsite_run KEY PROJECT PAGES JOBS
     fi
 }
 
-# kvsite_turns KEY:PAGES:PROJECT...: full rebuilds (-j2) of several projects,
-# timed in turns (each one's first, then each one's second, ...), so that the
+# turns KEY:PAGES:PROJECT...: full rebuilds of several projects, timed in
+# turns (each one's first, then each one's second, ...), so that the
 # machine's drift over the minutes a row takes falls on every project alike:
-# their ratios (a theme against the minimal templates, 20,000 pages against
-# 10,000) are taken side by side. The untimed builds first, as kvsite_run's.
-kvsite_turns() {
-    [ $have_kvsite = 1 ] || { for spec in "$@"; do STATUS[${spec%%:*}]=missing; done; return; }
+# their ratios (kvsite against Hugo, a theme against the minimal templates,
+# 20,000 pages against 10,000) are taken side by side. A KEY that starts
+# with "hugo-" is a Hugo project, built as hugo_run builds it; the others
+# are kvsite projects (-j2, --no-cache). The untimed builds first, as
+# hugo_run's and kvsite_run's.
+turns() {
     local spec key dir pages i n
     for spec in "$@"; do
         IFS=: read -r key pages dir <<<"$spec" # the folder last: it may hold a colon
-        "$KVSITE" build -C "$dir" -j 2 --no-cache >/dev/null 2>&1
-        "$KVSITE" build -C "$dir" -j 2 --no-cache >/dev/null 2>&1
+        case $key in
+        hugo-*)
+            [ $have_hugo = 1 ] || { STATUS[$key]=missing; continue; }
+            rm -f "$dir/.hugo_build.lock"
+            hugo --quiet --source "$dir" --destination "$dir/public" >/dev/null 2>&1 ;;
+        *)
+            [ $have_kvsite = 1 ] || { STATUS[$key]=missing; continue; }
+            "$KVSITE" build -C "$dir" -j 2 --no-cache >/dev/null 2>&1
+            "$KVSITE" build -C "$dir" -j 2 --no-cache >/dev/null 2>&1 ;;
+        esac
         STATUS[$key]=ok SAMPLES_W[$key]="" SAMPLES_C[$key]="" SAMPLES_R[$key]=""
     done
     settle
@@ -249,16 +259,30 @@ kvsite_turns() {
         for spec in "$@"; do
             IFS=: read -r key pages dir <<<"$spec"
             [ "${STATUS[$key]}" = ok ] || continue
-            sample "$key" ":" -- "$KVSITE" build -C "$dir" -j 2 --no-cache
+            case $key in
+            # settled before each: one build's writeback does not fall on
+            # the next one's time
+            hugo-*) sample "$key" "rm -f '$dir/.hugo_build.lock'; settle" -- \
+                        hugo --quiet --source "$dir" --destination "$dir/public" ;;
+            *) sample "$key" "settle" -- "$KVSITE" build -C "$dir" -j 2 --no-cache ;;
+            esac
         done
     done
     for spec in "$@"; do
         IFS=: read -r key pages dir <<<"$spec"
         [ "${STATUS[$key]}" = ok ] || continue
         summarize "$key"
-        n=$(count_pages "$dir/site")
+        case $key in
+        hugo-*)
+            if grep -q 'ERROR' "$OUT/logs/$key.out" "$OUT/logs/$key.err"; then
+                fail "$key: Hugo logged errors (see $OUT/logs/$key.err)"
+                STATUS[$key]=errors
+            fi
+            n=$(count_pages "$dir/public") ;;
+        *) n=$(count_pages "$dir/site") ;;
+        esac
         if [ "$n" != "$pages" ]; then
-            fail "$key: kvsite wrote $n of $pages pages"
+            fail "$key: wrote $n of $pages pages"
             STATUS[$key]="$n pages"
         fi
     done
@@ -295,8 +319,8 @@ for n in $SIZES; do
     gen "$plain" "$n" || { fail "gencorpus $n failed"; continue; }
     sanity "$plain/kvsite/content"
     floor_run "floor-$n" "$plain/kvsite/content"
-    hugo_run "hugo-plain-$n" "$plain/hugo" "$n"
-    kvsite_run "kv-j2-plain-$n" "$plain/kvsite" "$n" 2
+    # Hugo and kvsite side by side: the gating ratio of this row
+    turns "hugo-plain-$n:$n:$plain/hugo" "kv-j2-plain-$n:$n:$plain/kvsite"
     # nothing changed since the last build: the up-to-date check alone
     if [ $have_kvsite = 1 ]; then
         measure "kv-nochange-$n" ":" -- "$KVSITE" build -C "$plain/kvsite" -j 2
@@ -360,8 +384,7 @@ for shape in one twenty; do
             note "== $n pages, $kind, $shape section(s), bundled templates"
             gen "$dir" "$n" "${flag[@]}" --sections $secs || { fail "gencorpus $n $kind $shape failed"; continue; }
             if [ $shape = one ] && [ $kind = plain ]; then
-                hugo_run "hugo-$kind-$shape-$n" "$dir/hugo" "$n"
-                rm -rf "$dir/hugo/public"
+                turns+=("hugo-$kind-$shape-$n:$n:$dir/hugo")
                 cp -R "$dir/kvsite" "$dir/kvsite-repo"
                 use_theme "$dir/kvsite-repo" repo
                 cp -R "$dir/kvsite" "$dir/kvsite-min"
@@ -371,7 +394,7 @@ for shape in one twenty; do
             turns+=("kv-theme-$kind-$shape-$n:$n:$dir/kvsite")
         done
         note "== $kind, $shape section(s): ${#turns[@]} projects built in turns"
-        kvsite_turns "${turns[@]}"
+        turns "${turns[@]}"
         for n in $BUNDLED_SIZES; do
             dir=$OUT/$kind-$shape-$n
             # the largest HTML file of a listing, report or page
