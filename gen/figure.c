@@ -932,6 +932,26 @@ static size_t S_lint_unit(const char *s, size_t n, bool spaced)
     return wl;
 }
 
+/* The start of file line `line` in c->md (NULL past its end), walked to
+ * from the last one asked for when that one is not further down: a page
+ * with a figure on every line costs one pass over its Markdown, not one
+ * per figure. */
+static const char *S_md_line(fig_ctx *c, int line)
+{
+    if (c->md_at_of != c->md || line < c->md_at_line) {
+        c->md_at_of = c->md;
+        c->md_at = c->md;
+        c->md_at_line = c->md_first_line;
+    }
+    const char *end = c->md + c->md_len;
+    while (c->md_at && c->md_at_line < line) {
+        const char *nl = memchr(c->md_at, '\n', (size_t)(end - c->md_at));
+        c->md_at = nl ? nl + 1 : NULL;
+        c->md_at_line++;
+    }
+    return c->md_at;
+}
+
 void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col)
 {
     size_t i = 0;
@@ -988,11 +1008,7 @@ void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col)
             /* entities and escapes make text shorter than its source: find
              * the figure on its source line when the source is at hand */
             if (c->md && cur_line >= c->md_first_line) {
-                const char *p = c->md, *end = c->md + c->md_len;
-                for (int l = c->md_first_line; l < cur_line && p; l++) {
-                    p = memchr(p, '\n', (size_t)(end - p));
-                    p = p ? p + 1 : NULL;
-                }
+                const char *p = S_md_line(c, cur_line), *end = c->md + c->md_len;
                 if (p) {
                     const char *eol = memchr(p, '\n', (size_t)(end - p));
                     size_t ln = eol ? (size_t)(eol - p) : (size_t)(end - p);

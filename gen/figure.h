@@ -81,6 +81,12 @@ typedef struct {
     const char *md;            /* the Markdown the positions refer to (may be NULL) */
     size_t md_len;
     int md_first_line;         /* file line of md[0] */
+    /* the lint's place in md: the start of line md_at_line (NULL: past the
+     * end), for the md it was found in (none after fig_ctx_init); text
+     * comes in document order, so the next figure's line is looked for
+     * from here */
+    const char *md_at_of, *md_at;
+    int md_at_line;
     /* fig_span's own, kept across figures to save allocations: */
     buf tmp;                   /* the expression (or key) being checked */
     buf detail;                /* the figure's detail being written */

@@ -605,6 +605,48 @@ static void test_lint_column_after_entities(void **state)
            "(`40 GB {cite KEY}`)");
 }
 
+/* The lint finds each figure on its source line from the line of the one
+ * before (one pass over the page, not one per figure): right on every line,
+ * and again for the next page read into the same buffer, whose lines are
+ * not the last page's (regression: the walk restarted at the top for every
+ * figure, quadratic in a page's lines). */
+static void test_lint_columns_line_after_line(void **state)
+{
+    fx *f = *state;
+    md_ctx *m = md_new(&f->o);
+    char text[8192];
+    for (int round = 0; round < 2; round++) {
+        /* the second page's figures start further down than the first
+         * page's last one, on lines of other lengths: a walk kept from the
+         * first page would land on the wrong bytes */
+        buf b = BUF_INIT;
+        const char *prefix = round ? "" : "A &lt; ";
+        int plain = round ? 100 : 0, lines = round ? 40 : 30;
+        for (int l = 1; l <= plain; l++)
+            buf_puts(&b, "Words.\n\n");
+        for (int l = 1; l <= lines; l++)
+            buf_printf(&b, "%sline %d: &amp; 40 GB\n\n", prefix, l);
+        assert_true(b.len < sizeof text);
+        memcpy(text, b.ptr, b.len + 1);
+        md_result_free(&f->res);
+        md_result_init(&f->res);
+        diag_list_free(&f->dl);
+        assert_int_equal(md_render(m, NULL, FILE_A, text, b.len, 1, 1, false, &f->res, &f->dl), 0);
+        assert_int_equal(f->dl.n, (size_t)lines);
+        /* the walk stopped at the last figure's line, once */
+        assert_int_equal(f->res.figs.md_at_line, 2 * (plain + lines) - 1);
+        for (int l = 1; l <= lines; l++) {
+            const diag *d = &f->dl.v[l - 1];
+            char at[64];
+            snprintf(at, sizeof at, "%sline %d: &amp; ", prefix, l);
+            assert_int_equal(d->line, 2 * (plain + l) - 1);
+            assert_int_equal(d->col, (int)strlen(at) + 1);
+        }
+        buf_free(&b);
+    }
+    md_free(m);
+}
+
 /* ---- raw HTML and URLs ---------------------------------------------------- */
 
 static void test_raw_html(void **state)
@@ -718,6 +760,7 @@ int main(void)
         T(test_inline_mode),
         T(test_lint_in_prose),
         T(test_lint_column_after_entities),
+        T(test_lint_columns_line_after_line),
         T(test_raw_html),
         T(test_page_markup),
         T(test_heading_anchors),
