@@ -224,6 +224,9 @@ static uint64_t S_list_stamp(incr *inc, const char *list, size_t len)
     return sum;
 }
 
+/* The longest stamp file read. */
+#define S_STAMP_MAX (16u << 20)
+
 /* The stamp file: "kvsite-stamp 5", the input and output stamps, the length
  * of the output list and the list (NUL-separated), the counts line, then the
  * diagnostics of that build (warnings), to be printed again. */
@@ -232,7 +235,7 @@ bool incr_up_to_date(incr *inc, char *counts, buf *warnings)
     const char *path = inc->stamp_path;
     uint64_t in_stamp = inc->in_stamp;
     buf text = BUF_INIT;
-    if (fs_read_regular(path, 16u << 20, &text) != FS_OK) {
+    if (fs_read_regular(path, S_STAMP_MAX, &text) != FS_OK) {
         buf_free(&text);
         return false;
     }
@@ -265,24 +268,41 @@ bool incr_up_to_date(incr *inc, char *counts, buf *warnings)
 
 void incr_save_stamp(incr *inc, const char *counts, const buf *list, uint64_t out_stamp)
 {
-    const char *path = inc->stamp_path;
-    uint64_t in_stamp = inc->in_stamp;
-    buf b = BUF_INIT;
-    buf_printf(&b, "kvsite-stamp 5\n%016llx\n%016llx\n%zu\n", (unsigned long long)in_stamp,
-               (unsigned long long)out_stamp, list->len);
-    buf_put(&b, buf_cstr(list), list->len);
-    buf_printf(&b, "%s\n", counts);
-    char *mem = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&mem, &len);
-    if (f) {
-        diag_print(inc->dl, f, false);
-        fclose(f);
-        buf_put(&b, mem, len);
-        free(mem);
+    /* A stamp incr_up_to_date would not read is not written: a build with
+     * that many warnings takes the incremental way, whose records replay
+     * them (the text, about 40 bytes a diagnostic besides its file and
+     * message, would only be written to be refused). */
+    size_t size = list->len + 256;
+    for (size_t i = 0; i < inc->dl->n && size <= S_STAMP_MAX; i++) {
+        const diag *d = &inc->dl->v[i];
+        size += (d->file ? strlen(d->file) : 0) + strlen(d->msg) + 40;
     }
-    fs_write_file(path, buf_cstr(&b), b.len);
-    buf_free(&b);
+    if (size > S_STAMP_MAX) {
+        unlink(inc->stamp_path); /* nor does an older one stay */
+        return;
+    }
+    /* written to a side file and renamed over, so a stamp cut short by a
+     * kill is never taken for one with fewer warnings; the diagnostics
+     * stream to it (a site's warnings can run to megabytes) */
+    char *tmp = xasprintf("%s.new", inc->stamp_path);
+    int fd = fs_open_own(tmp, true);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
+    if (f) {
+        fprintf(f, "kvsite-stamp 5\n%016llx\n%016llx\n%zu\n", (unsigned long long)inc->in_stamp,
+                (unsigned long long)out_stamp, list->len);
+        fwrite(buf_cstr(list), 1, list->len, f);
+        fprintf(f, "%s\n", counts);
+        diag_print(inc->dl, f, false);
+        bool ok = !ferror(f);
+        if (fclose(f) == 0 && ok && rename(tmp, inc->stamp_path) == 0) {
+            free(tmp);
+            return;
+        }
+    }
+    unlink(tmp);
+    free(tmp);
 }
 
 

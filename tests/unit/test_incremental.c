@@ -227,6 +227,43 @@ static void test_stamp_round_trip(void **state)
     buf_free(&warnings);
 }
 
+/* A build whose warnings would make the stamp longer than incr_up_to_date
+ * reads leaves no stamp (nor an older one, nor a side file): the next build
+ * is not "up to date" and replays them from its records. Fewer warnings
+ * again: a stamp again. */
+static void test_stamp_too_many_warnings(void **state)
+{
+    fixture *f = *state;
+    char counts[INCR_COUNTS];
+    buf warnings = BUF_INIT, listed = BUF_INIT;
+    incr_input_stamp(&f->inc);
+    output_note_extra(&f->out, "index.html");
+    uint64_t st = incr_outputs(&f->inc, &listed, NULL);
+    incr_save_stamp(&f->inc, "1 page", &listed, st);
+    assert_true(incr_up_to_date(&f->inc, counts, &warnings));
+    char msg[400];
+    memset(msg, 'w', sizeof msg - 1);
+    msg[sizeof msg - 1] = '\0';
+    for (int i = 0; i < 45000; i++) /* 18 MB of text */
+        diag_warning(&f->dl, "content/a.md", i + 1, 1, "%s", msg);
+    incr_save_stamp(&f->inc, "1 page", &listed, st);
+    assert_false(fs_exists(f->inc.stamp_path));
+    char *side = xasprintf("%s.new", f->inc.stamp_path);
+    assert_false(fs_exists(side));
+    assert_false(incr_up_to_date(&f->inc, counts, &warnings));
+    diag_list_free(&f->dl);
+    diag_list_init(&f->dl);
+    diag_warning(&f->dl, "content/a.md", 1, 2, "one to say");
+    incr_save_stamp(&f->inc, "1 page", &listed, st);
+    assert_false(fs_exists(side));
+    buf_clear(&warnings);
+    assert_true(incr_up_to_date(&f->inc, counts, &warnings));
+    assert_string_equal(buf_cstr(&warnings), "content/a.md:1:2: warning: one to say\n");
+    free(side);
+    buf_free(&listed);
+    buf_free(&warnings);
+}
+
 static void test_no_cache_no_incremental(void **state)
 {
     fixture *f = *state;
@@ -247,6 +284,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_input_stamp, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_input_stamp_known, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_stamp_round_trip, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_stamp_too_many_warnings, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_no_cache_no_incremental, S_setup, S_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
