@@ -182,6 +182,32 @@ void diag_code_point_columns(diag_list *dl, const char *root, size_t max_bytes)
     strmap_free_with(&files, S_cpfile_free);
 }
 
+void diag_fold_init(diag_fold *f, bool on) { *f = (diag_fold){.on = on}; }
+
+bool diag_fold_take(diag_fold *f, int line, int col)
+{
+    if (!f->on || f->shown < DIAG_FOLD_SHOWN) {
+        f->shown++;
+        return true;
+    }
+    if (f->more++ == 0) {
+        f->line = line;
+        f->col = col;
+    }
+    f->last_line = line;
+    return false;
+}
+
+void diag_fold_end(diag_fold *f, diag_list *dl, const char *file, const char *one,
+                   const char *many)
+{
+    if (f->more)
+        diag_warning(dl, file, f->line, f->col,
+                     "%zu more %s in this file, from here to line %d (not listed one by one)",
+                     f->more, f->more == 1 ? one : many, f->last_line);
+    f->more = 0;
+}
+
 void diag_promote_warnings(diag_list *dl)
 {
     for (size_t i = 0; i < dl->n; i++) {

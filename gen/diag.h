@@ -52,6 +52,27 @@ void diag_move(diag_list *dst, diag_list *src);
  * src holds one diagnostic per page and problem; it is left empty. */
 void diag_move_merged(diag_list *dst, diag_list *src);
 
+/* A page's run of one kind of warning (raw HTML, unverified figures), which
+ * a page can repeat thousands of times: the first DIAG_FOLD_SHOWN are listed,
+ * the rest become one warning at the first of them that says how many and
+ * to which line they go. Errors are never folded (every error is reported):
+ * a fold made with on = false lists every one. Zeroed by diag_fold_init. */
+#define DIAG_FOLD_SHOWN 10
+typedef struct {
+    bool on;
+    size_t shown, more;
+    int line, col;  /* the first one not listed */
+    int last_line;  /* the last one not listed */
+} diag_fold;
+
+void diag_fold_init(diag_fold *f, bool on);
+/* Whether the one at line:col is to be listed; otherwise it is counted. */
+bool diag_fold_take(diag_fold *f, int line, int col);
+/* The warning for those not listed, if any: "N more MANY in this file, from
+ * here to line L (not listed one by one)", ONE for a single one. */
+void diag_fold_end(diag_fold *f, diag_list *dl, const char *file, const char *one,
+                   const char *many);
+
 /* Turns the byte column of every diagnostic not yet converted into a column
  * in code points, reading each file it names (relative to root, beneath it,
  * at most max_bytes; one read per file). A file that cannot be read leaves

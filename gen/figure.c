@@ -1021,6 +1021,10 @@ void fig_lint_text(fig_ctx *c, const char *text, size_t len, int line, int col)
                     }
                 }
             }
+            if (c->unverified == DIAG_WARNING && !diag_fold_take(&c->lint_fold, cur_line, at)) {
+                i = k + ul;
+                continue;
+            }
             diag_add(c->dl, c->unverified, c->file, cur_line, at,
                      "unverified figure \"%.*s\": quote it as a figure (`%.*s {= EXPR}`) or cite "
                      "it (`%.*s {cite KEY}`)",

@@ -87,6 +87,7 @@ typedef struct {
      * from here */
     const char *md_at_of, *md_at;
     int md_at_line;
+    diag_fold lint_fold;       /* the lint's warnings past the first few (diag.h) */
     /* fig_span's own, kept across figures to save allocations: */
     buf tmp;                   /* the expression (or key) being checked */
     buf detail;                /* the figure's detail being written */

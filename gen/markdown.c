@@ -626,6 +626,9 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
     fc->md = text;
     fc->md_len = len;
     fc->md_first_line = first_line;
+    diag_fold_init(&fc->lint_fold, m->o.fold_lints);
+    diag_fold raw_fold;
+    diag_fold_init(&raw_fold, m->o.fold_lints);
     if (m->o.cfg) {
         fc->tolerance = m->o.cfg->tolerance;
         fc->base_path = m->o.cfg->base_path;
@@ -792,7 +795,7 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
         case CMARK_NODE_HTML_BLOCK:
         case CMARK_NODE_HTML_INLINE:
             if (safe) {
-                if (m->o.idx)
+                if (m->o.idx && diag_fold_take(&raw_fold, line, col))
                     diag_warning(dl, file, line, col,
                                  "raw HTML is not emitted (set markdown.unsafe: true in "
                                  "site.yaml to allow it)");
@@ -814,6 +817,8 @@ static void S_render(md_ctx *m, const page *p, const char *file, const char *tex
         S_asis_end(&asis, dl, file);
     fc->md = text;
     buf_free(&asis_md);
+    diag_fold_end(&raw_fold, dl, file, "place of raw HTML", "places of raw HTML");
+    diag_fold_end(&fc->lint_fold, dl, file, "unverified figure", "unverified figures");
 
     /* tree edits: figures, inline values, {lua} blocks */
     for (size_t i = 0; i < nedits; i++) {

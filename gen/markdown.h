@@ -69,6 +69,10 @@ typedef struct {
                                    aria-label="anchor_label">#</a>, its name in
                                    the page's language; a string that outlives
                                    the md_ctx. NULL for `kvsite render` */
+    bool fold_lints;            /* a page's raw-HTML and unverified-figure
+                                   warnings past the first few become one
+                                   (diag_fold); off under --strict, where
+                                   they are errors and every one is listed */
 } md_opts;
 
 md_ctx *md_new(const md_opts *o);

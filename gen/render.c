@@ -176,7 +176,7 @@ renderer *render_new(const render_env *e)
     tpl_set_cache_host(r->tpl, &S_cache_host, r);
     md_opts mo = {c, e->idx, e->src, r->sb, c->unsafe_html, true, true,
                   (e->strict || c->unverified_error) ? DIAG_ERROR : DIAG_WARNING, true,
-                  S_anchor_label(c->language)};
+                  S_anchor_label(c->language), !e->strict};
     r->md = md_new(&mo);
     r->root_fd = fs_root_open(e->root);
     r->dest = e->dest;
@@ -948,7 +948,7 @@ int render_fragment(const char *text, size_t len, bool unsafe, buf *out, diag_li
     memset(&none, 0, sizeof none);
     /* --unsafe shows raw HTML as CommonMark defines it, without GitHub's
      * tagfilter: the spec's examples pass as they do with the library */
-    md_opts mo = {NULL, NULL, &none, NULL, unsafe, !unsafe, true, DIAG_WARNING, false, NULL};
+    md_opts mo = {NULL, NULL, &none, NULL, unsafe, !unsafe, true, DIAG_WARNING, false, NULL, false};
     md_ctx *m = md_new(&mo);
     md_result res;
     md_result_init(&res);

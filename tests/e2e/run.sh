@@ -749,6 +749,30 @@ content/articles/raw.md:6:1: error: raw HTML is not emitted (set markdown.unsafe
 EOF
 }
 
+# A page's run of raw HTML past the first ten places is one warning with
+# their count; --strict lists every one (each is an error then).
+t_raw_html_folded() {
+    good_built || return
+    { printf -- '---\ntitle: Raw\n---\n'
+      for i in $(seq 1 12); do printf 'Row %d <b>x</b>\n\n' "$i"; done; } >"$W/content/articles/raw.md"
+    kv build
+    expect_rc 0
+    {
+        for l in 4 6 8 10 12; do
+            for c in 7 11; do
+                echo "content/articles/raw.md:$l:$c: warning: raw HTML is not emitted (set markdown.unsafe: true in site.yaml to allow it)"
+            done
+        done
+        echo "content/articles/raw.md:14:7: warning: 14 more places of raw HTML in this file, from here to line 26 (not listed one by one)"
+    } | expect_diags
+    expect_summary "$SUMMARY_OK"
+    kv build --strict
+    expect_rc 1
+    [ "$(grep -c 'error: raw HTML is not emitted' "$W.err")" = 24 ] ||
+        fail "--strict: $(grep -c 'error: raw HTML' "$W.err") errors for raw HTML, expected 24"
+    expect_summary "$SUMMARY_FAILED"
+}
+
 t_bad_unverified_figure() {
     good_built || return
     page content/articles/plain.md <<'EOF'

@@ -333,7 +333,7 @@ static void test_md_pages_share_the_arena(void **state)
     (void)state;
     sources none;
     memset(&none, 0, sizeof none);
-    md_opts o = {NULL, NULL, &none, NULL, false, true, true, DIAG_WARNING, false, NULL};
+    md_opts o = {NULL, NULL, &none, NULL, false, true, true, DIAG_WARNING, false, NULL, false};
     static const char *const pages[] = {
         "# Title\n\nFirst *para* with `code` and a [link](http://x.org).\n\n## Sub\n\n"
         "| a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n- ~~old~~ new\n",
@@ -367,7 +367,7 @@ static void test_md_large_pages_keep_their_chunks(void **state)
     (void)state;
     sources none;
     memset(&none, 0, sizeof none);
-    md_opts o = {NULL, NULL, &none, NULL, false, true, true, DIAG_WARNING, false, NULL};
+    md_opts o = {NULL, NULL, &none, NULL, false, true, true, DIAG_WARNING, false, NULL, false};
     buf table = BUF_INIT;
     buf_puts(&table, "Rows.\n\n| a | b | c |\n|---|---|---|\n");
     for (int r = 0; r < 1500; r++)

@@ -404,6 +404,62 @@ static void test_code_point_columns(void **state)
 }
 
 /* One of each alike diagnostic, with how many pages reported it. */
+/* A run of one warning on a page: the first DIAG_FOLD_SHOWN listed, the rest
+ * one warning at the first of them, with their count and last line; "on"
+ * off: every one listed. */
+static void test_fold(void **state)
+{
+    (void)state;
+    diag_list dl;
+    diag_list_init(&dl);
+    diag_fold f;
+    diag_fold_init(&f, true);
+    for (int i = 1; i <= 25; i++)
+        if (diag_fold_take(&f, 100 + i, i))
+            diag_warning(&dl, "a.md", 100 + i, i, "thing %d", i);
+    assert_int_equal(dl.n, DIAG_FOLD_SHOWN);
+    diag_fold_end(&f, &dl, "a.md", "thing", "things");
+    assert_int_equal(dl.n, DIAG_FOLD_SHOWN + 1);
+    assert_int_equal(dl.warnings, DIAG_FOLD_SHOWN + 1);
+    const diag *d = &dl.v[DIAG_FOLD_SHOWN];
+    assert_int_equal(d->level, DIAG_WARNING);
+    assert_string_equal(d->file, "a.md");
+    assert_int_equal(d->line, 100 + DIAG_FOLD_SHOWN + 1);
+    assert_int_equal(d->col, DIAG_FOLD_SHOWN + 1);
+    char want[128];
+    snprintf(want, sizeof want,
+             "%d more things in this file, from here to line 125 (not listed one by one)",
+             25 - DIAG_FOLD_SHOWN);
+    assert_string_equal(d->msg, want);
+    /* ended: nothing more to say */
+    diag_fold_end(&f, &dl, "a.md", "thing", "things");
+    assert_int_equal(dl.n, DIAG_FOLD_SHOWN + 1);
+    diag_list_free(&dl);
+
+    /* one past the first few: the singular */
+    diag_list_init(&dl);
+    diag_fold_init(&f, true);
+    for (int i = 1; i <= DIAG_FOLD_SHOWN + 1; i++)
+        if (diag_fold_take(&f, i, 1))
+            diag_warning(&dl, "a.md", i, 1, "thing");
+    diag_fold_end(&f, &dl, "a.md", "thing", "things");
+    assert_int_equal(dl.n, DIAG_FOLD_SHOWN + 1);
+    assert_string_equal(dl.v[DIAG_FOLD_SHOWN].msg, "1 more thing in this file, from here to "
+                                                   "line 11 (not listed one by one)");
+    diag_list_free(&dl);
+
+    /* off (--strict): every one */
+    diag_list_init(&dl);
+    diag_fold_init(&f, false);
+    for (int i = 1; i <= 25; i++)
+        if (diag_fold_take(&f, i, 1))
+            diag_error(&dl, "a.md", i, 1, "thing");
+    diag_fold_end(&f, &dl, "a.md", "thing", "things");
+    assert_int_equal(dl.n, 25);
+    assert_int_equal(dl.errors, 25);
+    diag_list_free(&dl);
+}
+
 static void test_move_merged(void **state)
 {
     (void)state;
@@ -447,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_level_names),
         cmocka_unit_test_setup_teardown(test_code_point_columns, S_setup, tmpdir_teardown),
         cmocka_unit_test(test_move_merged),
+        cmocka_unit_test(test_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -86,7 +86,7 @@ static int S_setup(void **state)
     sandbox_opts so = {f->root, 1000000, 16u << 20, 1u << 20, 32};
     f->sb = sandbox_new(&so);
     sandbox_page_begin(f->sb, FILE_A, &f->dl);
-    f->o = (md_opts){&f->cfg, &f->idx, &f->src, f->sb, false, true, true, DIAG_WARNING, false, NULL};
+    f->o = (md_opts){&f->cfg, &f->idx, &f->src, f->sb, false, true, true, DIAG_WARNING, false, NULL, false};
     md_result_init(&f->res);
     *state = f;
     return 0;
@@ -647,6 +647,65 @@ static void test_lint_columns_line_after_line(void **state)
     md_free(m);
 }
 
+/* A page's run of raw HTML or unverified figures past the first few is one
+ * warning at the first not listed (a page of 3,000 tags printed 3,000
+ * lines and held them all in memory, five copies over); --strict, or the
+ * lint at the error level: every one. */
+static void test_lint_and_raw_html_fold(void **state)
+{
+    fx *f = *state;
+    buf b = BUF_INIT;
+    for (int l = 1; l <= 15; l++)
+        buf_printf(&b, "Row %d <b>x</b> takes 40 GB.\n\n", l);
+    f->o.fold_lints = true;
+    assert_int_equal(S_md(f, buf_cstr(&b)), 0);
+    /* per row: two tags and a figure; each run folded after its first ten */
+    assert_int_equal(f->dl.n, 2 * (DIAG_FOLD_SHOWN + 1));
+    assert_int_equal(f->dl.warnings, 2 * (DIAG_FOLD_SHOWN + 1));
+    int raw = 0, figs = 0;
+    const diag *raw_more = NULL, *fig_more = NULL;
+    for (size_t i = 0; i < f->dl.n; i++) {
+        const diag *d = &f->dl.v[i];
+        if (strstr(d->msg, "places of raw HTML"))
+            raw_more = d;
+        else if (strstr(d->msg, "more unverified figures"))
+            fig_more = d;
+        else if (strstr(d->msg, "raw HTML is not emitted"))
+            raw++;
+        else if (strstr(d->msg, "unverified figure \"40 GB\""))
+            figs++;
+    }
+    assert_int_equal(raw, DIAG_FOLD_SHOWN);
+    assert_int_equal(figs, DIAG_FOLD_SHOWN);
+    assert_non_null(raw_more);
+    assert_non_null(fig_more);
+    /* the 11th tag: row 6's first, column 7 */
+    assert_int_equal(raw_more->line, 11);
+    assert_int_equal(raw_more->col, 7);
+    assert_string_equal(raw_more->msg, "20 more places of raw HTML in this file, from here to "
+                                       "line 29 (not listed one by one)");
+    assert_int_equal(fig_more->line, 21);
+    assert_int_equal(fig_more->col, 23); /* "Row 11 <b>x</b> takes " */
+    assert_string_equal(fig_more->msg, "5 more unverified figures in this file, from here to "
+                                       "line 29 (not listed one by one)");
+    diag_list_free(&f->dl);
+
+    /* --strict: no fold */
+    f->o.fold_lints = false;
+    assert_int_equal(S_md(f, buf_cstr(&b)), 0);
+    assert_int_equal(f->dl.n, 45);
+    diag_list_free(&f->dl);
+
+    /* the lint at the error level (figures.unverified: error): its errors
+     * are all listed, the raw HTML warnings still folded */
+    f->o.fold_lints = true;
+    f->o.unverified = DIAG_ERROR;
+    assert_int_equal(S_md(f, buf_cstr(&b)), -1);
+    assert_int_equal(f->dl.errors, 15);
+    assert_int_equal(f->dl.warnings, DIAG_FOLD_SHOWN + 1);
+    buf_free(&b);
+}
+
 /* ---- raw HTML and URLs ---------------------------------------------------- */
 
 static void test_raw_html(void **state)
@@ -761,6 +820,7 @@ int main(void)
         T(test_lint_in_prose),
         T(test_lint_column_after_entities),
         T(test_lint_columns_line_after_line),
+        T(test_lint_and_raw_html_fold),
         T(test_raw_html),
         T(test_page_markup),
         T(test_heading_anchors),
