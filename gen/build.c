@@ -674,9 +674,10 @@ static void S_render(build_state *s)
     S_trace(s, "kept outputs checked");
     hl_preload_join();
     S_trace(s, "highlighting preloaded");
+    int figs_said = 0; /* one error for it, not one per phase */
     for (int phase = 1; phase <= 4; phase++) {
         double tp = S_now();
-        if (s->figs && figstore_flush(s->figs) != 0)
+        if (s->figs && figstore_flush(s->figs) != 0 && !figs_said++)
             diag_error(&s->dl, NULL, 0, 0, "cannot write the figure store: %s", strerror(errno));
         if (phase == 4) {
             S_report_parts(s);
@@ -822,6 +823,8 @@ static void S_report(build_state *s)
         output_cap_error(&s->dl, NULL, s->out_bytes, s->cfg.limits.output_bytes);
     if (s->o->strict)
         diag_promote_warnings(&s->dl);
+    /* a full disk fails every file written after it: one error says so */
+    diag_keep_first(&s->dl, OUTPUT_FULL_MSG, "files not written");
     for (size_t j = 0; j < s->njobs; j++) {
         uint32_t counts[FIG_TIERS + 1];
         record_fig_counts(&s->records[j], counts);

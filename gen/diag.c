@@ -208,6 +208,37 @@ void diag_fold_end(diag_fold *f, diag_list *dl, const char *file, const char *on
     f->more = 0;
 }
 
+void diag_keep_first(diag_list *dl, const char *prefix, const char *what)
+{
+    size_t plen = strlen(prefix), first = SIZE_MAX, more = 0, to = 0, cp_done = 0;
+    for (size_t i = 0; i < dl->n; i++) {
+        if (i == dl->cp_done)
+            cp_done = to; /* the converted ones kept stay first */
+        diag *d = &dl->v[i];
+        if (strncmp(d->msg, prefix, plen) == 0 && first != SIZE_MAX) {
+            more++;
+            if (d->level == DIAG_ERROR)
+                dl->errors--;
+            else if (d->level == DIAG_WARNING)
+                dl->warnings--;
+            free(d->file);
+            free(d->msg);
+            continue;
+        }
+        if (strncmp(d->msg, prefix, plen) == 0)
+            first = to;
+        dl->v[to++] = *d;
+    }
+    dl->cp_done = dl->cp_done >= dl->n ? to : cp_done;
+    dl->n = to;
+    if (more) {
+        diag *d = &dl->v[first];
+        char *msg = xasprintf("%s (and %zu more %s)", d->msg, more, what);
+        free(d->msg);
+        d->msg = msg;
+    }
+}
+
 void diag_promote_warnings(diag_list *dl)
 {
     for (size_t i = 0; i < dl->n; i++) {

@@ -79,6 +79,11 @@ void diag_fold_end(diag_fold *f, diag_list *dl, const char *file, const char *on
  * its columns in bytes. Call it on the whole list before printing it. */
 void diag_code_point_columns(diag_list *dl, const char *root, size_t max_bytes);
 
+/* Keeps the first diagnostic whose message starts with prefix and removes
+ * the others, which its message then counts: "... (and N more WHAT)". For
+ * one cause that fails many things alike (a full disk). */
+void diag_keep_first(diag_list *dl, const char *prefix, const char *what);
+
 /* Turns every warning into an error (--strict). */
 void diag_promote_warnings(diag_list *dl);
 

@@ -583,14 +583,21 @@ static void S_check(const page_record *records, size_t njobs, const bool *only,
     id_cache ids = {.st = fs, .stats = st};
     record_links_buf own = {.in_order = true}; /* page after page */
     buf path = BUF_INIT;
+    size_t unread = 0;
+    const char *unread_url = NULL;
+    int unread_err = 0;
     for (size_t j = 0; j < njobs; j++) {
         const page_record *r = &records[j];
         if (only && !only[j])
             continue;
         const md_link *links;
         if (S_page_links(r, fs, &own, &ids, &links) != 0) {
-            diag_error(dl, NULL, 0, 0, "cannot check the links of %s: they cannot be read back: %s",
-                       r->url, strerror(errno));
+            /* one cause (the figure store not written, a full disk) fails
+             * them all alike: the first page says so, with the count */
+            if (!unread++) {
+                unread_url = r->url;
+                unread_err = errno;
+            }
             continue;
         }
         for (size_t k = 0; k < r->nlinks; k++) {
@@ -620,6 +627,13 @@ static void S_check(const page_record *records, size_t njobs, const bool *only,
         }
         S_broken_flush(broken, &nbroken, r->url, dl);
     }
+    if (unread == 1)
+        diag_error(dl, NULL, 0, 0, "cannot check the links of %s: they cannot be read back: %s",
+                   unread_url, strerror(unread_err));
+    else if (unread)
+        diag_error(dl, NULL, 0, 0,
+                   "cannot check the links of %s and %zu more pages: they cannot be read back: %s",
+                   unread_url, unread - 1, strerror(unread_err));
     free(broken);
     S_id_cache_free(&ids);
     buf_free(&path);

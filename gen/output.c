@@ -90,7 +90,13 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
     int err = errno;
     free(path);
     if (rc != 0) {
-        diag_error(dl, file, 0, 0, "cannot write %s: %s", rel, strerror(err));
+        if (err == ENOSPC || err == EDQUOT)
+            diag_error(dl, file, 0, 0,
+                       OUTPUT_FULL_MSG ": cannot write %s (%s); the output is replaced whole "
+                       "or not at all, so the disk needs room for a second copy of it",
+                       rel, strerror(err));
+        else
+            diag_error(dl, file, 0, 0, "cannot write %s: %s", rel, strerror(err));
         errno = err;
         return -1;
     }
@@ -616,7 +622,13 @@ static int S_swap(output *o)
 
 static void S_publish_error(output *o, diag_list *dl, int err)
 {
-    diag_error(dl, NULL, 0, 0, "cannot publish %s: %s", o->out_abs, strerror(err));
+    /* the old output stays until the new one is whole: a full disk is
+     * what that costs, said so */
+    bool full = err == ENOSPC || err == EDQUOT;
+    diag_error(dl, NULL, 0, 0, "cannot publish %s: %s%s", o->out_abs, strerror(err),
+               full ? " (the output is replaced whole or not at all, so the disk needs room for "
+                      "a second copy of it)"
+                    : "");
 }
 
 

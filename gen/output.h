@@ -64,6 +64,9 @@ typedef struct {
 /* The start of the error of a site larger than limits.output_bytes: the
  * parent reports it once, whoever found it first. */
 #define OUTPUT_CAP_MSG "the site is larger than limits.output_bytes"
+/* The start of the error of a page that could not be written for a full
+ * disk (or quota): the parent reports the first, with how many more. */
+#define OUTPUT_FULL_MSG "no room on the disk for the output"
 /* Adds bytes written elsewhere (the workers' pages, in the parent) to what
  * this process counts against the cap. */
 void output_count(uint64_t bytes);

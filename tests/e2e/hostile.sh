@@ -1010,6 +1010,26 @@ t_fs_output_read_only() {
     expect_fail 2 'proj/.*Read-only file system'
 }
 
+t_fs_disk_full() {
+    # the state folder (where the new output is staged) on a full disk, in a
+    # private mount namespace: one error says so, not one per file; the
+    # previous output stays
+    if ! unshare -m --propagation private true 2>/dev/null; then
+        skip "no mount namespaces"
+        return
+    fi
+    OUTSIDE_BEFORE=$(outside_hash)
+    mkdir -p "$P/.kvsite"
+    (cd "$W" && timeout -k 5 "$case_timeout" unshare -m --propagation private sh -c \
+        'mount -t tmpfs -o size=8k tmpfs proj/.kvsite && exec "$0" build -C proj' "$kvsite") \
+        >"$LOG" 2>&1
+    RC=$?
+    expect_fail 1 'error: no room on the disk for the output: cannot write .*No space left on device.*needs room for a second copy of it \(and [0-9]+ more files not written\)'
+    [ "$(grep -c 'no room on the disk' "$LOG")" = 1 ] || why "$(grep -c 'no room on the disk' "$LOG") errors for the full disk, expected one"
+    # the store of figures and links fails too: a line for each thing, none per page
+    [ "$(grep -c 'error: ' "$LOG")" -le 6 ] || why "$(grep -c 'error: ' "$LOG") errors for one full disk"
+}
+
 t_fs_site_is_a_symlink() {
     # a pull request can commit site/ as a link to a folder outside the project
     rm -rf "$P/site"

@@ -460,6 +460,36 @@ static void test_fold(void **state)
     diag_list_free(&dl);
 }
 
+/* One cause failing many things alike (a full disk): the first kept, the
+ * others gone and counted in its message; counts and the code point
+ * columns already done follow. */
+static void test_keep_first(void **state)
+{
+    (void)state;
+    diag_list dl;
+    diag_list_init(&dl);
+    diag_error(&dl, "a.md", 1, 1, "other");
+    diag_error(&dl, "b.md", 0, 0, "disk full: cannot write b");
+    diag_warning(&dl, "c.md", 2, 1, "note this");
+    diag_error(&dl, "d.md", 0, 0, "disk full: cannot write d");
+    dl.cp_done = 3; /* the first three converted */
+    diag_error(&dl, NULL, 0, 0, "disk full: cannot write e");
+    diag_keep_first(&dl, "disk full", "files not written");
+    assert_int_equal(dl.n, 3);
+    assert_int_equal(dl.errors, 2);
+    assert_int_equal(dl.warnings, 1);
+    assert_string_equal(dl.v[0].msg, "other");
+    assert_string_equal(dl.v[1].file, "b.md");
+    assert_string_equal(dl.v[1].msg, "disk full: cannot write b (and 2 more files not written)");
+    assert_string_equal(dl.v[2].msg, "note this");
+    assert_int_equal(dl.cp_done, 3);
+    /* one alone: as it was */
+    diag_keep_first(&dl, "other", "things");
+    assert_string_equal(dl.v[0].msg, "other");
+    assert_int_equal(dl.n, 3);
+    diag_list_free(&dl);
+}
+
 static void test_move_merged(void **state)
 {
     (void)state;
@@ -504,6 +534,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_code_point_columns, S_setup, tmpdir_teardown),
         cmocka_unit_test(test_move_merged),
         cmocka_unit_test(test_fold),
+        cmocka_unit_test(test_keep_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
