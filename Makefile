@@ -23,9 +23,16 @@ LDFLAGS   := -pthread $(SANFLAGS)
 # it takes a tenth less CPU than glibc's malloc. Sanitizer builds keep the
 # sanitizer's; ALLOC= builds with glibc's.
 ALLOC     ?= $(if $(SAN),,-l:libtcmalloc_minimal.so.4)
-LDLIBS     = $(shell pkg-config --libs $(PKGS)) -lcmark-gfm-extensions -lm $(ALLOC)
+# libmicrohttpd is not linked: kvsite serve opens it (gen/httpd.c), by the
+# file name its -dev package's link leads to, so that the other commands do
+# not load it and GnuTLS at every start.
+LINK_PKGS := $(filter-out libmicrohttpd,$(PKGS))
+LDLIBS     = $(shell pkg-config --libs $(LINK_PKGS)) -lcmark-gfm-extensions -lm $(ALLOC)
+MHD_SONAME = $(shell objdump -p "$$(pkg-config --variable=libdir libmicrohttpd)/libmicrohttpd.so" \
+                 2>/dev/null | awk '$$1 == "SONAME" { print $$2 }')
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 CFLAGS    += -DKVSITE_VERSION='"$(VERSION)"'
+$(B)/obj/httpd.o: CFLAGS += $(if $(MHD_SONAME),-DKV_MHD_SONAME='"$(MHD_SONAME)"')
 
 LIB_SRC   := $(filter-out gen/main.c,$(wildcard gen/*.c))
 LIB_OBJ   := $(LIB_SRC:gen/%.c=$(B)/obj/%.o)

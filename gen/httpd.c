@@ -1,6 +1,7 @@
 #include "httpd.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -30,6 +31,65 @@ struct httpd {
     uint64_t generation;
     bool stopping;
 };
+
+/* ---------- the library ---------- */
+
+/* libmicrohttpd and what it loads (GnuTLS and its own libraries: a dozen
+ * files) take about 5 ms of every process's start on the machines the
+ * bench runs on, and only kvsite serve uses them: so the library is opened
+ * when a server starts, not linked. KV_MHD_SONAME is the file the Makefile
+ * found (the -dev package's link); its functions are declared by the
+ * header, and called through these. */
+#ifndef KV_MHD_SONAME
+#define KV_MHD_SONAME "libmicrohttpd.so.12"
+#endif
+
+static struct {
+    __typeof__(&MHD_start_daemon) start_daemon;
+    __typeof__(&MHD_stop_daemon) stop_daemon;
+    __typeof__(&MHD_get_daemon_info) get_daemon_info;
+    __typeof__(&MHD_queue_response) queue_response;
+    __typeof__(&MHD_destroy_response) destroy_response;
+    __typeof__(&MHD_add_response_header) add_response_header;
+    __typeof__(&MHD_create_response_from_buffer) create_response_from_buffer;
+    __typeof__(&MHD_create_response_from_fd) create_response_from_fd;
+    __typeof__(&MHD_create_response_from_callback) create_response_from_callback;
+} S_mhd;
+static pthread_once_t S_mhd_once = PTHREAD_ONCE_INIT;
+static char S_mhd_error[256]; /* empty: loaded */
+
+static void S_mhd_load(void)
+{
+    void *lib = dlopen(KV_MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(S_mhd_error, sizeof S_mhd_error, "cannot load %s (the libmicrohttpd package): %s",
+                 KV_MHD_SONAME, dlerror());
+        return;
+    }
+    /* POSIX's way of taking a function from dlsym: through an object pointer */
+    struct {
+        const char *name;
+        void **fn;
+    } want[] = {
+        {"MHD_start_daemon", (void **)&S_mhd.start_daemon},
+        {"MHD_stop_daemon", (void **)&S_mhd.stop_daemon},
+        {"MHD_get_daemon_info", (void **)&S_mhd.get_daemon_info},
+        {"MHD_queue_response", (void **)&S_mhd.queue_response},
+        {"MHD_destroy_response", (void **)&S_mhd.destroy_response},
+        {"MHD_add_response_header", (void **)&S_mhd.add_response_header},
+        {"MHD_create_response_from_buffer", (void **)&S_mhd.create_response_from_buffer},
+        {"MHD_create_response_from_fd", (void **)&S_mhd.create_response_from_fd},
+        {"MHD_create_response_from_callback", (void **)&S_mhd.create_response_from_callback},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        *want[i].fn = dlsym(lib, want[i].name);
+        if (!*want[i].fn) {
+            snprintf(S_mhd_error, sizeof S_mhd_error, "%s has no %s: a libmicrohttpd too old",
+                     KV_MHD_SONAME, want[i].name);
+            return; /* the library stays loaded: nothing was taken from it */
+        }
+    }
+}
 
 /* ---------- paths and types ---------- */
 
@@ -107,19 +167,19 @@ static enum MHD_Result S_queue(struct MHD_Connection *c, unsigned status,
     if (!r)
         return MHD_NO;
     if (mime)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, mime);
+        S_mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, mime);
     /* every request asks again: an edit must show on the next reload */
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    enum MHD_Result rc = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+    S_mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    S_mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result rc = S_mhd.queue_response(c, status, r);
+    S_mhd.destroy_response(r);
     return rc;
 }
 
 static enum MHD_Result S_text(struct MHD_Connection *c, unsigned status, const char *text)
 {
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+        S_mhd.create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
     return S_queue(c, status, r, "text/plain; charset=utf-8");
 }
 
@@ -139,7 +199,7 @@ static enum MHD_Result S_html(httpd *h, struct MHD_Connection *c, unsigned statu
     buf_free(&page);
     size_t len = out.len;
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, buf_detach(&out), MHD_RESPMEM_MUST_FREE);
+        S_mhd.create_response_from_buffer(len, buf_detach(&out), MHD_RESPMEM_MUST_FREE);
     return S_queue(c, status, r, httpd_mime("x.html"));
 }
 
@@ -162,14 +222,14 @@ static enum MHD_Result S_not_found(httpd *h, struct MHD_Connection *c, int outfd
     pthread_mutex_unlock(&h->mu);
     size_t len = out.len;
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, buf_detach(&out), MHD_RESPMEM_MUST_FREE);
+        S_mhd.create_response_from_buffer(len, buf_detach(&out), MHD_RESPMEM_MUST_FREE);
     return S_queue(c, MHD_HTTP_NOT_FOUND, r, httpd_mime("x.html"));
 }
 
 /* rel names a folder: redirect url to url + "/". */
 static enum MHD_Result S_redirect(struct MHD_Connection *c, const char *url)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r = S_mhd.create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!r)
         return MHD_NO;
     /* the path came decoded: encoded again for the header */
@@ -184,7 +244,7 @@ static enum MHD_Result S_redirect(struct MHD_Connection *c, const char *url)
         }
     }
     buf_putc(&to, '/');
-    MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, buf_cstr(&to));
+    S_mhd.add_response_header(r, MHD_HTTP_HEADER_LOCATION, buf_cstr(&to));
     buf_free(&to);
     return S_queue(c, MHD_HTTP_MOVED_PERMANENTLY, r, NULL);
 }
@@ -218,7 +278,7 @@ static enum MHD_Result S_file(httpd *h, struct MHD_Connection *c, const char *ur
         rc = S_html(h, c, MHD_HTTP_OK, fd);
     } else {
         /* the response owns fd; HEAD sends the headers only */
-        struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+        struct MHD_Response *r = S_mhd.create_response_from_fd((uint64_t)st.st_size, fd);
         if (!r)
             close(fd);
         rc = S_queue(c, MHD_HTTP_OK, r, httpd_mime(name));
@@ -289,7 +349,7 @@ static enum MHD_Result S_events(httpd *h, struct MHD_Connection *c)
     s->h = h;
     buf_init(&s->pending);
     struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, S_stream_read, s, S_stream_free);
+        S_mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, S_stream_read, s, S_stream_free);
     if (!r) {
         S_stream_free(s);
         return MHD_NO;
@@ -354,12 +414,17 @@ httpd *httpd_start(const char *out_abs, const char *base, const char *bind_addr,
         snprintf(err, errsz, "--bind %s: not an IPv4 or IPv6 address", bind_addr);
         return NULL;
     }
+    pthread_once(&S_mhd_once, S_mhd_load);
+    if (S_mhd_error[0]) {
+        snprintf(err, errsz, "%s", S_mhd_error);
+        return NULL;
+    }
     httpd *h = xcalloc(1, sizeof *h);
     h->out_abs = xstrdup(out_abs);
     h->base = xstrdup(base);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
-    h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, S_request, h, MHD_OPTION_SOCK_ADDR,
+    h->d = S_mhd.start_daemon(flags, (uint16_t)port, NULL, NULL, S_request, h, MHD_OPTION_SOCK_ADDR,
                             sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
     if (!h->d) {
         snprintf(err, errsz, "cannot listen on %s port %d%s", bind_addr, port,
@@ -367,7 +432,7 @@ httpd *httpd_start(const char *out_abs, const char *base, const char *bind_addr,
         httpd_stop(h);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info = S_mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : port;
     return h;
 }
@@ -395,7 +460,7 @@ void httpd_stop(httpd *h)
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     if (h->d)
-        MHD_stop_daemon(h->d);
+        S_mhd.stop_daemon(h->d);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     free(h->out_abs);
