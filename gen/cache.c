@@ -10,7 +10,7 @@
 
 #include "stamp.h"
 
-static const char S_MAGIC[16] = "kvsite-cache 7\n";
+static const char S_MAGIC[16] = "kvsite-cache 8\n";
 
 /* Integrity: every record carries a checksum of its bytes, checked when it is
  * read; everything else the loader reads (fingerprints, outputs, front
@@ -231,6 +231,7 @@ int cache_load(cache *c, const char *path, size_t max_bytes)
             continue;
         e->deps = S_rd_u64(rd);
         e->out_stamp = S_rd_u64(rd);
+        e->stage_stamp = S_rd_u64(rd);
         e->digest = S_rd_u64(rd);
         e->reads = S_rd_u64(rd);
         e->rec_sum = S_rd_u64(rd);
@@ -356,6 +357,7 @@ static int S_save(const cache *c, const char *path, const cache_encoders *enc, b
             continue;
         S_put_u64(w, e->deps);
         S_put_u64(w, e->out_stamp);
+        S_put_u64(w, e->stage_stamp);
         S_put_u64(w, e->digest);
         S_put_u64(w, e->reads);
         const char *bytes = e->rec;

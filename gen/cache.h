@@ -5,6 +5,10 @@
  *   deps       its source file and every template and checks/ file it read
  *              (as the build's file stamps saw them: size, mtime, ctime, inode);
  *   out_stamp  its output file as the build left it;
+ *   stage_stamp its file in the staging folder as the build left it, when
+ *              that holds the same bytes (the old output's copy, swapped
+ *              out: incr_outputs need not stat it again once it is back);
+ *              0: not known;
  *   digest     what other pages can read of its record (record_digest);
  *   reads      the digests of the records it read, in order.
  *
@@ -32,7 +36,7 @@
 
 typedef struct {
     bool present;
-    uint64_t deps, out_stamp, digest, reads;
+    uint64_t deps, out_stamp, stage_stamp, digest, reads;
     uint64_t rec_sum; /* loaded: the checksum of the record's bytes */
     const char *rec;  /* saving: the encoded record, or NULL: made by
                        * cache_encoders.record; loaded: NULL (cache_record) */

@@ -26,11 +26,14 @@ void incr_init(incr *inc)
     pthread_mutex_init(&inc->unstamped_lock, NULL);
     strmap_init(&inc->fronts);
     cache_init(&inc->prev);
+    inc->stage_fd = -1;
 }
 
 void incr_free(incr *inc)
 {
     incr_join_threads(inc);
+    if (inc->stage_fd >= 0)
+        close(inc->stage_fd);
     free(inc->kept_out);
     free(inc->stamp_path);
     free(inc->cache_path);
@@ -41,6 +44,7 @@ void incr_free(incr *inc)
     cache_free(&inc->prev);
     free(inc->digests);
     free(inc->from_cache);
+    free(inc->after);
     free(inc->saved_sums);
 }
 
@@ -397,6 +401,36 @@ static uint64_t S_out_stamp(int outfd, const page_record *r)
     return h;
 }
 
+/* Whether job's output file is as the last build left it (e its cache
+ * entry, r its record): the published copy, and the staging folder's when
+ * the last build knew its stamp and this build's publish keeps it (the mark
+ * does not list it). That copy is the one the swap publishes: when it is as
+ * it was, its stamp now is the published file's then (*after; incr_outputs
+ * need not stat it again), and the published copy is not looked at; when it
+ * changed, its rel goes to *repair (the publish copies the output's file
+ * over it) and the published copy is checked. *after 0: stat'ed after the
+ * publish. */
+static bool S_out_same(incr *inc, const cache_entry *e, const page_record *r, int outfd,
+                       uint64_t *after, buf *repair)
+{
+    *after = 0;
+    if (!r->url || !r->url[0] || r->out_bytes == 0 || outfd < 0)
+        return S_out_stamp(outfd, r) == e->out_stamp;
+    char *rel = output_rel(r->url);
+    bool same = false;
+    if (e->stage_stamp && inc->stage_fd >= 0 && output_staging_keeps(inc->out, rel)) {
+        same = stamp_file_at(STAMP_SEED, inc->stage_fd, rel) == e->stage_stamp;
+        if (same)
+            *after = e->stage_stamp;
+        else
+            buf_put(repair, rel, strlen(rel) + 1);
+    }
+    if (!same)
+        same = stamp_file_at(STAMP_SEED, outfd, rel) == e->out_stamp;
+    free(rel);
+    return same;
+}
+
 /* The digests of the records a job read, in order; 0 if one is unknown. */
 static uint64_t S_reads_digest(incr *inc, const page_record *r)
 {
@@ -414,7 +448,8 @@ static uint64_t S_reads_digest(incr *inc, const page_record *r)
 
 /* One job's reuse (incr_reuse_jobs), reading its record through the
  * caller's window and buffer. */
-static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes)
+static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes,
+                    buf *repair)
 {
     if (!inc->out->incremental || job >= inc->prev.njobs)
         return false;
@@ -432,7 +467,8 @@ static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes
                record_decode(bytes->ptr, bytes->len, inc->figs, &rec) != 0) {
         return false;
     }
-    bool out_same = out_known ? out_known == 1 : S_out_stamp(outfd, &rec) == e->out_stamp;
+    uint64_t after = 0;
+    bool out_same = out_known ? out_known == 1 : S_out_same(inc, e, &rec, outfd, &after, repair);
     bool ok = rec.job == job && rec.done && S_deps(inc, job, &rec) == e->deps && out_same &&
               S_reads_digest(inc, &rec) == e->reads;
     if (ok && job >= inc->planned) {
@@ -447,6 +483,7 @@ static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes
     record_free(&inc->records[job]);
     inc->records[job] = rec;
     inc->from_cache[job] = true;
+    inc->after[job] = after;
     return true;
 }
 
@@ -490,6 +527,7 @@ typedef struct {
     size_t n;
     int outfd;
     bool *reused;
+    buf repair; /* staging copies found changed (S_out_same), NUL-separated */
 } S_reuse_span;
 
 static void *S_reuse_main(void *arg)
@@ -498,7 +536,7 @@ static void *S_reuse_main(void *arg)
     fs_window win = {BUF_INIT, 0};
     buf bytes = BUF_INIT;
     for (size_t k = 0; k < sp->n; k++)
-        sp->reused[k] = S_reuse(sp->inc, sp->jobs[k], sp->outfd, &win, &bytes);
+        sp->reused[k] = S_reuse(sp->inc, sp->jobs[k], sp->outfd, &win, &bytes, &sp->repair);
     fs_window_free(&win);
     buf_free(&bytes);
     return NULL;
@@ -514,13 +552,16 @@ void incr_reuse_jobs(incr *inc, const size_t *jobs, size_t n, int outfd, int thr
      * checks are independent; each thread has its own window and buffer,
      * the figure store locks its appends, S_file_stamp its probes */
     S_check_kept_join(inc);
-    S_reuse_span spans[2] = {{inc, jobs, n, outfd, reused}, {0}};
+    if (inc->stage_fd < 0 && inc->out->incremental && inc->out->marked)
+        inc->stage_fd = open(inc->out->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    S_reuse_span spans[2] = {{inc, jobs, n, outfd, reused, BUF_INIT}, {0}};
+    buf_init(&spans[1].repair);
     pthread_t second;
     bool split = threads > 1 && n >= S_REUSE_SPLIT;
     if (split) {
         size_t half = n / 2;
         spans[0].n = half;
-        spans[1] = (S_reuse_span){inc, jobs + half, n - half, outfd, reused + half};
+        spans[1] = (S_reuse_span){inc, jobs + half, n - half, outfd, reused + half, BUF_INIT};
         split = pthread_create(&second, NULL, S_reuse_main, &spans[1]) == 0;
         if (!split)
             spans[0].n = n;
@@ -528,13 +569,20 @@ void incr_reuse_jobs(incr *inc, const size_t *jobs, size_t n, int outfd, int thr
     S_reuse_main(&spans[0]);
     if (split)
         pthread_join(second, NULL);
+    for (int i = 0; i < 2; i++) {
+        const char *p = spans[i].repair.ptr, *end = p + spans[i].repair.len;
+        for (; p && p < end; p += strlen(p) + 1)
+            output_staging_repair(inc->out, p);
+        buf_free(&spans[i].repair);
+    }
 }
 
 /* The jobs' output files (appended to list, NUL-separated) and each job's
  * stamp (STAMP_SEED for a job without a file): a full build's workers stat
  * what they write; an incremental build swapped in the staging folder, whose
- * copies of even the files it did not write are other inodes, so every file
- * is stat'ed in dir (0, unknown, without one), by two threads when there are
+ * copies of even the files it did not write are other inodes: those its
+ * reuse checks stat'ed there (S_out_same) have that stamp, the rest are
+ * stat'ed in dir (0, unknown, without one), by two threads when there are
  * many (stamp_files_at). Returns the sum of the stamps. */
 static uint64_t S_job_outputs(incr *inc, int dir, buf *list, uint64_t *job_stamps)
 {
@@ -548,8 +596,11 @@ static uint64_t S_job_outputs(incr *inc, int dir, buf *list, uint64_t *job_stamp
             continue;
         char *rel = output_rel(r->url);
         buf_put(list, rel, strlen(rel) + 1);
-        if (r->out_stamp && !inc->out->incremental) {
-            job_stamps[j] = r->out_stamp;
+        uint64_t known = !inc->out->incremental ? r->out_stamp
+                         : inc->from_cache[j]    ? inc->after[j]
+                                                 : 0;
+        if (known) {
+            job_stamps[j] = known;
             sum += job_stamps[j];
             free(rel);
         } else if (dir < 0) {
@@ -685,6 +736,48 @@ static void S_encode_front(void *ctx, const cache_front *f, buf *out)
     content_page_encode(sc->inc->idx->pages[f->ref], out);
 }
 
+/* What a stat of a file said, as outrec_stamp_of keeps it, as a stat. */
+static void S_stat_of(const outrec_stamp *o, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_size = (off_t)o->size;
+    st->st_ino = (ino_t)o->ino;
+    const int64_t ns[2] = {o->mtime_ns, o->ctime_ns};
+    struct timespec *ts[2] = {&st->st_mtim, &st->st_ctim};
+    for (int i = 0; i < 2; i++) {
+        int64_t sec = ns[i] / 1000000000, rest = ns[i] % 1000000000;
+        if (rest < 0) { /* before 1970: the nanoseconds of a timespec are never negative */
+            rest += 1000000000;
+            sec--;
+        }
+        ts[i]->tv_sec = (time_t)sec;
+        ts[i]->tv_nsec = (long)rest;
+    }
+}
+
+/* The stamp (cache.h's stage_stamp) of job j's file in the staging folder
+ * once this build swapped the folders, when that is the old output's copy
+ * with this build's bytes and the mark this build leaves does not list it:
+ * an incremental build's reused page (the old output's file, as the last
+ * build stamped it), or a full build's page whose writer found the old
+ * output's bytes unchanged (that file as the writer stat'ed it). 0: not
+ * known. */
+static uint64_t S_stage_stamp(const incr *inc, size_t j, const page_record *r)
+{
+    if (!r->url || !r->url[0] || r->out_bytes == 0)
+        return 0;
+    if (inc->out->incremental)
+        return inc->from_cache[j] && j < inc->prev.njobs ? inc->prev.jobs[j].out_stamp : 0;
+    if (inc->from_cache[j] || r->out_changed || !outrec_stamp_known(&r->pub_at))
+        return 0;
+    struct stat st;
+    S_stat_of(&r->pub_at, &st);
+    char *rel = output_rel(r->url);
+    uint64_t h = stamp_of_stat(STAMP_SEED, rel, &st);
+    free(rel);
+    return h;
+}
+
 static int S_save_cache(incr *inc, const char *path, uint64_t global, const buf *list,
                         const uint64_t *job_stamps, const strmap *noisy, bool finish)
 {
@@ -700,6 +793,7 @@ static int S_save_cache(incr *inc, const char *path, uint64_t global, const buf 
             continue;
         e->present = true;
         e->out_stamp = job_stamps[j];
+        e->stage_stamp = S_stage_stamp(inc, j, r);
         e->digest = inc->digests[j];
         const cache_entry *old = inc->from_cache[j] ? &inc->prev.jobs[j] : NULL;
         if (old) {
@@ -864,15 +958,18 @@ void incr_bind(incr *inc, const content_index *idx, page_record *records, size_t
     inc->planned = njobs;
     inc->digests = xcalloc(njobs + 1, sizeof *inc->digests);
     inc->from_cache = xcalloc(njobs + 1, sizeof *inc->from_cache);
+    inc->after = xcalloc(njobs + 1, sizeof *inc->after);
 }
 
 void incr_grow(incr *inc, page_record *records, size_t njobs)
 {
     inc->digests = xrealloc(inc->digests, (njobs + 1) * sizeof *inc->digests);
     inc->from_cache = xrealloc(inc->from_cache, (njobs + 1) * sizeof *inc->from_cache);
+    inc->after = xrealloc(inc->after, (njobs + 1) * sizeof *inc->after);
     for (size_t j = inc->njobs; j <= njobs; j++) {
         inc->digests[j] = 0;
         inc->from_cache[j] = false;
+        inc->after[j] = 0;
     }
     inc->records = records;
     inc->njobs = njobs;

@@ -79,6 +79,10 @@ typedef struct {
     strmap fronts;             /* src -> prev.fronts entry, when prev.front_key matches */
     uint64_t *digests;         /* by job: record_digest of its record, once it is known */
     bool *from_cache;          /* by job: its record was taken from prev */
+    uint64_t *after;           /* by job taken from prev: the stamp its file has once
+                                * published, known from the reuse check (the staging
+                                * folder's copy, S_out_same); 0: stat'ed then */
+    int stage_fd;              /* the staging folder, for those checks; -1 */
     size_t rendered, reused;   /* jobs rendered and taken from prev */
     /* Borrowed (build_keep): the last build's records, as this process held
      * them when it saved them, and their checksums in that cache. A job

@@ -162,6 +162,8 @@ void output_init(output *o)
     buf_init(&o->scan.empty_dirs);
     buf_init(&o->published.files);
     buf_init(&o->published.empty_dirs);
+    buf_init(&o->dirty);
+    strmap_init(&o->dirty_set);
 }
 
 static char *S_absolute(const char *path)
@@ -511,6 +513,8 @@ static void S_swap_tables(const output *o) { S_swap_sides(o, "files", "prev.file
 
 /* ---------- where files go ---------- */
 
+static bool S_read_mark(const char *path, buf *dirty);
+
 int output_begin_incremental(output *o, diag_list *dl)
 {
     o->incr_dir = output_side_path(o, "incr");
@@ -520,7 +524,29 @@ int output_begin_incremental(output *o, diag_list *dl)
         return -1;
     }
     o->incremental = true;
+    /* the mark, read now: the reuse checks ask which staging files it spares */
+    char *mark = output_side_path(o, "synced");
+    struct stat st;
+    o->marked = lstat(o->staging, &st) == 0 && S_ISDIR(st.st_mode) && S_read_mark(mark, &o->dirty);
+    free(mark);
+    if (!o->marked)
+        buf_clear(&o->dirty);
+    for (const char *p = o->dirty.ptr, *end = p + o->dirty.len; p && p < end; p += strlen(p) + 1)
+        strmap_put(&o->dirty_set, p, (void *)1);
     return 0;
+}
+
+bool output_staging_keeps(const output *o, const char *rel)
+{
+    return o->incremental && o->marked && !strmap_get(&o->dirty_set, rel);
+}
+
+void output_staging_repair(output *o, const char *rel)
+{
+    if (strmap_get(&o->dirty_set, rel))
+        return;
+    buf_put(&o->dirty, rel, strlen(rel) + 1);
+    strmap_put(&o->dirty_set, rel, (void *)1);
 }
 
 output_dest output_dest_of(const output *o)
@@ -753,18 +779,19 @@ static int S_sync_one(const output *o, const char *rel, bool compare)
  * compared and whatever else the staging folder holds is removed. */
 static int S_sync(output *o, const char *files, size_t files_len)
 {
+    /* the mark, as output_begin_incremental read it: the reuse checks took
+     * the staging files it spares for the output's */
     char *mark = output_side_path(o, "synced");
-    buf dirty = BUF_INIT;
-    bool marked = S_read_mark(mark, &dirty);
     unlink(mark);
     free(mark);
+    bool marked = o->marked;
     int rc = 0;
     if (mkdir(o->staging, 0777) == 0)
         marked = false; /* no staging folder: the mark says nothing of an empty one */
     else if (errno != EEXIST)
         rc = -1;
-    const char *list = marked ? buf_cstr(&dirty) : files;
-    size_t len = marked ? dirty.len : files_len;
+    const char *list = marked ? buf_cstr(&o->dirty) : files;
+    size_t len = marked ? o->dirty.len : files_len;
     if (rc == 0 && !marked) {
         strmap keep;
         strmap_init(&keep);
@@ -787,7 +814,6 @@ static int S_sync(output *o, const char *files, size_t files_len)
     }
     for (const char *p = list; rc == 0 && p && p < list + len; p += strlen(p) + 1)
         rc = S_sync_one(o, p, !marked);
-    buf_free(&dirty);
     return rc;
 }
 
@@ -871,6 +897,8 @@ void output_free(output *o)
     buf_free(&o->extras);
     S_scan_free(&o->scan);
     S_scan_free(&o->published);
+    buf_free(&o->dirty);
+    strmap_free(&o->dirty_set);
     free(o->incr_dir);
     free(o->out_abs);
     free(o->state_dir);

@@ -132,6 +132,13 @@ typedef struct {
     bool had_output;   /* the output existed when the build chose full or
                         * incremental: a full build's writers compare with it */
     bool incremental;  /* files go to incr_dir, compared with out_abs's */
+    /* An incremental build's view of the staging folder, read when it
+     * begins: whether the last publish's mark was there (then the folder is
+     * the output's copy but for the files it lists, dirty, NUL-separated,
+     * each also a key of dirty_set), and the publish syncs only those */
+    bool marked;
+    buf dirty;
+    strmap dirty_set;
     int lock_fd;       /* one build at a time per output folder; -1 */
     strmap outputs;    /* every file of this build, relative to the output folder */
     buf extras;        /* the output files that are not jobs' pages, NUL-separated */
@@ -208,6 +215,14 @@ void output_table_save(const output *o, bool staging, outrec_builder *b);
  * the output when the build succeeds. -1 (an error in dl) when the folder
  * cannot be made: the build is then not incremental. */
 int output_begin_incremental(output *o, diag_list *dl);
+/* An incremental build: whether the staging folder's rel is, by the last
+ * publish's mark, the output's copy that this build's publish leaves as it
+ * is (so a stat of it now is the published file's once the folders swap). */
+bool output_staging_keeps(const output *o, const char *rel);
+/* An incremental build found the staging folder's rel changed since the
+ * last build left it: its publish copies the output's over it, as it does
+ * the files the mark lists. Not thread-safe. */
+void output_staging_repair(output *o, const char *rel);
 /* Where this build's files go. */
 output_dest output_dest_of(const output *o);
 /* Whether this build writes files (false: kvsite check). */

@@ -2160,6 +2160,36 @@ t_full_build_leaves_mark() {
     done
 }
 
+# An incremental build checks the staging folder's copy of each page it
+# takes from the cache when that copy is the one its publish swaps in (the
+# mark does not list it), and then does not stat those files again for the
+# next no-change check. A copy changed there since is not published: the
+# output's file is copied over it (before, it was published as it was).
+# After a full build and after an incremental one.
+t_incremental_checks_staging_copy() {
+    fresh good
+    many_notes 40
+    kv build
+    expect_rc 0
+    kv build --no-cache # over the output: the old output is the staging folder, marked
+    expect_rc 0
+    local prev=$W/.kvsite/site.prev step
+    for step in 1 2; do
+        [ -f "$prev/notes/bulk$((step + 2))/index.html" ] ||
+            { fail "step $step: no staging copy of bulk$((step + 2))"; return; }
+        printf '<p>planted %s</p>\n' "$step" >>"$prev/notes/bulk$((step + 2))/index.html"
+        printf '\nEdit %s.\n' "$step" >>"$W/content/notes/bulk$step.md"
+        kv build
+        expect_rc 0
+        rendered 1
+        grep -qr "planted" "$W/site" && fail "step $step: a changed staging copy was published"
+        same_as_full "$step"
+        kv build
+        grep -q '^kvsite: up to date' "$W.err" ||
+            fail "step $step: the build after it was not up to date: $(tail -n 1 "$W.err")"
+    done
+}
+
 # The installed theme and checks library are inputs like the site's own
 # files: an edit of the theme (its author's, or a package that replaces it
 # without a new binary) makes the next build render again, not "up to date".

@@ -172,6 +172,7 @@ static void S_make(saved *s)
         e->present = true;
         e->deps = j == 0 ? 0 : 1000 + j;
         e->out_stamp = j == 0 ? UINT64_MAX : 2000 + j;
+        e->stage_stamp = j == 2 ? 0 : 5000 + j; /* 0: not known */
         e->digest = 3000 + j;
         e->reads = j == 3 ? UINT64_MAX : 4000 + j;
         if (j != 0) /* job 0: a present entry with an empty record */
@@ -208,13 +209,15 @@ static void test_round_trip(void **state)
         const cache_entry *a = &s.c.jobs[j], *b = &c.jobs[j];
         assert_int_equal(b->present, a->present);
         if (!a->present) {
-            assert_true(b->deps == 0 && b->out_stamp == 0 && b->digest == 0 && b->reads == 0);
+            assert_true(b->deps == 0 && b->out_stamp == 0 && b->stage_stamp == 0 &&
+                        b->digest == 0 && b->reads == 0);
             assert_null(b->rec);
             assert_int_equal(b->rec_len, 0);
             continue;
         }
         assert_true(b->deps == a->deps);
         assert_true(b->out_stamp == a->out_stamp);
+        assert_true(b->stage_stamp == a->stage_stamp);
         assert_true(b->digest == a->digest);
         assert_true(b->reads == a->reads);
         assert_int_equal(b->rec_len, a->rec_len);
@@ -413,8 +416,8 @@ static void S_small_bytes(fixture *f, buf *out)
     c.jobs = xcalloc(2, sizeof *c.jobs);
     buf rec = BUF_INIT;
     S_record_bytes(&rec, 0, 1, 3);
-    c.jobs[0] = (cache_entry){.present = true, .deps = 1, .out_stamp = 2, .digest = 3, .reads = 4,
-                              .rec = rec.ptr, .rec_len = rec.len};
+    c.jobs[0] = (cache_entry){.present = true, .deps = 1, .out_stamp = 2, .stage_stamp = 5,
+                              .digest = 3, .reads = 4, .rec = rec.ptr, .rec_len = rec.len};
     c.outputs = "a.html\0b.html";
     c.outputs_len = 14;
     assert_int_equal(cache_save(&c, f->path, NULL), 0);
@@ -428,7 +431,7 @@ enum {
     OFF_MAGIC = 0,
     OFF_NJOBS = 16 + 8,
     OFF_PRESENT0 = OFF_NJOBS + 4,
-    OFF_REC_LEN0 = OFF_PRESENT0 + 4 + 5 * 8, /* four fingerprints and the record's sum */
+    OFF_REC_LEN0 = OFF_PRESENT0 + 4 + 6 * 8, /* five fingerprints and the record's sum */
     OFF_REC0 = OFF_REC_LEN0 + 4,
 };
 
@@ -457,7 +460,7 @@ static void test_small_layout(void **state)
     buf good = BUF_INIT;
     S_small_bytes(f, &good);
     /* the offsets above describe these bytes */
-    assert_memory_equal(good.ptr, "kvsite-cache 7\n", 16);
+    assert_memory_equal(good.ptr, "kvsite-cache 8\n", 16);
     assert_int_equal(S_get_u32(&good, OFF_NJOBS), 2);
     assert_int_equal(S_get_u32(&good, OFF_PRESENT0), 1);
     uint32_t rec_len = S_get_u32(&good, OFF_REC_LEN0);
