@@ -43,9 +43,15 @@ bool collide_name_ok(const char *shown, const char *name, diag_list *dl)
 char *collide_fold(const char *path)
 {
     char *low = xstrdup(path);
-    for (char *c = low; *c; c++)
+    bool ascii = true; /* its own NFD: most paths, one copy (a site's every output) */
+    for (char *c = low; *c; c++) {
         if (*c >= 'A' && *c <= 'Z')
             *c = (char)(*c - 'A' + 'a');
+        else if ((unsigned char)*c >= 0x80)
+            ascii = false;
+    }
+    if (ascii)
+        return low;
     char *key = nfd(low);
     free(low);
     return key;
@@ -344,8 +350,9 @@ static void S_claim_job(claims *cs, const render_env *e, size_t j)
     size_t i;
     job_kind k = render_job_kind(e, j, &i);
     char *url = jobs_url(e, j);
-    char *rel = output_rel(url);
-    char *path = xasprintf("/%s", rel);
+    size_t n = strlen(url);
+    /* "/" and output_rel(url): the folder's index.html */
+    char *path = n && url[n - 1] == '/' ? xasprintf("%sindex.html", url) : xstrdup(url);
     if (k == JOB_PAGE) {
         const page *p = e->idx->pages[i];
         char *shown;
@@ -370,7 +377,6 @@ static void S_claim_job(claims *cs, const render_env *e, size_t j)
         }
     }
     free(path);
-    free(rel);
     free(url);
 }
 
