@@ -229,7 +229,8 @@ static enum MHD_Result S_not_found(httpd *h, struct MHD_Connection *c, int outfd
 /* rel names a folder: redirect url to url + "/". */
 static enum MHD_Result S_redirect(struct MHD_Connection *c, const char *url)
 {
-    struct MHD_Response *r = S_mhd.create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r =
+        S_mhd.create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!r)
         return MHD_NO;
     /* the path came decoded: encoded again for the header */
@@ -348,8 +349,8 @@ static enum MHD_Result S_events(httpd *h, struct MHD_Connection *c)
     S_stream *s = xcalloc(1, sizeof *s);
     s->h = h;
     buf_init(&s->pending);
-    struct MHD_Response *r =
-        S_mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, S_stream_read, s, S_stream_free);
+    struct MHD_Response *r = S_mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 1024,
+                                                                 S_stream_read, s, S_stream_free);
     if (!r) {
         S_stream_free(s);
         return MHD_NO;
@@ -424,8 +425,9 @@ httpd *httpd_start(const char *out_abs, const char *base, const char *bind_addr,
     h->base = xstrdup(base);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
-    h->d = S_mhd.start_daemon(flags, (uint16_t)port, NULL, NULL, S_request, h, MHD_OPTION_SOCK_ADDR,
-                            sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+    h->d = S_mhd.start_daemon(flags, (uint16_t)port, NULL, NULL, S_request, h,
+                              MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+                              MHD_OPTION_END);
     if (!h->d) {
         snprintf(err, errsz, "cannot listen on %s port %d%s", bind_addr, port,
                  port ? " (in use? --port 0 picks a free one)" : "");
