@@ -35,6 +35,7 @@ void incr_free(incr *inc)
     if (inc->stage_fd >= 0)
         close(inc->stage_fd);
     free(inc->kept_out);
+    free(inc->kept_staged);
     free(inc->stamp_path);
     free(inc->cache_path);
     strmap_free(&inc->stamps);
@@ -409,24 +410,28 @@ static uint64_t S_out_stamp(int outfd, const page_record *r)
  * need not stat it again), and the published copy is not looked at; when it
  * changed, its rel goes to *repair (the publish copies the output's file
  * over it) and the published copy is checked. *after 0: stat'ed after the
- * publish. */
+ * publish. published and staged: what serve's check of its kept records
+ * found of each copy (1 as it was, 2 changed), 0 when it did not look. */
 static bool S_out_same(incr *inc, const cache_entry *e, const page_record *r, int outfd,
-                       uint64_t *after, buf *repair)
+                       unsigned char published, unsigned char staged, uint64_t *after,
+                       buf *repair)
 {
     *after = 0;
     if (!r->url || !r->url[0] || r->out_bytes == 0 || outfd < 0)
-        return S_out_stamp(outfd, r) == e->out_stamp;
+        return published ? published == 1 : S_out_stamp(outfd, r) == e->out_stamp;
     char *rel = output_rel(r->url);
     bool same = false;
     if (e->stage_stamp && inc->stage_fd >= 0 && output_staging_keeps(inc->out, rel)) {
-        same = stamp_file_at(STAMP_SEED, inc->stage_fd, rel) == e->stage_stamp;
+        same = staged ? staged == 1
+                      : stamp_file_at(STAMP_SEED, inc->stage_fd, rel) == e->stage_stamp;
         if (same)
             *after = e->stage_stamp;
         else
             buf_put(repair, rel, strlen(rel) + 1);
     }
     if (!same)
-        same = stamp_file_at(STAMP_SEED, outfd, rel) == e->out_stamp;
+        same = published ? published == 1
+                         : stamp_file_at(STAMP_SEED, outfd, rel) == e->out_stamp;
     free(rel);
     return same;
 }
@@ -457,18 +462,19 @@ static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes
     if (!e->present || e->deps == 0)
         return false;
     page_record rec;
-    unsigned char out_known = 0;
+    unsigned char published = 0, staged = 0;
     if (job < inc->nkept && inc->kept[job].done && inc->kept_sums[job] == e->rec_sum) {
         /* the record this process saved as these very bytes: no decoding */
         rec = inc->kept[job];
         record_init(&inc->kept[job]);
-        out_known = inc->kept_out ? inc->kept_out[job] : 0;
+        published = inc->kept_out ? inc->kept_out[job] : 0;
+        staged = inc->kept_staged ? inc->kept_staged[job] : 0;
     } else if (cache_record_via(&inc->prev, job, win, bytes) != 0 ||
                record_decode(bytes->ptr, bytes->len, inc->figs, &rec) != 0) {
         return false;
     }
     uint64_t after = 0;
-    bool out_same = out_known ? out_known == 1 : S_out_same(inc, e, &rec, outfd, &after, repair);
+    bool out_same = S_out_same(inc, e, &rec, outfd, published, staged, &after, repair);
     bool ok = rec.job == job && rec.done && S_deps(inc, job, &rec) == e->deps && out_same &&
               S_reads_digest(inc, &rec) == e->reads;
     if (ok && job >= inc->planned) {
@@ -487,18 +493,35 @@ static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes
     return true;
 }
 
+/* Each kept page's copy that the publish will most likely take: the
+ * staging folder's when the last build knew its stamp there (the mark, read
+ * later, decides; a copy it lists is checked in the reuse), else the
+ * published one. One stat a page, as the reuse would take it, but while the
+ * content loads. */
 static void *S_check_kept_main(void *arg)
 {
     incr *inc = arg;
     int outfd = open(inc->out->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (outfd < 0)
         return NULL;
+    int stagefd = inc->out->staging ? open(inc->out->staging, O_RDONLY | O_DIRECTORY |
+                                                                  O_CLOEXEC | O_NOFOLLOW)
+                                    : -1;
     for (size_t j = 0; j < inc->nkept && j < inc->prev.njobs; j++) {
         const cache_entry *e = &inc->prev.jobs[j];
         const page_record *r = &inc->kept[j];
-        if (e->present && r->done && inc->kept_sums[j] == e->rec_sum)
+        if (!e->present || !r->done || inc->kept_sums[j] != e->rec_sum)
+            continue;
+        if (stagefd >= 0 && e->stage_stamp && r->url && r->url[0] && r->out_bytes) {
+            char *rel = output_rel(r->url);
+            inc->kept_staged[j] = stamp_file_at(STAMP_SEED, stagefd, rel) == e->stage_stamp ? 1 : 2;
+            free(rel);
+        } else {
             inc->kept_out[j] = S_out_stamp(outfd, r) == e->out_stamp ? 1 : 2;
+        }
     }
+    if (stagefd >= 0)
+        close(stagefd);
     close(outfd);
     return NULL;
 }
@@ -509,6 +532,7 @@ void incr_check_kept_outputs(void *ctx)
     if (!inc->nkept || !inc->out || !inc->out->out_abs)
         return;
     inc->kept_out = xcalloc(inc->nkept + 1, 1);
+    inc->kept_staged = xcalloc(inc->nkept + 1, 1);
     inc->checking = pthread_create(&inc->out_checker, NULL, S_check_kept_main, inc) == 0;
 }
 

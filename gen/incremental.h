@@ -101,8 +101,10 @@ typedef struct {
     const strmap *kept_fronts;
     uint64_t kept_front_key;
     /* By kept job, once incr_check_kept_outputs' thread is joined: 1 when
-     * its output file is as the cache says, 2 when not, 0 not known. */
-    unsigned char *kept_out;
+     * its published output file is as the cache says, 2 when not, 0 not
+     * looked at; kept_staged the same of its copy in the staging folder
+     * (the thread looks at one of the two: S_check_kept_main). */
+    unsigned char *kept_out, *kept_staged;
     pthread_t out_checker;
     bool checking;
     /* Owned: the checksum of each record this build's cache save wrote

@@ -187,29 +187,6 @@ count_pages() { find "$1" -path '*/s[0-9][0-9]/p[0-9]*/index.html' 2>/dev/null |
 # kernel's writeback would take CPU from whichever tool runs next.
 settle() { sync; }
 
-hugo_run() { # hugo_run KEY PROJECT PAGES
-    local key=$1 dir=$2 pages=$3
-    [ $have_hugo = 1 ] || { STATUS[$key]=missing; return; }
-    # a rebuild over the previous output, as a writer or CI with a cache runs
-    # it: one untimed build first, so that every timed one has an output to
-    # rebuild over
-    rm -f "$dir/.hugo_build.lock"
-    hugo --quiet --source "$dir" --destination "$dir/public" >/dev/null 2>&1
-    settle
-    measure "$key" "rm -f '$dir/.hugo_build.lock'" -- \
-        hugo --quiet --source "$dir" --destination "$dir/public" || return
-    if grep -q 'ERROR' "$OUT/logs/$key.out" "$OUT/logs/$key.err"; then
-        fail "$key: Hugo logged errors (see $OUT/logs/$key.err)"
-        STATUS[$key]=errors
-    fi
-    local n
-    n=$(count_pages "$dir/public")
-    if [ "$n" != "$pages" ]; then
-        fail "$key: Hugo wrote $n of $pages pages"
-        STATUS[$key]="$n pages"
-    fi
-}
-
 kvsite_run() { # kvsite_run KEY PROJECT PAGES JOBS
     local key=$1 dir=$2 pages=$3 jobs=$4
     [ $have_kvsite = 1 ] || { STATUS[$key]=missing; return; }
@@ -234,10 +211,12 @@ kvsite_run() { # kvsite_run KEY PROJECT PAGES JOBS
 # turns (each one's first, then each one's second, ...), so that the
 # machine's drift over the minutes a row takes falls on every project alike:
 # their ratios (kvsite against Hugo, a theme against the minimal templates,
-# 20,000 pages against 10,000) are taken side by side. A KEY that starts
-# with "hugo-" is a Hugo project, built as hugo_run builds it; the others
-# are kvsite projects (-j2, --no-cache). The untimed builds first, as
-# hugo_run's and kvsite_run's.
+# 20,000 pages against 10,000, figures against plain) are taken side by
+# side. A KEY that starts with "hugo-" is a Hugo project, rebuilt over its
+# previous output as a writer or CI with a cache runs it: one untimed build
+# first, so that every timed one has an output to rebuild over; the others
+# are kvsite projects (-j2, --no-cache), with kvsite_run's two untimed
+# builds first.
 turns() {
     local spec key dir pages i n
     for spec in "$@"; do
@@ -319,8 +298,20 @@ for n in $SIZES; do
     gen "$plain" "$n" || { fail "gencorpus $n failed"; continue; }
     sanity "$plain/kvsite/content"
     floor_run "floor-$n" "$plain/kvsite/content"
-    # Hugo and kvsite side by side: the gating ratio of this row
-    turns "hugo-plain-$n:$n:$plain/hugo" "kv-j2-plain-$n:$n:$plain/kvsite"
+    # Hugo and kvsite side by side, and the figures corpus beside them: the
+    # gating ratios of this row (kvsite / Hugo, figures / plain) are of
+    # builds taken in turns, so that a slow spell of the machine falls on
+    # both sides of each
+    sides=("hugo-plain-$n:$n:$plain/hugo" "kv-j2-plain-$n:$n:$plain/kvsite")
+    if [ "$n" != $FULL_SIZE ]; then
+        if gen "$figs" "$n" --figures; then
+            sanity "$figs/kvsite/content"
+            sides+=("hugo-figures-$n:$n:$figs/hugo" "kv-j2-figures-$n:$n:$figs/kvsite")
+        else
+            fail "gencorpus $n --figures failed"
+        fi
+    fi
+    turns "${sides[@]}"
     # nothing changed since the last build: the up-to-date check alone
     if [ $have_kvsite = 1 ]; then
         measure "kv-nochange-$n" ":" -- "$KVSITE" build -C "$plain/kvsite" -j 2
@@ -348,10 +339,6 @@ for n in $SIZES; do
         rm -rf "$OUT/full-$n" "$OUT/.full-$n".*
     fi
     if [ "$n" != $FULL_SIZE ]; then
-        gen "$figs" "$n" --figures || { fail "gencorpus $n --figures failed"; continue; }
-        sanity "$figs/kvsite/content"
-        hugo_run "hugo-figures-$n" "$figs/hugo" "$n"
-        kvsite_run "kv-j2-figures-$n" "$figs/kvsite" "$n" 2
         kvsite_run "kv-j1-plain-$n" "$plain/kvsite" "$n" 1
     fi
 done

@@ -453,4 +453,27 @@ t_stamp_of_what_changed_is_a_full_stamp() {
     equals_fresh_build
 }
 
+# serve's rebuilds publish by the same swap as a build: the staging folder,
+# the output before last, becomes the output. A copy there changed since
+# (not by kvsite) is replaced by the output's file, not published, also for
+# the pages serve keeps from its last build in memory
+t_staging_copy_checked_while_serving() {
+    project
+    start_serve "$W/p" || return
+    local prev=$W/p/.kvsite/site.prev step
+    for step in 1 2 3; do
+        printf '\nEdit %s while serving.\n' "$step" >>"$W/p/$SRC"
+        wait_for "$PAGE" "Edit $step while serving." || { stop_serve; return; }
+        [ -f "$prev/notes/week-1/index.html" ] ||
+            { fail "step $step: no staging copy of /notes/week-1/"; stop_serve; return; }
+        grep -q "planted" "$W/p/site/notes/week-1/index.html" &&
+            { fail "step $step: a changed staging copy was published"; stop_serve; return; }
+        printf '<p>planted %s</p>\n' "$step" >>"$prev/notes/week-1/index.html"
+    done
+    stop_serve
+    grep -q "planted" "$W/p/site/notes/week-1/index.html" &&
+        fail "a changed staging copy was published"
+    equals_fresh_build
+}
+
 run_cases "${BASH_SOURCE[0]}" "$@"
