@@ -501,12 +501,11 @@ static bool S_reuse(incr *inc, size_t job, int outfd, fs_window *win, buf *bytes
 static void *S_check_kept_main(void *arg)
 {
     incr *inc = arg;
-    int outfd = open(inc->out->out_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    int dirflags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
+    int outfd = open(inc->out->out_abs, dirflags);
     if (outfd < 0)
         return NULL;
-    int stagefd = inc->out->staging ? open(inc->out->staging, O_RDONLY | O_DIRECTORY |
-                                                                  O_CLOEXEC | O_NOFOLLOW)
-                                    : -1;
+    int stagefd = inc->out->staging ? open(inc->out->staging, dirflags) : -1;
     for (size_t j = 0; j < inc->nkept && j < inc->prev.njobs; j++) {
         const cache_entry *e = &inc->prev.jobs[j];
         const page_record *r = &inc->kept[j];
@@ -514,7 +513,8 @@ static void *S_check_kept_main(void *arg)
             continue;
         if (stagefd >= 0 && e->stage_stamp && r->url && r->url[0] && r->out_bytes) {
             char *rel = output_rel(r->url);
-            inc->kept_staged[j] = stamp_file_at(STAMP_SEED, stagefd, rel) == e->stage_stamp ? 1 : 2;
+            bool same = stamp_file_at(STAMP_SEED, stagefd, rel) == e->stage_stamp;
+            inc->kept_staged[j] = same ? 1 : 2;
             free(rel);
         } else {
             inc->kept_out[j] = S_out_stamp(outfd, r) == e->out_stamp ? 1 : 2;
