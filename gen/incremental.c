@@ -391,10 +391,16 @@ static uint64_t S_deps(incr *inc, size_t job, const page_record *r)
     return ok ? h | 1 : 0;
 }
 
+/* Whether r's page wrote an output file (one without has STAMP_SEED for
+ * its stamp). */
+static bool S_has_output(const page_record *r)
+{
+    return r->url && r->url[0] && r->out_bytes != 0;
+}
 
 static uint64_t S_out_stamp(int outfd, const page_record *r)
 {
-    if (!r->url || !r->url[0] || r->out_bytes == 0 || outfd < 0)
+    if (!S_has_output(r) || outfd < 0)
         return STAMP_SEED;
     char *rel = output_rel(r->url);
     uint64_t h = stamp_file_at(STAMP_SEED, outfd, rel);
@@ -417,7 +423,7 @@ static bool S_out_same(incr *inc, const cache_entry *e, const page_record *r, in
                        buf *repair)
 {
     *after = 0;
-    if (!r->url || !r->url[0] || r->out_bytes == 0 || outfd < 0)
+    if (!S_has_output(r) || outfd < 0)
         return published ? published == 1 : S_out_stamp(outfd, r) == e->out_stamp;
     char *rel = output_rel(r->url);
     bool same = false;
@@ -511,14 +517,10 @@ static void *S_check_kept_main(void *arg)
         const page_record *r = &inc->kept[j];
         if (!e->present || !r->done || inc->kept_sums[j] != e->rec_sum)
             continue;
-        if (stagefd >= 0 && e->stage_stamp && r->url && r->url[0] && r->out_bytes) {
-            char *rel = output_rel(r->url);
-            bool same = stamp_file_at(STAMP_SEED, stagefd, rel) == e->stage_stamp;
-            inc->kept_staged[j] = same ? 1 : 2;
-            free(rel);
-        } else {
+        if (stagefd >= 0 && e->stage_stamp && S_has_output(r))
+            inc->kept_staged[j] = S_out_stamp(stagefd, r) == e->stage_stamp ? 1 : 2;
+        else
             inc->kept_out[j] = S_out_stamp(outfd, r) == e->out_stamp ? 1 : 2;
-        }
     }
     if (stagefd >= 0)
         close(stagefd);
