@@ -85,7 +85,7 @@ DEBIAN_PKGS := $(DEBIAN_BUILD_PKGS) libcmocka-dev python3 procps curl
 # the npm packages are pinned in tools/npm (package.json and package-lock.json)
 DEBIAN_PKGS += default-jre-headless chromium
 
-.PHONY: check-html all site kvsite grammars test check-all check-unit check-e2e check-spec check-lua check-site check-lint deps deps-build clean bench fuzz memcheck install uninstall
+.PHONY: print-link-pkgs check-html all site kvsite grammars test check-all check-unit check-fuzz check-e2e check-spec check-lua check-site check-lint deps deps-build clean bench fuzz memcheck install uninstall
 
 # `make install` (PREFIX, DESTDIR as usual): the binary, and beside it under
 # share/kvsite/ the default theme, the checks library (its modules, not the bundled
@@ -112,7 +112,16 @@ $(B)/tests/%: tests/unit/%.c $(B)/libkvsite.a $(wildcard gen/*.h tests/unit/*.h)
 	$(CC) $(CFLAGS) -Igen $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libkvsite.a \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs cmocka)
 
-$(B)/obj $(B)/tests $(B)/ts:
+# The fuzz targets (tests/fuzz/fuzz_*.c), each linked with tests/fuzz/replay.c
+# instead of libFuzzer: check-fuzz replays their saved crashes and seeds.
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(B)/fuzz-replay/%)
+
+$(B)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(B)/libkvsite.a $(wildcard gen/*.h) \
+	    | $(B)/fuzz-replay
+	$(CC) $(CFLAGS) -Igen -o $@ $< tests/fuzz/replay.c $(B)/libkvsite.a $(LDFLAGS) $(LDLIBS)
+
+$(B)/obj $(B)/tests $(B)/ts $(B)/fuzz-replay:
 	mkdir -p $@
 
 site: $(KVSITE)
@@ -133,10 +142,16 @@ check-html: $(KVSITE)
 	$(KVSITE) build --strict --no-cache -o $(abspath $(B))/html-site
 	bash tools/check-html.sh $(B)/html-site
 
-check-all: check-unit check-lua check-e2e check-spec check-site check-lint
+check-all: check-unit check-fuzz check-lua check-e2e check-spec check-site check-lint
 
 check-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+# Every fuzz target compiles, and its saved crashes and seeds run clean (the
+# fuzzing itself, with clang and libFuzzer, is `make fuzz`).
+check-fuzz: $(FUZZ_REPLAY)
+	@set -e; $(foreach t,$(FUZZ_TARGETS),$(B)/fuzz-replay/$(t) \
+	    $(wildcard tests/fuzz/regressions/$(t) tests/fuzz/seeds/$(t));)
 
 check-lua: $(KVSITE)
 	@if ls tests/lua/test_*.lua >/dev/null 2>&1; then $(KVSITE) lua-test tests/lua/test_*.lua; fi
@@ -185,6 +200,10 @@ measure:
 FUZZ_SECONDS ?= 30
 fuzz:
 	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+# The libraries a program made of gen/ links (tests/fuzz/run.sh builds with them).
+print-link-pkgs:
+	@echo $(LINK_PKGS)
 
 # The bundled site's build under valgrind: no errors, no definite leaks.
 memcheck: $(KVSITE)

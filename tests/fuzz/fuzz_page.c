@@ -132,7 +132,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     S_sb = sandbox_new(&so);
     if (!S_sb)
         abort();
-    md_opts mo = {&S_cfg, &S_idx, &S_src, S_sb, false, true, true, DIAG_WARNING, true};
+    /* as a site's page is rendered (render.c): named fields, so a field
+     * added to md_opts does not stop this target from compiling */
+    md_opts mo = {.cfg = &S_cfg, .idx = &S_idx, .src = &S_src, .sb = S_sb, .unsafe = false,
+                  .tagfilter = true, .heading_ids = true, .unverified = DIAG_WARNING,
+                  .page_markup = true, .anchor_label = "anchor", .fold_lints = true};
     S_md = md_new(&mo);
     atexit(S_cleanup);
     return 0;

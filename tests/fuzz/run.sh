@@ -29,7 +29,6 @@ out=$top/build/fuzz
 spec=${SPEC_DIR:-$top/../shared/spec}
 cc=${FUZZ_CC:-clang}
 targets=${FUZZ_TARGETS:-quote frontmatter template page arith keep}
-pkgs="libcmark-gfm lua5.4 yaml-0.1 tree-sitter"
 
 if ! command -v "$cc" >/dev/null || [ -z "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer-*.a' 2>/dev/null)" ]; then
     # optional tools are installed by the target that uses them
@@ -37,6 +36,9 @@ if ! command -v "$cc" >/dev/null || [ -z "$(find /usr/lib/llvm-*/lib/clang -name
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-dev; } \
         >/dev/null 2>&1 || { echo "fuzz: cannot install clang with libFuzzer" >&2; exit 2; }
 fi
+# the libraries the Makefile links gen/ with (one list, there)
+pkgs=$(make -s --no-print-directory -C "$top" print-link-pkgs) ||
+    { echo "fuzz: cannot read the Makefile's libraries" >&2; exit 2; }
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 base="-std=c11 -D_GNU_SOURCE -g -O1 -DKVSITE_VERSION=\"fuzz\" $(pkg-config --cflags $pkgs)"
 libs="$(pkg-config --libs $pkgs) -lcmark-gfm-extensions -lm"
