@@ -80,7 +80,7 @@ $(TS_MOD)/%:
 DEBIAN_BUILD_PKGS := build-essential pkg-config libcmark-gfm-dev libcmark-gfm-extensions-dev \
                liblua5.4-dev libyaml-dev libmicrohttpd-dev libtree-sitter-dev nodejs \
                libtcmalloc-minimal4 nettle-dev
-DEBIAN_PKGS := $(DEBIAN_BUILD_PKGS) libcmocka-dev python3 procps curl
+DEBIAN_PKGS := $(DEBIAN_BUILD_PKGS) libcmocka-dev python3 procps curl valgrind
 # make check-html: the Nu HTML checker runs on Java, axe-core in Chromium driven from node;
 # the npm packages are pinned in tools/npm (package.json and package-lock.json)
 DEBIAN_PKGS += default-jre-headless chromium
@@ -128,11 +128,13 @@ site: $(KVSITE)
 	$(KVSITE) build --strict
 
 # Every test: unit, Lua, end to end and spec, then all of it again under ASan and UBSan,
-# then the bundled site's HTML and accessibility (once: it does not depend on the build flags).
+# then the bundled site's HTML and accessibility (once: it does not depend on the build flags),
+# then the bundled site and a failing build under valgrind (memcheck, below).
 test:
 	$(MAKE) check-all
 	$(MAKE) B=build/san SAN=1 OPT="-O1 -g" check-all
 	$(MAKE) check-html
+	$(MAKE) memcheck
 
 # Every page of the bundled site, built afresh, through the Nu HTML checker (0 errors,
 # 0 warnings) and axe-core in headless Chromium at 1280 and 390 px, light and dark

@@ -76,3 +76,8 @@ int shrec_seal(const page_record *a, size_t n)
 {
     return mprotect((void *)a, S_bytes(n), PROT_READ);
 }
+
+int shrec_unseal(const page_record *a, size_t n)
+{
+    return mprotect((void *)a, S_bytes(n), PROT_READ | PROT_WRITE);
+}

@@ -40,5 +40,10 @@ page_record *shrec_to_heap(page_record *a, size_t n);
 /* Makes a (of n records) read-only in the calling process. 0, or -1 with
  * errno. */
 int shrec_seal(const page_record *a, size_t n);
+/* Undoes shrec_seal as a worker ends: valgrind's leak check looks for
+ * pointers in writable memory only, and would take the heap blocks only a
+ * sealed array points to (the records' urls, diagnostics) for leaks. 0, or
+ * -1 with errno. */
+int shrec_unseal(const page_record *a, size_t n);
 
 #endif
