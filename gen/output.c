@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "sealed.h"
 #include "walk.h"
 
 /* ---------- the writer ---------- */
@@ -661,40 +662,35 @@ static void S_publish_error(output *o, diag_list *dl, int err)
 /* ---------- the staging folder as a copy of the output ---------- */
 
 /* The mark (.kvsite/<out>.synced): "the staging folder holds the output's files,
- * byte for byte, except those listed" (NUL-separated after its first line:
- * the files the last publish changed, to be copied from the output or
- * removed). It is removed before the staging folder is touched, and written
- * only once the output is whole again: a build killed in between leaves no
- * mark, and the next one compares the two folders instead. */
-#define S_MARK_HEAD "kvsite-synced 1\n"
+ * byte for byte, except those listed" (NUL-separated: the files the last
+ * publish changed, to be copied from the output or removed). It is removed
+ * before the staging folder is touched, and written only once the output is
+ * whole again: a build killed in between leaves no mark, and the next one
+ * compares the two folders instead. A sealed file (sealed.h): one whose
+ * bytes changed since (a name turned into another would leave that file's
+ * old bytes in the staging folder, and the next publish would put them
+ * out) does not load, and is no mark. */
+static const char S_MARK_MAGIC[SEALED_MAGIC_SIZE] = "kvsite-synced 2\n";
 
 static bool S_read_mark(const char *path, buf *dirty)
 {
-    buf text = BUF_INIT;
-    bool ok = fs_read_regular(path, (size_t)1 << 30, &text) == FS_OK &&
-              text.len >= sizeof S_MARK_HEAD - 1 &&
-              memcmp(text.ptr, S_MARK_HEAD, sizeof S_MARK_HEAD - 1) == 0 &&
-              (text.len == sizeof S_MARK_HEAD - 1 || text.ptr[text.len - 1] == '\0');
+    sealed_map m;
+    if (!sealed_load(&m, path, S_MARK_MAGIC, (size_t)1 << 30))
+        return false;
+    bool ok = m.len == 0 || m.data[m.len - 1] == '\0'; /* whole names only */
     if (ok)
-        buf_put(dirty, text.ptr + sizeof S_MARK_HEAD - 1, text.len - (sizeof S_MARK_HEAD - 1));
-    buf_free(&text);
+        buf_put(dirty, m.data, m.len);
+    sealed_unmap(&m);
     return ok;
 }
 
-/* Written whole or not at all (a file cut short by a kill could end at a
- * NUL and pass for a shorter list): to a side file, renamed over. */
+/* Written whole or not at all: sealed_commit renames a side file over it. */
 static void S_write_mark(const output *o, const buf *changed)
 {
     char *mark = output_side_path(o, "synced");
-    char *tmp = output_side_path(o, "synced.new");
-    buf text = BUF_INIT;
-    buf_puts(&text, S_MARK_HEAD);
-    buf_put(&text, changed->ptr, changed->len);
-    unlink(tmp); /* a side file of ours: whatever stands there goes */
-    if (fs_write_file(tmp, text.ptr, text.len) != 0 || rename(tmp, mark) != 0)
-        unlink(tmp);
-    buf_free(&text);
-    free(tmp);
+    sealed_writer *w = sealed_create(mark, S_MARK_MAGIC);
+    sealed_write(w, changed->ptr ? changed->ptr : "", changed->len);
+    sealed_commit(w); /* one that cannot be written leaves none: the next build compares */
     free(mark);
 }
 

@@ -2160,6 +2160,30 @@ t_full_build_leaves_mark() {
     done
 }
 
+# A mark whose bytes changed (one listed name turned into another) is no
+# mark: it would spare the staging folder's stale copy of the page it no
+# longer lists, and the next publish would put that copy out.
+t_changed_mark_is_no_mark() {
+    fresh good
+    many_notes 12
+    kv build
+    expect_rc 0
+    printf '\nThe first edit.\n' >>"$W/content/notes/bulk1.md"
+    kv build
+    expect_rc 0
+    local mark=$W/.kvsite/site.synced
+    grep -qaF 'notes/bulk1/index.html' "$mark" || { fail "the mark does not list the edited page"; return; }
+    LC_ALL=C sed -i 's|notes/bulk1/index\.html|notes/bulkX/index.html|' "$mark"
+    printf '\nThe second edit.\n' >>"$W/content/notes/bulk2.md"
+    kv build
+    expect_rc 0
+    expect_grep site/notes/bulk1/index.html 'The first edit.'
+    kv build --no-cache -o "$W.full"
+    listing "$W.full" >"$W.want"
+    rm -rf "$W.full" "$(dirname "$W")/.kvsite"
+    cmp -s <(listing "$W/site") "$W.want" || fail "the build after a changed mark differs from a full build"
+}
+
 # An incremental build checks the staging folder's copy of each page it
 # takes from the cache when that copy is the one its publish swaps in (the
 # mark does not list it), and then does not stat those files again for the

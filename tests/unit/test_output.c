@@ -25,6 +25,7 @@
 #include "diag.h"
 #include "fsutil.h"
 #include "output.h"
+#include "sealed.h"
 
 static int S_setup(void **state) { return tmpdir_setup(state, "/tmp/kvsite-test-output-XXXXXX"); }
 static int S_teardown(void **state) { return tmpdir_teardown(state); }
@@ -63,6 +64,19 @@ static char *S_get(void **state, const char *rel)
         return NULL;
     }
     return buf_detach(&b);
+}
+
+/* The mark (proj/.kvsite/site.synced) loads as a sealed file and lists
+ * exactly want's len bytes of NUL-separated names. */
+static void S_expect_mark(void **state, const char *want, size_t len)
+{
+    char *mark = S_path(state, "proj/.kvsite/site.synced");
+    sealed_map m;
+    assert_true(sealed_load(&m, mark, "kvsite-synced 2\n", 1 << 20));
+    assert_int_equal(m.len, len);
+    assert_memory_equal(m.data, want, len);
+    sealed_unmap(&m);
+    free(mark);
 }
 
 static bool S_exists(void **state, const char *rel)
@@ -387,14 +401,8 @@ static void test_scan_sweep_publish(void **state)
     /* and it is marked as the new output's copy but for the fresh pages, the
      * extras and the files the new output lacks: the next incremental build
      * does not compare the two folders file by file */
-    char *mark = S_path(state, "proj/.kvsite/site.synced");
-    buf m = BUF_INIT;
-    assert_int_equal(fs_read_file(mark, 1 << 20, &m), FS_OK);
-    static const char want[] = "kvsite-synced 1\nkept.html\0feed.xml\0old-output.html";
-    assert_int_equal(m.len, sizeof want);
-    assert_memory_equal(m.ptr, want, sizeof want);
-    buf_free(&m);
-    free(mark);
+    static const char want[] = "kept.html\0feed.xml\0old-output.html";
+    S_expect_mark(state, want, sizeof want);
     assert_int_equal(dl.n, 0);
     output_done(&o);
     output_unlock(&o);
@@ -431,14 +439,8 @@ static void test_scan_published_thread(void **state)
             output_sweep(&o);
             static const char fresh[] = "kept.html";
             assert_int_equal(output_publish(&o, fresh, sizeof fresh, &dl), 0);
-            char *mark = S_path(state, "proj/.kvsite/site.synced");
-            buf m = BUF_INIT;
-            assert_int_equal(fs_read_file(mark, 1 << 20, &m), FS_OK);
-            static const char want[] = "kvsite-synced 1\nkept.html\0a/b/deep.html";
-            assert_int_equal(m.len, sizeof want);
-            assert_memory_equal(m.ptr, want, sizeof want);
-            buf_free(&m);
-            free(mark);
+            static const char want[] = "kept.html\0a/b/deep.html";
+            S_expect_mark(state, want, sizeof want);
         } else {
             output_discard(&o); /* a failed build: no publish */
         }
@@ -521,9 +523,8 @@ static void test_publish_incremental(void **state)
     got = S_get(state, "proj/.kvsite/site.prev/changed.html");
     assert_string_equal(got, "before");
     free(got);
-    got = S_get(state, "proj/.kvsite/site.synced");
-    assert_non_null(strstr(got, "kvsite-synced 1\n"));
-    free(got);
+    static const char differs[] = "changed.html\0dropped.html";
+    S_expect_mark(state, differs, sizeof differs);
     output_done(&o);
     assert_false(S_exists(state, "proj/.kvsite/site.incr"));
     output_unlock(&o);
