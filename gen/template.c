@@ -385,6 +385,11 @@ int tpl_translate(const char *src, size_t len, const char *file, buf *lua, diag_
             buf_puts(lua, "_inc(");
             buf_put(lua, lit, lit_n);
             buf_puts(lua, ", _o, _esc, _raw, _oe, _or, _of, _ofr, _oloop, _inc) ");
+            /* the tag's own line breaks (around the name: it has none), so
+             * that the Lua's lines stay the template's */
+            for (size_t k = 0; k < bn; k++)
+                if (b[k] == '\n')
+                    buf_putc(lua, '\n');
         } else if (!raw && S_is_include(b, bn)) {
             lc.active = false;
             buf_puts(lua, "_o(");

@@ -209,6 +209,9 @@ static void test_translate_keeps_lines(void **state)
         "{{\n  x\n}}\n{%\nlocal y = 1\n%}\n{{{\n y\n}}}",
         "text {% if a then %}inline{% end %} more\n\n\n",
         "{% a() %}{% b() %}\n{% c() %}\n",
+        /* an include of a literal name, rendered in place: its tag's breaks too */
+        "{{\ninclude \"p.html\"\n}}\nx\n",
+        "{{ include(\n'p.html') }}\n",
     };
     for (size_t i = 0; i < N(srcs); i++) {
         buf lua = BUF_INIT;
@@ -393,6 +396,8 @@ static void test_errors_at_template_line(void **state)
     S_tpl(f, "partials/bad.html", "\n{{ page.missing.field }}");
     S_tpl(f, "outer.html", "x\n\n{{ include 'partials/bad.html' }}");
     S_tpl(f, "multi.html", "{{\n\n  nope2()\n}}");
+    S_tpl(f, "partials/fine.html", "fine");
+    S_tpl(f, "after_include.html", "{{\n  include \"partials/fine.html\"\n}}\n{{ nope3() }}\n");
     S_tpl(f, "unterm.html", "ok\n{{ x");
     S_start(f, "page = {title = 't'}");
     S_render_err(f, "call.html", "templates/call.html", 3,
@@ -404,6 +409,9 @@ static void test_errors_at_template_line(void **state)
     S_render_err(f, "stmt.html", "templates/stmt.html", 3, "custom");
     S_render_err(f, "multi.html", "templates/multi.html", 3,
                  "attempt to call a nil value (global 'nope2')");
+    /* after an include tag that spans lines, errors are still at their line */
+    S_render_err(f, "after_include.html", "templates/after_include.html", 4,
+                 "attempt to call a nil value (global 'nope3')");
     S_render_err_at(f, "unterm.html", "templates/unterm.html", 2, 1,
                  "unterminated {{ tag: no closing \"}}\"");
     /* an error in an included template is reported where it happened */
