@@ -2184,6 +2184,44 @@ t_changed_mark_is_no_mark() {
     cmp -s <(listing "$W/site") "$W.want" || fail "the build after a changed mark differs from a full build"
 }
 
+# Bytes of kvsite's state files (.kvsite: the cache, the stamp, the mark,
+# the tables, the walks' memos) and of the staging folder's pages changed at
+# random between edits: each build after that still writes what a full build
+# writes. A state file that does not check costs work, never a wrong page.
+# STATE_SEED=N runs another sequence.
+t_state_files_changed_at_random() {
+    fresh good
+    many_notes 24
+    kv build
+    expect_rc 0
+    kv build --no-cache # a staging folder, a mark and tables, as a writer has them
+    expect_rc 0
+    RANDOM=${STATE_SEED:-6} # 6: a run that changes the mark (fails before the mark was sealed)
+    local run files f size k at byte
+    for ((run = 1; run <= 16; run++)); do
+        printf '\nEdit %s.\n' "$run" >>"$W/content/notes/bulk$((RANDOM % 24 + 1)).md"
+        if ((RANDOM % 4)); then
+            mapfile -t files < <(find "$W/.kvsite" -maxdepth 1 -type f -size +0 | sort)
+        else
+            mapfile -t files < <(find "$W/.kvsite/site.prev" -type f -name '*.html' | sort)
+        fi
+        [ "${#files[@]}" -gt 0 ] || continue
+        f=${files[$((RANDOM % ${#files[@]}))]}
+        size=$(stat -c %s "$f")
+        for ((k = 0; k < 4; k++)); do
+            at=$(((RANDOM * 32768 + RANDOM) % size))
+            byte=$(printf '\\x%02x' $((RANDOM % 256)))
+            printf "$byte" | dd of="$f" bs=1 seek="$at" conv=notrunc status=none
+        done
+        kv build
+        expect_rc 0
+        kv build --no-cache -o "$W.full"
+        listing "$W.full" >"$W.want"
+        rm -rf "$W.full" "$(dirname "$W")/.kvsite"
+        cmp -s <(listing "$W/site") "$W.want" || { fail "run $run (${f##*/.kvsite/} changed): the build after it differs from a full build"; return; }
+    done
+}
+
 # An incremental build checks the staging folder's copy of each page it
 # takes from the cache when that copy is the one its publish swaps in (the
 # mark does not list it), and then does not stat those files again for the
