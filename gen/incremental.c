@@ -13,6 +13,7 @@
 #include "frontmatter.h"
 #include "fsutil.h"
 #include "paths.h"
+#include "sealed.h"
 #include "sources.h"
 #include "stamp.h"
 #include "theme.h"
@@ -232,29 +233,29 @@ static uint64_t S_list_stamp(incr *inc, const char *list, size_t len)
 /* The longest stamp file read. */
 #define S_STAMP_MAX (16u << 20)
 
-/* The stamp file: "kvsite-stamp 5", the input and output stamps, the length
- * of the output list and the list (NUL-separated), the counts line, then the
- * diagnostics of that build (warnings), to be printed again. */
+/* The stamp file, a sealed file (sealed.h: one whose bytes changed since
+ * does not load, and the build takes the long way): the input and output
+ * stamps and the length of the output list (a line of text), the list
+ * (NUL-separated), the counts line, then the diagnostics of that build
+ * (warnings), to be printed again. Unsealed, a changed byte in the warnings
+ * would have been printed as the build's own, or one left out. */
+static const char S_STAMP_MAGIC[SEALED_MAGIC_SIZE] = "kvsite-stamp 6\n";
+
 bool incr_up_to_date(incr *inc, char *counts, buf *warnings)
 {
-    const char *path = inc->stamp_path;
-    uint64_t in_stamp = inc->in_stamp;
-    buf text = BUF_INIT;
-    if (fs_read_regular(path, S_STAMP_MAX, &text) != FS_OK) {
-        buf_free(&text);
+    sealed_map m;
+    counts[0] = '\0';
+    if (!sealed_load(&m, inc->stamp_path, S_STAMP_MAGIC, S_STAMP_MAX))
         return false;
-    }
+    buf text = BUF_INIT; /* NUL-terminated, for sscanf and strchr */
+    buf_put(&text, m.data, m.len);
+    sealed_unmap(&m);
     unsigned long long in = 0, out = 0, listlen = 0;
     int used = 0;
-    counts[0] = '\0';
-    uint64_t now = 0;
-    bool ok = sscanf(buf_cstr(&text), "kvsite-stamp 5\n%llx\n%llx\n%llu\n%n", &in, &out,
-                     &listlen, &used) == 3 &&
-              in == in_stamp && listlen <= text.len - (size_t)used;
-    if (ok) {
-        now = S_list_stamp(inc, buf_cstr(&text) + used, (size_t)listlen);
-        ok = out == now;
-    }
+    bool ok = sscanf(buf_cstr(&text), "%llx\n%llx\n%llu\n%n", &in, &out, &listlen, &used) == 3 &&
+              used > 0 && in == inc->in_stamp && listlen <= text.len - (size_t)used;
+    if (ok)
+        ok = out == S_list_stamp(inc, buf_cstr(&text) + used, (size_t)listlen);
     if (ok) {
         const char *rest = buf_cstr(&text) + used + listlen;
         const char *nl = strchr(rest, '\n');
@@ -286,28 +287,36 @@ void incr_save_stamp(incr *inc, const char *counts, const buf *list, uint64_t ou
         unlink(inc->stamp_path); /* nor does an older one stay */
         return;
     }
-    /* written to a side file and renamed over, so a stamp cut short by a
-     * kill is never taken for one with fewer warnings; the diagnostics
-     * stream to it (a site's warnings can run to megabytes) */
-    char *tmp = xasprintf("%s.new", inc->stamp_path);
-    int fd = fs_open_own(tmp, true);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (fd >= 0 && !f)
-        close(fd);
-    if (f) {
-        fprintf(f, "kvsite-stamp 5\n%016llx\n%016llx\n%zu\n", (unsigned long long)inc->in_stamp,
-                (unsigned long long)out_stamp, list->len);
-        fwrite(buf_cstr(list), 1, list->len, f);
-        fprintf(f, "%s\n", counts);
-        diag_print(inc->dl, f, false);
-        bool ok = !ferror(f);
-        if (fclose(f) == 0 && ok && rename(tmp, inc->stamp_path) == 0) {
-            free(tmp);
-            return;
-        }
+    /* the diagnostics as they were printed, into memory first (diag_print
+     * writes to a stream) */
+    char *diags = NULL;
+    size_t diags_len = 0;
+    FILE *mem = open_memstream(&diags, &diags_len);
+    if (!mem) {
+        unlink(inc->stamp_path);
+        return;
     }
-    unlink(tmp);
-    free(tmp);
+    diag_print(inc->dl, mem, false);
+    bool ok = !ferror(mem);
+    if (fclose(mem) != 0 || !ok) {
+        free(diags);
+        unlink(inc->stamp_path);
+        return;
+    }
+    char head[80];
+    int n = snprintf(head, sizeof head, "%016llx\n%016llx\n%zu\n",
+                     (unsigned long long)inc->in_stamp, (unsigned long long)out_stamp,
+                     list->len);
+    /* sealed_commit writes a side file and renames it over: a stamp cut
+     * short by a kill is never taken for one with fewer warnings */
+    sealed_writer *w = sealed_create(inc->stamp_path, S_STAMP_MAGIC);
+    sealed_write(w, head, (size_t)n);
+    sealed_write(w, buf_cstr(list), list->len);
+    sealed_write(w, counts, strlen(counts));
+    sealed_write(w, "\n", 1);
+    sealed_write(w, diags, diags_len);
+    sealed_commit(w); /* one that cannot be written leaves none (S_publish removed the old) */
+    free(diags);
 }
 
 

@@ -810,6 +810,30 @@ EOF
     expect_file site/articles/plain/index.html
 }
 
+# An up-to-date build prints the warnings the last build saved with its
+# stamp. A stamp whose bytes changed is no stamp: the build takes the long
+# way and prints its own warnings, never the changed text (nor one left out).
+t_changed_stamp_is_no_stamp() {
+    fresh good
+    page content/articles/plain.md <<'EOF'
+---
+title: Plain
+---
+The cache needs 40 GB at full context.
+EOF
+    kv build
+    expect_rc 0
+    kv build
+    expect_rc 0
+    grep -q '^kvsite: up to date' "$W.err" || { fail "not up to date: $(tail -n 1 "$W.err")"; return; }
+    grep -q 'warning: unverified figure "40 GB"' "$W.err" || fail "the saved warning was not printed again"
+    LC_ALL=C sed -i 's|unverified figure "40 GB"|unverified figure "41 GB"|' "$W/.kvsite/site.stamp"
+    kv build
+    expect_rc 0
+    grep -q '41 GB' "$W.err" && fail "a changed stamp's text was printed: $(grep '41 GB' "$W.err")"
+    grep -q 'warning: unverified figure "40 GB"' "$W.err" || fail "the build after a changed stamp lost its warning"
+}
+
 # A figure in a front-matter string shown through markdown_inline is checked
 # and located at its line and column in the Markdown file, for plain and for
 # double-quoted YAML scalars alike (the column of the quote, as in the body).

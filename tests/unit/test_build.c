@@ -156,7 +156,7 @@ static void test_full_build(void **state)
     assert_false(S_has(state, "site/sitemap.xml", ""));
     assert_true(S_has(state, "site/checks/index.html", ""));
     /* what the next build reads, in the state folder beside the output */
-    assert_true(S_has(state, ".kvsite/site.stamp", "kvsite-stamp 5\n"));
+    assert_true(S_has(state, ".kvsite/site.stamp", "kvsite-stamp 6\n"));
     char *cache = S_get(state, ".kvsite/site.cache");
     assert_non_null(cache);
     free(cache);
