@@ -773,14 +773,20 @@ t_raw_html_folded() {
     expect_summary "$SUMMARY_FAILED"
 }
 
-t_bad_unverified_figure() {
-    good_built || return
+# unverified_page: content/articles/plain.md, whose "40 GB" (line 4, column
+# 17) is a figure neither quoted nor cited
+unverified_page() {
     page content/articles/plain.md <<'EOF'
 ---
 title: Plain
 ---
 The cache needs 40 GB at full context.
 EOF
+}
+
+t_bad_unverified_figure() {
+    good_built || return
+    unverified_page
     kv build --strict
     expect_failed_build <<'EOF'
 content/articles/plain.md:4:17: error: unverified figure "40 GB": quote it as a figure (`40 GB {= EXPR}`) or cite it (`40 GB {cite KEY}`)
@@ -795,12 +801,7 @@ EOF
 # Without --strict an unverified figure is a warning: the build succeeds.
 t_good_unverified_warning() {
     fresh good
-    page content/articles/plain.md <<'EOF'
----
-title: Plain
----
-The cache needs 40 GB at full context.
-EOF
+    unverified_page
     kv build
     expect_rc 0
     expect_diags <<'EOF'
@@ -815,12 +816,7 @@ EOF
 # way and prints its own warnings, never the changed text (nor one left out).
 t_changed_stamp_is_no_stamp() {
     fresh good
-    page content/articles/plain.md <<'EOF'
----
-title: Plain
----
-The cache needs 40 GB at full context.
-EOF
+    unverified_page
     kv build
     expect_rc 0
     kv build
