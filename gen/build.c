@@ -93,6 +93,7 @@ typedef struct {
     size_t pages_built;
     uint64_t out_bytes; /* the pages' and the assets' bytes, for limits.output_bytes */
     bool over_cap;     /* past limits.output_bytes: the build stopped */
+    pool_cap cap_stop; /* the last phase's watch of it */
     size_t tiers[FIG_TIERS]; /* figures by tier */
     incr_writer writer;
     bool writer_used;  /* a full build's cache is written by incr_writer */
@@ -561,7 +562,18 @@ static int S_phase(build_state *s, const pool_opts *po, int phase, int outfd)
     if (s->out.incremental && s->trace)
         for (size_t k = 0; k < n; k++)
             fprintf(stderr, "kvsite: trace: rendering %s\n", render_job_file(env, jobs[k]));
-    int rc = pool_run(env, po, jobs, n, s->records);
+    /* the output limit is watched as the records come in: a site far over it
+     * stops there, not once every page is rendered */
+    pool_cap *cap = &s->cap_stop;
+    cap->passed = false;
+    cap->limit = output_writes(&s->out) ? s->cfg.limits.output_bytes : 0;
+    cap->before = s->out.extra_bytes;
+    for (size_t j = 0; j < s->njobs; j++)
+        cap->before += s->records[j].out_bytes;
+    for (size_t k = 0; k < n; k++)
+        cap->before -= s->records[jobs[k]].out_bytes; /* to be made again */
+    /* past it already (the pages kept from the cache): S_over_cap says so */
+    int rc = cap->limit && cap->before > cap->limit ? 0 : pool_run(env, po, jobs, n, s->records, cap);
     for (size_t j = 0; j < s->njobs; j++)
         if (env->job_phases[j] == phase)
             s->inc.digests[j] = record_digest(&s->records[j]);
@@ -591,12 +603,25 @@ static bool S_has_cap_error(const diag_list *dl)
     return false;
 }
 
+/* The file a job's errors are shown at: its page's source, or the template
+ * of a generated page. */
+static const char *S_job_file(build_state *s, size_t job)
+{
+    const char *src = s->records[job].src;
+    return src && src[0] ? src : render_job_file(&s->env, job);
+}
+
 /* Whether the pages rendered so far pass limits.output_bytes: each worker
  * stops writing at the cap on its own, and the parent stops the build once
  * their sum passes it. One error, at the page that passed it (or the first
  * worker's). */
 static bool S_over_cap(build_state *s)
 {
+    if (s->cap_stop.passed) { /* the pool stopped there */
+        output_cap_error(&s->dl, S_job_file(s, s->cap_stop.job), s->cap_stop.total,
+                         s->cap_stop.limit);
+        return true;
+    }
     uint64_t cap = s->cfg.limits.output_bytes, sum = s->out.extra_bytes;
     size_t past = s->njobs;
     for (size_t j = 0; j < s->njobs; j++) {
@@ -609,8 +634,7 @@ static bool S_over_cap(build_state *s)
     }
     if (past == s->njobs)
         return false;
-    output_cap_error(&s->dl, s->records[past].src ? s->records[past].src
-                                                  : render_job_file(&s->env, past), sum, cap);
+    output_cap_error(&s->dl, S_job_file(s, past), sum, cap);
     return true;
 }
 

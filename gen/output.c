@@ -63,8 +63,11 @@ int output_write(const output_dest *d, const char *rel, const void *data, size_t
     }
     if (d->cap && S_total + counted > d->cap) {
         /* refused before anything is written: a site over the cap must not
-         * fill the disk first */
+         * fill the disk first. Counted all the same: the parent adds up the
+         * pages' bytes in page order (pool_cap), and where that sum passes
+         * the cap must not depend on which worker refused first */
         output_cap_error(dl, file, S_total + counted, d->cap);
+        *bytes += counted;
         errno = EFBIG;
         return -1;
     }

@@ -78,7 +78,8 @@ void output_cap_error(diag_list *dl, const char *file, uint64_t total, uint64_t 
  * or the data's digest, with which d->dir_rec may tell the file is unchanged
  * from a stat. *bytes
  * grows by the file's size as the output limit counts it (an empty file
- * counts 1: a count of 0 means no file), unless the write fails. Returns 1
+ * counts 1: a count of 0 means no file), unless the write fails for another
+ * reason than the cap. Returns 1
  * when d->dir/rel holds data now (written, or left alone because it already
  * did: st, which may be NULL, gets its stat either way), 0 when nothing was
  * to be written there (no dir, or same_dir has the bytes), -1 on failure (an

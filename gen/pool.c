@@ -367,12 +367,13 @@ static bool S_read_records(worker *w)
 }
 
 /* The job a worker held failed as a whole: one error at the job's file. */
-static void S_fail_job(const render_env *env, page_record *records, uint32_t job,
-                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void S_fail_job(const render_env *env, page_record *records, uint8_t *stored, uint32_t job,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static void S_fail_job(const render_env *env, page_record *records, uint32_t job,
+static void S_fail_job(const render_env *env, page_record *records, uint8_t *stored, uint32_t job,
                        const char *fmt, ...)
 {
+    stored[job] = 1;
     page_record *rec = &records[job];
     record_free(rec);
     record_init(rec);
@@ -390,13 +391,14 @@ static void S_fail_job(const render_env *env, page_record *records, uint32_t job
 }
 
 /* Stores every complete record in w->in, each for the job at the head of the
- * queue; the next job started when the worker finished the previous one (or
- * when it was sent, if later). Returns the number stored; sets *bad when a
- * length is out of bounds (the worker is confused). */
+ * queue (and marks it in stored); the next job started when the worker
+ * finished the previous one (or when it was sent, if later). Returns the
+ * number stored; sets *bad when a length is out of bounds (the worker is
+ * confused). */
 static size_t S_store_records(const render_env *env, worker *w, page_record *records,
-                              double now, bool *bad)
+                              uint8_t *stored, double now, bool *bad)
 {
-    size_t off = 0, stored = 0;
+    size_t off = 0, count = 0;
     while (w->qlen > 0 && w->in.len - off >= sizeof(frame)) {
         frame f;
         memcpy(&f, w->in.ptr + off, sizeof f);
@@ -412,8 +414,10 @@ static size_t S_store_records(const render_env *env, worker *w, page_record *rec
         if (record_decode(w->in.ptr + off + sizeof f, f.len, env->figs, rec) != 0 ||
             rec->job != job) {
             record_free(rec);
-            S_fail_job(env, records, job, "internal error: a worker sent a malformed record");
+            S_fail_job(env, records, stored, job,
+                       "internal error: a worker sent a malformed record");
         }
+        stored[job] = 1;
         off += sizeof f + (size_t)f.len;
         if (w->qlen > 0) {
             double t = f.finished, sent = w->sent[w->qhead];
@@ -422,45 +426,74 @@ static size_t S_store_records(const render_env *env, worker *w, page_record *rec
             w->started = t < now ? t : now;
         }
         w->fresh = false;
-        stored++;
+        count++;
     }
     if (off > 0) {
         memmove(w->in.ptr, w->in.ptr + off, w->in.len - off);
         buf_truncate(&w->in, w->in.len - off);
     }
-    return stored;
+    return count;
+}
+
+/* Stops every worker at once. */
+static void S_kill_all(worker *ws, int nw)
+{
+    for (int i = 0; i < nw; i++) {
+        if (ws[i].pid > 0) {
+            kill(ws[i].pid, SIGKILL);
+            S_reap(&ws[i], NULL);
+        }
+    }
 }
 
 /* The build's deadline has passed: every job still queued or not yet given
  * out fails, and the workers are stopped. Returns how many jobs failed. */
 static size_t S_fail_all(const render_env *env, const pool_opts *o, worker *ws, int nw,
-                         const size_t *jobs, size_t n, size_t *next, page_record *records)
+                         const size_t *jobs, size_t n, size_t *next, page_record *records,
+                         uint8_t *stored)
 {
     size_t failed = 0;
+    S_kill_all(ws, nw);
     for (int i = 0; i < nw; i++) {
         worker *w = &ws[i];
-        if (w->pid > 0) {
-            kill(w->pid, SIGKILL);
-            S_reap(w, NULL);
-        }
         while (w->qlen > 0) {
-            S_fail_job(env, records, S_pop(w),
+            S_fail_job(env, records, stored, S_pop(w),
                        "the build took longer than %g s (limits.build_timeout): stopped",
                        o->build_timeout);
             failed++;
         }
     }
     for (; *next < n; (*next)++, failed++)
-        S_fail_job(env, records, (uint32_t)jobs[*next],
+        S_fail_job(env, records, stored, (uint32_t)jobs[*next],
                    "the build took longer than %g s (limits.build_timeout): not built",
                    o->build_timeout);
     return failed;
 }
 
+/* Moves *front past the jobs of jobs[] whose records are in, adding their
+ * bytes to cap->total. True once that passes cap->limit (cap->job says where). */
+static bool S_cap_passed(pool_cap *cap, const size_t *jobs, size_t n, const page_record *records,
+                         const uint8_t *stored, size_t *front)
+{
+    for (; *front < n && stored[jobs[*front]]; (*front)++) {
+        cap->total += records[jobs[*front]].out_bytes;
+        if (cap->total > cap->limit) {
+            cap->passed = true;
+            cap->job = jobs[(*front)++];
+            return true;
+        }
+    }
+    return false;
+}
+
 int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size_t n,
-             page_record *records)
+             page_record *records, pool_cap *cap)
 {
     S_wait_leaving(false); /* the last phase's, gone by now */
+    if (cap) {
+        cap->passed = false;
+        cap->total = cap->before;
+    }
     if (n == 0)
         return 0;
     int nw = o->workers < 1 ? 1 : o->workers;
@@ -477,9 +510,30 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
     size_t next = 0, done = 0;
     struct pollfd *pfd = xcalloc((size_t)nw, sizeof *pfd);
     int *pw = xcalloc((size_t)nw, sizeof *pw); /* worker of each pfd entry */
+    size_t span = 0, front = 0; /* jobs[0..front) have their records */
+    for (size_t k = 0; k < n; k++)
+        if (jobs[k] >= span)
+            span = jobs[k] + 1;
+    uint8_t *stored = xcalloc(span, 1); /* by job: its record is in */
+    bool watch_cap = cap && cap->limit > 0;
     while (done < n) {
+        if (watch_cap && S_cap_passed(cap, jobs, n, records, stored, &front)) {
+            /* what is left would only be thrown away: the build fails here.
+             * Records after that job, which some worker happened to finish,
+             * go too: what the build reports does not depend on them */
+            S_kill_all(ws, nw);
+            for (int i = 0; i < nw; i++)
+                ws[i].qlen = ws[i].nsent = 0;
+            for (size_t k = front; k < n; k++) {
+                if (stored[jobs[k]]) {
+                    record_free(&records[jobs[k]]);
+                    record_init(&records[jobs[k]]);
+                }
+            }
+            break;
+        }
         if (o->build_deadline > 0 && S_now() >= o->build_deadline) {
-            done += S_fail_all(env, o, ws, nw, jobs, n, &next, records);
+            done += S_fail_all(env, o, ws, nw, jobs, n, &next, records, stored);
             continue;
         }
         /* keep every worker alive; give jobs to those that asked */
@@ -488,7 +542,8 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
             if (w->pid < 0 && (w->qlen > 0 || next < n) && S_spawn(w, ws, nw, env, o) != 0) {
                 int err = errno;
                 uint32_t job = w->qlen > 0 ? S_pop(w) : (uint32_t)jobs[next++];
-                S_fail_job(env, records, job, "cannot start a worker process: %s", strerror(err));
+                S_fail_job(env, records, stored, job, "cannot start a worker process: %s",
+                           strerror(err));
                 done++;
                 continue;
             }
@@ -534,7 +589,7 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
                 dead = S_take_rings(w) || (pfd[k].revents & (POLLHUP | POLLERR));
             if (pfd[k].revents || late)
                 dead |= S_read_records(w);
-            done += S_store_records(env, w, records, now, &bad);
+            done += S_store_records(env, w, records, stored, now, &bad);
             if (bad)
                 dead = true;
             if (w->qlen == 0) {
@@ -548,12 +603,12 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
                 kill(w->pid, SIGKILL);
                 S_reap(w, &st);
                 if (WIFSIGNALED(st))
-                    S_fail_job(env, records, job,
+                    S_fail_job(env, records, stored, job,
                                "the worker rendering this page crashed (signal %d); the page "
                                "was not built",
                                WTERMSIG(st));
                 else
-                    S_fail_job(env, records, job,
+                    S_fail_job(env, records, stored, job,
                                "the worker rendering this page stopped (exit status %d, "
                                "possibly out of memory: limits.worker_memory)",
                                WIFEXITED(st) ? WEXITSTATUS(st) : -1);
@@ -562,7 +617,7 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
                 uint32_t job = S_pop(w);
                 kill(w->pid, SIGKILL);
                 S_reap(w, NULL);
-                S_fail_job(env, records, job,
+                S_fail_job(env, records, stored, job,
                            "rendering took longer than %g s (limits.page_timeout): stopped",
                            o->deadline);
                 done++;
@@ -570,6 +625,9 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
             /* the jobs queued behind a failed one go to the next process */
         }
     }
+    if (watch_cap && !cap->passed)
+        S_cap_passed(cap, jobs, n, records, stored, &front); /* the last jobs' */
+    free(stored);
     /* closing the sockets ends every worker at once; pool_settle (or the
      * next pool_run) waits for them */
     for (int i = 0; i < nw; i++) {

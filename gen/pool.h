@@ -16,7 +16,9 @@
 #ifndef KV_POOL_H
 #define KV_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "record.h"
 #include "render.h"
@@ -31,13 +33,29 @@ typedef struct {
     double build_timeout;  /* for the message: limits.build_timeout */
 } pool_opts;
 
+/* The output limit (limits.output_bytes) as pool_run watches it: the bytes
+ * the jobs' records say they wrote (out_bytes) are added up in the order of
+ * jobs[], over the jobs done without a gap before them, so that where the sum
+ * passes the limit does not depend on which worker ran what. */
+typedef struct {
+    uint64_t limit;  /* 0: none */
+    uint64_t before; /* what the build counted before these jobs */
+    /* set by pool_run: */
+    bool passed;    /* before + the jobs' bytes passed the limit: the run stopped */
+    size_t job;     /* the job at which they did */
+    uint64_t total; /* before + the bytes of the jobs up to and including it */
+} pool_cap;
+
 /* Runs jobs[0..n) and stores each result in records[job] (which must be
  * initialised; existing content is freed). Returns 0; failures of single jobs
- * are reported in their records. It returns once every record is in: its
- * workers are told to end, and are waited for by pool_settle (or by a later
+ * are reported in their records. It returns once every record is in, or,
+ * when cap (which may be NULL) is passed, at once: the workers are stopped,
+ * the records of the jobs after cap->job in jobs[] are emptied (record_init),
+ * and those of the jobs not done are left as they were. Its workers
+ * are told to end, and are waited for by pool_settle (or by a later
  * pool_run, once they are gone). */
 int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size_t n,
-             page_record *records);
+             page_record *records, pool_cap *cap);
 
 /* Waits for every worker that pool_run told to end: before the process
  * reports its children's resource use or exits (a worker's peak memory

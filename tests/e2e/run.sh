@@ -2626,6 +2626,47 @@ t_output_bytes_cap_leaves_nothing() {
     [ -z "$left" ] || fail "pages left on disk: $left"
 }
 
+# A site far over limits.output_bytes stops rendering where the pages' bytes,
+# added up in page order, pass it: the error names that page and that sum, the
+# same with one worker or three, and nothing of the pages after it is said
+# (a worker that ran ahead of the others finished some of them).
+t_output_bytes_cap_stops_where_passed() {
+    fresh good
+    local i long first="" again
+    long=$(printf 'word %.0s' $(seq 1 6000))
+    for i in $(seq -w 1 60); do
+        printf -- '---\ntitle: Long %s\n---\n\n%s\n' "$i" "$long" >"$W/content/notes/a$i.md"
+    done
+    for i in $(seq -w 1 200); do
+        printf -- '---\ntitle: Late %s\n---\n\n`1 GB {= 2}`\n' "$i" >"$W/content/notes/z$i.md"
+    done
+    printf 'limits:\n  output_bytes: 1048576\n' >>"$W/site.yaml"
+    for j in 1 3 2; do
+        kv build -j "$j"
+        expect_rc 1
+        expect_summary "$SUMMARY_FAILED"
+        expect_no_file site
+        sed '$d' "$W.err" >"$W.got"
+        if ! grep -Eq '^content/notes/a[0-9]+\.md: error: the site is larger than limits.output_bytes \(10[0-9]{5} > 1048576 bytes\)$' "$W.got"; then
+            fail "-j $j: no error at the page that passed the cap, within a page of it: $(head -n 3 "$W.got")"
+        fi
+        if grep -q 'content/notes/z' "$W.got"; then
+            fail "-j $j: pages after the cap were reported: $(grep -m 2 'content/notes/z' "$W.got")"
+        fi
+        if [ -z "$first" ]; then
+            first=$(cat "$W.got")
+        elif [ "$(cat "$W.got")" != "$first" ]; then
+            fail "-j $j reports otherwise than -j 1: $(diff <(echo "$first") "$W.got" | head -n 4)"
+        fi
+    done
+    # under the cap again, every page is there and every late page's error said
+    sed -i 's/output_bytes: 1048576/output_bytes: 104857600/' "$W/site.yaml"
+    kv build -j 2
+    expect_rc 1
+    again=$(grep -c '^content/notes/z[0-9]*\.md:5:2: error: quoted 1 GB, but 2 = 0.00 GB$' "$W.err")
+    [ "$again" = 200 ] || fail "$again of the 200 late pages' errors, expected all"
+}
+
 # Fingerprinted stylesheets and scripts are held in memory until they are
 # copied: together they stay within limits.output_bytes (a pull request's 40
 # stylesheets of 64 KiB against a 1 MiB cap): one located error, no output.

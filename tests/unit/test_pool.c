@@ -2,7 +2,9 @@
  * whatever the number of workers; a worker that crashes, exits or runs past
  * its deadline fails exactly the job it was on, and the jobs queued behind it
  * are still rendered by the next worker; each job's deadline counts from when
- * it started, not from when it was queued; no worker is left behind.
+ * it started, not from when it was queued; no worker is left behind; a run
+ * watching the output limit stops where the bytes, added up in the order of
+ * its jobs, pass it, whatever the number of workers.
  *
  * The renderer is replaced by the fakes below (the linker takes these and
  * leaves render.o out of the archive): each job does what S_plan says. */
@@ -32,6 +34,7 @@ typedef enum { P_OK, P_BIG, P_SLOW, P_LONG, P_TERM, P_EXIT, P_HANG } plan;
 /* set before pool_run; the workers see the copy they were forked with */
 static plan S_plan[NJOBS];
 static bool S_no_renderer;
+static uint64_t S_bytes[NJOBS]; /* each job's out_bytes */
 static char S_files[NJOBS][32];
 
 struct renderer {
@@ -80,6 +83,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
     rec->done = 1;
     rec->url = xasprintf("/p%zu/", job);
     rec->src = xstrdup(S_files[job]);
+    rec->out_bytes = S_bytes[job];
     if (S_plan[job] == P_BIG) {
         /* more than a pipe holds: the worker must wait for the parent to read */
         size_t n = 300000 + job;
@@ -93,6 +97,7 @@ void render_job(renderer *r, size_t job, page_record *rec)
 
 static page_record S_rec[NJOBS];
 static double S_build_deadline; /* 0, or the build's deadline for S_run */
+static pool_cap *S_cap;         /* NULL, or the output limit for S_run */
 static size_t S_jobs[NJOBS];
 
 static int S_setup(void **state)
@@ -102,9 +107,11 @@ static int S_setup(void **state)
         S_plan[j] = P_OK;
         snprintf(S_files[j], sizeof S_files[j], "content/p%zu.md", j);
         record_init(&S_rec[j]);
+        S_bytes[j] = 0;
     }
     S_no_renderer = false;
     S_build_deadline = 0;
+    S_cap = NULL;
     return 0;
 }
 
@@ -129,7 +136,7 @@ static void S_run(int workers, double deadline, size_t n)
     memset(&env, 0, sizeof env);
     pool_opts o = {.workers = workers, .deadline = deadline, .build_deadline = S_build_deadline,
                    .build_timeout = 1};
-    assert_int_equal(pool_run(&env, &o, S_jobs, n, S_rec), 0);
+    assert_int_equal(pool_run(&env, &o, S_jobs, n, S_rec, S_cap), 0);
     /* every worker is waited for */
     pool_settle();
     assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
@@ -308,6 +315,49 @@ static void test_build_deadline(void **state)
         S_failed(j, "the build took longer than 1 s (limits.build_timeout): not built");
 }
 
+/* The output limit: 200 jobs (every third job number) of 100 bytes after 50
+ * counted before them, against 5,050 bytes: the 51st job passes it, with 1
+ * to 4 workers alike. The run stops there (the jobs after the 60th would take
+ * 150 ms each), and keeps no record after that job; under a higher limit
+ * every job is built and nothing is said to pass. */
+static void test_output_cap(void **state)
+{
+    for (int workers = 1; workers <= 4; workers++) {
+        for (size_t k = 0; k < 200; k++) {
+            S_jobs[k] = 3 * k;
+            S_bytes[3 * k] = 100;
+            S_plan[3 * k] = k >= 60 ? P_SLOW : P_OK;
+        }
+        pool_cap cap = {.limit = 5050, .before = 50};
+        S_cap = &cap;
+        double t = S_mono();
+        S_run(workers, 30, 200);
+        assert_true(S_mono() - t < 5);
+        assert_true(cap.passed);
+        assert_int_equal(cap.job, S_jobs[50]);
+        assert_int_equal(cap.total, 5150);
+        for (size_t k = 0; k <= 50; k++)
+            S_built(S_jobs[k]);
+        for (size_t k = 51; k < 200; k++) {
+            assert_int_equal(S_rec[S_jobs[k]].done, 0);
+            assert_null(S_rec[S_jobs[k]].url);
+        }
+        S_teardown(state);
+        S_setup(state);
+    }
+    for (size_t k = 0; k < 100; k++) {
+        S_jobs[k] = k;
+        S_bytes[k] = 100;
+    }
+    pool_cap cap = {.limit = 10050, .before = 50};
+    S_cap = &cap;
+    S_run(2, 30, 100);
+    assert_false(cap.passed);
+    assert_int_equal(cap.total, 10050);
+    for (size_t k = 0; k < 100; k++)
+        S_built(k);
+}
+
 /* A worker that cannot set up its renderer fails one job per attempt, and
  * the run still ends. */
 static void test_no_renderer(void **state)
@@ -333,6 +383,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deadline_counts_from_start, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_no_renderer, S_setup, S_teardown),
         cmocka_unit_test_setup_teardown(test_build_deadline, S_setup, S_teardown),
+        cmocka_unit_test_setup_teardown(test_output_cap, S_setup, S_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
