@@ -518,18 +518,10 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
     bool watch_cap = cap && cap->limit > 0;
     while (done < n) {
         if (watch_cap && S_cap_passed(cap, jobs, n, records, stored, &front)) {
-            /* what is left would only be thrown away: the build fails here.
-             * Records after that job, which some worker happened to finish,
-             * go too: what the build reports does not depend on them */
+            /* what is left would only be thrown away: the build fails here */
             S_kill_all(ws, nw);
             for (int i = 0; i < nw; i++)
                 ws[i].qlen = ws[i].nsent = 0;
-            for (size_t k = front; k < n; k++) {
-                if (stored[jobs[k]]) {
-                    record_free(&records[jobs[k]]);
-                    record_init(&records[jobs[k]]);
-                }
-            }
             break;
         }
         if (o->build_deadline > 0 && S_now() >= o->build_deadline) {
@@ -627,6 +619,14 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
     }
     if (watch_cap && !cap->passed)
         S_cap_passed(cap, jobs, n, records, stored, &front); /* the last jobs' */
+    /* the records after the job that passed the cap, which some worker
+     * happened to finish, go: what the build reports does not depend on them */
+    for (size_t k = front; watch_cap && cap->passed && k < n; k++) {
+        if (stored[jobs[k]]) {
+            record_free(&records[jobs[k]]);
+            record_init(&records[jobs[k]]);
+        }
+    }
     free(stored);
     /* closing the sockets ends every worker at once; pool_settle (or the
      * next pool_run) waits for them */

@@ -319,7 +319,8 @@ static void test_build_deadline(void **state)
  * counted before them, against 5,050 bytes: the 51st job passes it, with 1
  * to 4 workers alike. The run stops there (the jobs after the 60th would take
  * 150 ms each), and keeps no record after that job; under a higher limit
- * every job is built and nothing is said to pass. */
+ * every job is built and nothing is said to pass; passed by the last job,
+ * it is said once every record is in. */
 static void test_output_cap(void **state)
 {
     for (int workers = 1; workers <= 4; workers++) {
@@ -354,6 +355,21 @@ static void test_output_cap(void **state)
     S_run(2, 30, 100);
     assert_false(cap.passed);
     assert_int_equal(cap.total, 10050);
+    for (size_t k = 0; k < 100; k++)
+        S_built(k);
+    /* passed by the last job: found once every record is in */
+    S_teardown(state);
+    S_setup(state);
+    for (size_t k = 0; k < 100; k++) {
+        S_jobs[k] = k;
+        S_bytes[k] = 100;
+    }
+    pool_cap last = {.limit = 10049, .before = 50};
+    S_cap = &last;
+    S_run(2, 30, 100);
+    assert_true(last.passed);
+    assert_int_equal(last.job, 99);
+    assert_int_equal(last.total, 10050);
     for (size_t k = 0; k < 100; k++)
         S_built(k);
 }
