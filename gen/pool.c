@@ -470,6 +470,13 @@ static size_t S_fail_all(const render_env *env, const pool_opts *o, worker *ws, 
     return failed;
 }
 
+/* pool_run's marks of the jobs whose records are in, also here: a worker
+ * forked during the run holds a copy it never frees, and S_worker_main, which
+ * does not return, keeps no register or stack slot that points to it; a
+ * leak checker finds it from here (volatile: stores nothing reads are not
+ * left out). */
+static uint8_t *volatile S_stored;
+
 /* Moves *front past the jobs of jobs[] whose records are in, adding their
  * bytes to cap->total. True once that passes cap->limit (cap->job says where). */
 static bool S_cap_passed(pool_cap *cap, const size_t *jobs, size_t n, const page_record *records,
@@ -515,6 +522,7 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
         if (jobs[k] >= span)
             span = jobs[k] + 1;
     uint8_t *stored = xcalloc(span, 1); /* by job: its record is in */
+    S_stored = stored;
     bool watch_cap = cap && cap->limit > 0;
     while (done < n) {
         if (watch_cap && S_cap_passed(cap, jobs, n, records, stored, &front)) {
@@ -628,6 +636,7 @@ int pool_run(const render_env *env, const pool_opts *o, const size_t *jobs, size
         }
     }
     free(stored);
+    S_stored = NULL;
     /* closing the sockets ends every worker at once; pool_settle (or the
      * next pool_run) waits for them */
     for (int i = 0; i < nw; i++) {
