@@ -12,7 +12,8 @@
  * that one go to the new worker. Records are stored by job number, so the
  * result does not depend on which worker ran what, or in which order. Workers
  * run with an address-space limit (setrlimit) when one is configured, die
- * with the parent (PR_SET_PDEATHSIG), and a whole build can have a deadline. */
+ * with the parent (PR_SET_PDEATHSIG), and a whole build can have a deadline;
+ * a run can also stop at the output limit (pool_cap). */
 #ifndef KV_POOL_H
 #define KV_POOL_H
 
