@@ -179,7 +179,8 @@ measure() {
 }
 
 # count PAGES_DIR: rendered regular pages (pretty URLs: sNN/pNNNNN/index.html)
-count_pages() { find "$1" -path '*/s[0-9][0-9]/p[0-9]*/index.html' 2>/dev/null | wc -l; }
+# the pages of a corpus (gencorpus: sNN/pNNNNN.md; genshapes.py: .../pNNNNN.md)
+count_pages() { find "$1" -path '*/p[0-9][0-9][0-9][0-9][0-9]/index.html' 2>/dev/null | wc -l; }
 
 # The untimed builds before a measurement write the whole output (the
 # first after a corpus or template change writes every file): their dirty
@@ -392,6 +393,41 @@ for shape in one twenty; do
         done
     done
 done
+# ---- corpus shapes (issue 17: cost grows linearly for every shape) ----
+# tests/bench/genshapes.py: the shapes the corpora above do not have (many
+# tags, a deep and a wide section tree, many links, code in every language
+# kvsite highlights, footnotes and tables, assets beside the pages), each
+# at the bundled sizes with the default theme, the two built in turns. The
+# growth between them is gated like the bundled rows'. BENCH_SHAPES=0 skips
+# the block; BENCH_SHAPES="tags code" measures those shapes only.
+SHAPES=${BENCH_SHAPES:-"tags deep wide links code notes assets"}
+[ "$SHAPES" = 0 ] && SHAPES=""
+if [ -n "$SHAPES" ] && ! command -v python3 >/dev/null; then
+    fail "python3 is missing: the corpus shapes are not measured"
+    SHAPES=""
+fi
+for shape in $SHAPES; do
+    turns=()
+    for n in $BUNDLED_SIZES; do
+        dir=$OUT/shape-$shape-$n
+        rm -rf "$dir"
+        if python3 "$ROOT/tests/bench/genshapes.py" "$shape" "$n" "$dir"; then
+            turns+=("kv-shape-$shape-$n:$n:$dir")
+        else
+            fail "genshapes.py $shape $n failed"
+        fi
+    done
+    note "== shape $shape: ${#turns[@]} projects built in turns, default theme"
+    turns "${turns[@]}"
+    for n in $BUNDLED_SIZES; do
+        dir=$OUT/shape-$shape-$n
+        big=$(find "$dir/site" -name index.html -printf '%s %P\n' 2>/dev/null | sort -n | tail -n 1)
+        note "  $n pages, largest page: ${big:-none}"
+        BIG[shape-$shape-$n]=${big%% *}
+        rm -rf "$dir"
+    done
+done
+
 # BENCH_FULL=1: 100,000 pages in one section with the theme, built once
 if [ "${BENCH_FULL:-0}" = 1 ]; then
     dir=$OUT/plain-one-$FULL_SIZE
@@ -518,6 +554,11 @@ for n in $BUNDLED_SIZES; do
     done
 done
 brow "kv-theme-plain-one-$FULL_SIZE" "kvsite plain one, theme (1 run)" "$FULL_SIZE" "plain-one-$FULL_SIZE"
+for shape in $SHAPES; do
+    for n in $BUNDLED_SIZES; do
+        brow "kv-shape-$shape-$n" "kvsite shape $shape, theme" "$n" "shape-$shape-$n"
+    done
+done
 note ""
 note "== bundled templates: each run's wall s, in the order taken (all samples: logs/samples.tsv)"
 for row in "${shown[@]}"; do
@@ -552,10 +593,20 @@ for k in "${!RSS[@]}"; do
 done
 bcheck "peak RSS of any kvsite process, bundled, $bgate pages (MiB)" "$peak" "<=" $T_RSS
 [ -n "$peak_more" ] && note "  (peak RSS at ${bsizes[1]:-more} pages, not gated: $peak_more MiB)"
+peak_shapes=""
+for shape in $SHAPES; do
+    k=kv-shape-$shape-$bgate
+    [ "${STATUS[$k]:-}" = ok ] && peak_shapes+=" $shape ${RSS[$k]}"
+done
+[ -n "$peak_shapes" ] && note "  (peak RSS at $bgate pages of the shapes, MiB, not gated:$peak_shapes)"
 if [ -n "${bsizes[1]:-}" ]; then
     for key in theme-plain-one theme-plain-twenty theme-figures-one theme-figures-twenty repo-plain-one min-plain-one; do
         bcheck "growth ${bsizes[1]} / $bgate, kvsite $key (wall)" \
             "$(ratio "kv-$key-${bsizes[1]}" "kv-$key-$bgate")" "<=" 2.2
+    done
+    for shape in $SHAPES; do
+        bcheck "growth ${bsizes[1]} / $bgate, kvsite shape $shape (wall)" \
+            "$(ratio "kv-shape-$shape-${bsizes[1]}" "kv-shape-$shape-$bgate")" "<=" 2.2
     done
 fi
 bigmax=""
