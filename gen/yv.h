@@ -55,12 +55,13 @@ struct yv {
     int line, col;   /* 1-based position of the node in the file (offset applied);
                       * col counts bytes, as diag does */
     bool b;          /* YV_BOOL */
+    bool quoted;     /* a YAML scalar written in quotes: its text starts at col + 1
+                      * (beside b: a node is 96 bytes, not 104) */
     long long i;     /* YV_INT */
     double f;        /* YV_FLOAT */
     char *str;       /* every scalar: its text (the value for YV_STRING), NUL-terminated;
                       * NULL for YV_SEQ and YV_MAP */
     size_t len;      /* length of str */
-    bool quoted;     /* a YAML scalar written in quotes: its text starts at col + 1 */
     size_t n;        /* YV_SEQ: number of items; YV_MAP: number of pairs */
     yv **items;      /* YV_SEQ items; YV_MAP values, in document order */
     char **keys;     /* YV_MAP keys, parallel to items */
