@@ -178,9 +178,18 @@ measure() {
     summarize "$key"
 }
 
-# count PAGES_DIR: rendered regular pages (pretty URLs: sNN/pNNNNN/index.html)
-# the pages of a corpus (gencorpus: sNN/pNNNNN.md; genshapes.py: .../pNNNNN.md)
+# count PAGES_DIR: rendered regular pages (pretty URLs: .../pNNNNN/index.html;
+# gencorpus puts them in sNN/, genshapes.py at any depth)
 count_pages() { find "$1" -path '*/p[0-9][0-9][0-9][0-9][0-9]/index.html' 2>/dev/null | wc -l; }
+
+# largest_page BIGKEY SITE_DIR LABEL: the largest index.html a build wrote
+# (a listing, a report page, a page), noted and kept in BIG for the 200 KB row
+largest_page() {
+    local big
+    big=$(find "$2" -name index.html -printf '%s %P\n' 2>/dev/null | sort -n | tail -n 1)
+    note "  ${3}largest page: ${big:-none}"
+    BIG[$1]=${big%% *}
+}
 
 # The untimed builds before a measurement write the whole output (the
 # first after a corpus or template change writes every file): their dirty
@@ -386,9 +395,7 @@ for shape in one twenty; do
         for n in $BUNDLED_SIZES; do
             dir=$OUT/$kind-$shape-$n
             # the largest HTML file of a listing, report or page
-            big=$(find "$dir/kvsite/site" -name index.html -printf '%s %P\n' 2>/dev/null | sort -n | tail -n 1)
-            note "  $n pages, largest page: ${big:-none}"
-            BIG[$kind-$shape-$n]=${big%% *}
+            largest_page "$kind-$shape-$n" "$dir/kvsite/site" "$n pages, "
             rm -rf "$dir"
         done
     done
@@ -421,9 +428,7 @@ for shape in $SHAPES; do
     turns "${turns[@]}"
     for n in $BUNDLED_SIZES; do
         dir=$OUT/shape-$shape-$n
-        big=$(find "$dir/site" -name index.html -printf '%s %P\n' 2>/dev/null | sort -n | tail -n 1)
-        note "  $n pages, largest page: ${big:-none}"
-        BIG[shape-$shape-$n]=${big%% *}
+        largest_page "shape-$shape-$n" "$dir/site" "$n pages, "
         rm -rf "$dir"
     done
 done
@@ -438,9 +443,7 @@ if [ "${BENCH_FULL:-0}" = 1 ]; then
         REPEAT=1
         kvsite_run "kv-theme-plain-one-$FULL_SIZE" "$dir/kvsite" $FULL_SIZE 2
         REPEAT=$saved_repeat
-        big=$(find "$dir/kvsite/site" -name index.html -printf '%s %P\n' 2>/dev/null | sort -n | tail -n 1)
-        note "  largest page: ${big:-none}"
-        BIG[plain-one-$FULL_SIZE]=${big%% *}
+        largest_page "plain-one-$FULL_SIZE" "$dir/kvsite/site" ""
     else
         fail "gencorpus $FULL_SIZE --sections 1 failed"
     fi
