@@ -213,6 +213,23 @@ static void S_load_preds(language *l, uint32_t pi)
     }
 }
 
+/* Turns pattern pi off when every capture it has is one the painter skips
+ * (@variable, @operator, @punctuation.bracket, ...): matched on most nodes,
+ * it would paint nothing. */
+static void S_skip_unpainted(language *l, uint32_t pi, uint32_t ncap)
+{
+    bool any = false;
+    for (uint32_t c = 0; c < ncap; c++) {
+        if (ts_query_capture_quantifier_for_id(l->q, pi, c) == TSQuantifierZero)
+            continue;
+        if (l->kind[c] != K_SKIP)
+            return;
+        any = true;
+    }
+    if (any)
+        ts_query_disable_pattern(l->q, pi);
+}
+
 /* Compiles l's query, once; the result is kept for the life of the process. */
 static bool S_load(language *l)
 {
@@ -232,8 +249,10 @@ static bool S_load(language *l)
             }
             l->preds = xcalloc(npat + 1, sizeof *l->preds);
             l->npreds = xcalloc(npat + 1, sizeof *l->npreds);
-            for (uint32_t p = 0; p < npat; p++)
+            for (uint32_t p = 0; p < npat; p++) {
                 S_load_preds(l, p);
+                S_skip_unpainted(l, p, ncap);
+            }
         }
         l->loaded = true;
     }
@@ -314,9 +333,9 @@ static bool S_pred_holds(const pred *p, const TSQueryMatch *m, const char *code,
     case P_MATCH: {
         if (!p->re_ok || n > 4096)
             return false;
-        char *t = xstrndup(s, n);
-        r = regexec(&p->re, t, 0, NULL, 0) == 0;
-        free(t);
+        /* the capture's bytes where they are: no copy to end them */
+        regmatch_t span = {.rm_so = 0, .rm_eo = (regoff_t)n};
+        r = regexec(&p->re, s, 1, &span, REG_STARTEND) == 0;
         break;
     }
     case P_ANY:
@@ -325,6 +344,47 @@ static bool S_pred_holds(const pred *p, const TSQueryMatch *m, const char *code,
         break;
     }
     return p->negate ? !r : r;
+}
+
+/* One parser and one query cursor a thread, kept from block to block: their
+ * buffers (the parse stack, the pool of freed subtrees, the cursor's states)
+ * stay allocated and in the caches. Freed when the thread ends. */
+typedef struct {
+    TSParser *parser;
+    TSQueryCursor *cursor;
+} hl_tools;
+
+static pthread_key_t S_tools_key;
+static pthread_once_t S_tools_once = PTHREAD_ONCE_INIT;
+
+static void S_tools_free(void *p)
+{
+    hl_tools *t = p;
+    ts_parser_delete(t->parser);
+    ts_query_cursor_delete(t->cursor);
+    free(t);
+}
+
+static void S_tools_key_make(void)
+{
+    if (pthread_key_create(&S_tools_key, S_tools_free) != 0)
+        abort();
+}
+
+static hl_tools *S_tools(void)
+{
+    pthread_once(&S_tools_once, S_tools_key_make);
+    hl_tools *t = pthread_getspecific(S_tools_key);
+    if (!t) {
+        t = xmalloc(sizeof *t);
+        t->parser = ts_parser_new();
+        ts_parser_set_timeout_micros(t->parser, HL_TIMEOUT_US);
+        t->cursor = ts_query_cursor_new();
+        ts_query_cursor_set_match_limit(t->cursor, 1024);
+        if (pthread_setspecific(S_tools_key, t) != 0)
+            abort();
+    }
+    return t;
 }
 
 static void S_put_run(buf *out, int kind, const char *s, size_t n)
@@ -344,15 +404,16 @@ bool hl_html(const char *lang, size_t lang_len, const char *code, size_t len, bu
     language *l = S_find(lang, lang_len);
     if (!l || len == 0 || len > HL_MAX_BYTES || !S_load(l))
         return false;
-    TSParser *ps = ts_parser_new();
+    hl_tools *t = S_tools();
+    TSParser *ps = t->parser;
+    TSQueryCursor *cur = t->cursor;
     TSTree *tree = NULL;
-    if (ts_parser_set_language(ps, l->lang())) {
-        ts_parser_set_timeout_micros(ps, HL_TIMEOUT_US);
+    if (ts_parser_set_language(ps, l->lang()))
         tree = ts_parser_parse_string(ps, NULL, code, (uint32_t)len);
-    }
-    ts_parser_delete(ps);
-    if (!tree)
+    if (!tree) {
+        ts_parser_reset(ps); /* a parse that timed out would resume on the next block */
         return false;
+    }
 
     /* Each byte takes the kind of the smallest capture over it (a string's
      * escape inside the string). Between captures of one node, the query's
@@ -369,8 +430,6 @@ bool hl_html(const char *lang, size_t lang_len, const char *code, size_t len, bu
     /* bound on the bytes painted: nested captures cost their depth */
     size_t work = 0, max_work = 64 * len + 4096;
     bool ok = true;
-    TSQueryCursor *cur = ts_query_cursor_new();
-    ts_query_cursor_set_match_limit(cur, 1024);
     ts_query_cursor_exec(cur, l->q, ts_tree_root_node(tree));
     TSQueryMatch m;
     uint32_t ci;
@@ -406,7 +465,6 @@ bool hl_html(const char *lang, size_t lang_len, const char *code, size_t len, bu
             }
         }
     }
-    ts_query_cursor_delete(cur);
     ts_tree_delete(tree);
     if (ok) {
         size_t run = 0;

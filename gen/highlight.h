@@ -12,7 +12,8 @@
  * block over HL_MAX_BYTES or one tree-sitter cannot parse in HL_TIMEOUT_US.
  *
  * Thread-safe: each language's query is compiled once, on first use, and
- * kept for the life of the process. */
+ * kept for the life of the process; each thread that highlights keeps one
+ * parser and one query cursor (freed when it ends). */
 #ifndef KV_HIGHLIGHT_H
 #define KV_HIGHLIGHT_H
 

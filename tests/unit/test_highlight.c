@@ -2,6 +2,7 @@
  * its tokens their kinds, unknown languages and blocks over the bounds stay
  * with the caller, the text is escaped, and the queries' predicates
  * (#match?, #eq?) decide as the grammars mean them. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -144,6 +145,70 @@ static void test_predicates(void **state)
     free(h);
 }
 
+/* Each thread keeps its parser and query cursor from block to block: a
+ * block comes out the same whatever was highlighted before it, in this
+ * thread or in another at the same time, broken input included. */
+static const struct {
+    const char *lang, *code;
+} S_mix[] = {
+    {"python", "def (:\n  '''\n"},
+    {"c", "int a = MAX_2 + max_2; /* c */\n"},
+    {"sh", "for f in *; do echo \"$f\"; done\n"},
+    {"yaml", "a: [1, {b: c}]\n"},
+    {"lua", "local t = {1, 'x'} -- n\n"},
+    {"c", "int main(void) { return 0; }\n"},
+    {"json", "{\"a\": [1, true, null]}\n"},
+    {"markdown", "# T\n\n- [x] done\n"},
+    {"python", "X_Y = f(1, 'a')\n"},
+};
+#define S_NMIX (sizeof S_mix / sizeof S_mix[0])
+
+/* arg: the expected outputs, then a slot for the language of the first
+ * block that came out differently */
+static void *S_mix_run(void *arg)
+{
+    char **out = arg;
+    for (size_t r = 0; r < 50; r++) {
+        for (size_t i = 0; i < S_NMIX; i++) {
+            buf b = BUF_INIT;
+            bool ok = hl_html(S_mix[i].lang, strlen(S_mix[i].lang), S_mix[i].code,
+                              strlen(S_mix[i].code), &b);
+            if ((!ok || strcmp(buf_cstr(&b), out[i]) != 0) && !out[S_NMIX])
+                out[S_NMIX] = (char *)S_mix[i].lang;
+            buf_free(&b);
+        }
+    }
+    return NULL;
+}
+
+static void test_blocks_independent(void **state)
+{
+    (void)state;
+    char *first[S_NMIX] = {0};
+    for (size_t i = S_NMIX; i-- > 0;) /* backwards, then forwards */
+        first[i] = S_hl(S_mix[i].lang, S_mix[i].code);
+    for (size_t i = 0; i < S_NMIX; i++) {
+        assert_non_null(first[i]);
+        char *again = S_hl(S_mix[i].lang, S_mix[i].code);
+        assert_string_equal(again, first[i]);
+        free(again);
+    }
+    pthread_t t[2];
+    char *seen[2][S_NMIX + 1];
+    for (size_t k = 0; k < 2; k++) {
+        memcpy(seen[k], first, sizeof first);
+        seen[k][S_NMIX] = NULL;
+        assert_int_equal(pthread_create(&t[k], NULL, S_mix_run, seen[k]), 0);
+    }
+    for (size_t k = 0; k < 2; k++) {
+        pthread_join(t[k], NULL);
+        if (seen[k][S_NMIX])
+            fail_msg("thread %zu: a %s block came out differently", k, seen[k][S_NMIX]);
+    }
+    for (size_t i = 0; i < S_NMIX; i++)
+        free(first[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -151,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_text_kept),
         cmocka_unit_test(test_plain),
         cmocka_unit_test(test_predicates),
+        cmocka_unit_test(test_blocks_independent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
