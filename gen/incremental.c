@@ -57,21 +57,18 @@ static void S_note_stamp(void *ctx, const char *path, uint64_t stamp)
     strmap_put(ctx, path, (void *)(uintptr_t)(stamp | 1));
 }
 
-/* What every build depends on: the binary, the flags, site.yaml, and the
- * installed theme and checks library the site uses: files that change
- * without a new binary (a theme author's edit, a package that moves them). */
-static uint64_t S_setup_stamp(const incr *inc)
+/* The running binary, into h. */
+static uint64_t S_stamp_exe(uint64_t h)
 {
-    uint64_t h = stamp_str(STAMP_SEED, "kvsite " KVSITE_VERSION);
     char exe[PATH_MAX];
-    if (realpath("/proc/self/exe", exe))
-        h = stamp_file(h, exe);
-    h = stamp_str(h, inc->strict ? "strict" : "-");
-    h = stamp_str(h, inc->drafts ? "drafts" : "-");
-    /* the ceilings (--limits and --no-unsafe reach it too): a lower one must
-     * re-check every page */
-    const char *ceilings = getenv("KVSITE_LIMITS");
-    h = stamp_str(h, ceilings ? ceilings : "-");
+    return realpath("/proc/self/exe", exe) ? stamp_file(h, exe) : h;
+}
+
+/* site.yaml, and the installed theme and checks library the site uses:
+ * files that change without a new binary (a theme author's edit, a package
+ * that moves them), into h. */
+static uint64_t S_stamp_site_files(uint64_t h, const incr *inc)
+{
     char *cfg = fs_join(inc->root, "site.yaml");
     h = stamp_file(h, cfg);
     free(cfg);
@@ -80,6 +77,19 @@ static uint64_t S_setup_stamp(const incr *inc)
         h = installed[i] ? stamp_tree(h, installed[i], ".", inc->cfg->limits.files, NULL)
                          : stamp_str(h, "(none)");
     return h;
+}
+
+/* What every build depends on: the binary, the flags and the site's files. */
+static uint64_t S_setup_stamp(const incr *inc)
+{
+    uint64_t h = S_stamp_exe(stamp_str(STAMP_SEED, "kvsite " KVSITE_VERSION));
+    h = stamp_str(h, inc->strict ? "strict" : "-");
+    h = stamp_str(h, inc->drafts ? "drafts" : "-");
+    /* the ceilings (--limits and --no-unsafe reach it too): a lower one must
+     * re-check every page */
+    const char *ceilings = getenv("KVSITE_LIMITS");
+    h = stamp_str(h, ceilings ? ceilings : "-");
+    return S_stamp_site_files(h, inc);
 }
 
 /* A theme asset's stamp, as "theme/assets/<rel>": the input a page that
@@ -678,18 +688,8 @@ uint64_t incr_outputs(incr *inc, buf *list, uint64_t *job_stamps)
 /* What parsing a page's front matter depends on besides the file. */
 static uint64_t S_front_key(incr *inc)
 {
-    uint64_t h = stamp_str(STAMP_SEED, "kvsite front " KVSITE_VERSION);
-    char exe[PATH_MAX];
-    if (realpath("/proc/self/exe", exe))
-        h = stamp_file(h, exe);
-    char *cfg = fs_join(inc->root, "site.yaml");
-    h = stamp_file(h, cfg);
-    free(cfg);
-    const char *installed[] = {theme_dir(inc->cfg, inc->root), paths_get()->checks};
-    for (size_t i = 0; i < sizeof installed / sizeof *installed; i++)
-        h = installed[i] ? stamp_tree(h, installed[i], ".", inc->cfg->limits.files, NULL)
-                         : stamp_str(h, "(none)");
-    return h;
+    uint64_t h = S_stamp_exe(stamp_str(STAMP_SEED, "kvsite front " KVSITE_VERSION));
+    return S_stamp_site_files(h, inc);
 }
 
 bool incr_reuse_front(void *ctx, page *p)
